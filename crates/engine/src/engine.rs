@@ -1,0 +1,434 @@
+//! The engine: plans queries, wires channels, starts the threading model, reports.
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use serde::Serialize;
+
+use crate::channel::{lock, AbortFlag, Observe, Signal};
+use crate::executor::{Dedicated, Executor, Runnable, Threading};
+use crate::graph::{BuildError, LogicalGraph, NodeKind};
+use crate::http::MetricsServer;
+use crate::metrics::{latency_histogram, snapshot, LatencySummary, OperatorMetrics, OperatorSnapshot, SinkMetrics};
+use crate::plan::{PhysicalChannel, PhysicalPlan};
+use crate::query::{AnyBox, BuiltQuery, InstanceContext, NodeEntry, RouteParts};
+use crate::task::StopFlag;
+use crate::tuple::now_ns;
+
+/// How the engine runs its queries.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// The threading model.
+    pub threading: Threading,
+    /// Fuse forward-connected operators onto one thread (see [`crate::plan::can_chain`]).
+    pub chaining: bool,
+    /// Capacity of each channel, in tuples.
+    pub channel_capacity: usize,
+    /// Tuples per batch sent through a channel (partial batches are sent when a producer idles).
+    pub batch_size: usize,
+    /// Serve `/metrics` and `/topology` here; off when `None`.
+    pub metrics_addr: Option<SocketAddr>,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig { threading: Threading::Dedicated, chaining: true, channel_capacity: 8192, batch_size: 512, metrics_addr: None }
+    }
+}
+
+/// Why the engine failed.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// A query or setting is invalid.
+    #[error(transparent)]
+    Build(#[from] BuildError),
+    /// An operator panicked; the engine shut down.
+    #[error("operator '{operator}' panicked: {message}; the engine shut down")]
+    OperatorPanicked {
+        /// Physical name of the operator.
+        operator: String,
+        /// The panic message.
+        message: String,
+    },
+    /// The metrics endpoint could not listen.
+    #[error("cannot serve metrics on {addr}: {message}; choose another address with --metrics-addr")]
+    Listen {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        message: String,
+    },
+    /// Threads could not be started.
+    #[error("cannot start operator threads: {0}")]
+    Spawn(std::io::Error),
+}
+
+/// A physical operator in the topology, with its thread.
+#[derive(Clone, Debug, Serialize)]
+pub struct TopologyOperator {
+    /// Physical id.
+    pub id: usize,
+    /// Query.
+    pub query: String,
+    /// Physical name, `"a -> b (i/n)"`.
+    pub name: String,
+    /// Ids of the fused logical operators, upstream first.
+    pub logical: Vec<usize>,
+    /// Their names.
+    pub logical_names: Vec<String>,
+    /// Instance index, from 0.
+    pub instance: usize,
+    /// Instances of this chain.
+    pub parallelism: usize,
+    /// Kind of the chain head.
+    pub kind: NodeKind,
+    /// Linux thread id (0 before the thread started).
+    pub tid: i32,
+}
+
+/// What `/topology` serves.
+#[derive(Clone, Debug, Serialize)]
+pub struct Topology {
+    /// The engine's process id.
+    pub pid: u32,
+    /// The threading model.
+    pub threading: Threading,
+    /// Whether chaining is on.
+    pub chaining: bool,
+    /// Query names.
+    pub queries: Vec<String>,
+    /// Logical operators and streams of all queries (node ids index `logical.nodes`).
+    pub logical: LogicalGraph,
+    /// Physical operators.
+    pub physical: Vec<TopologyOperator>,
+    /// Channels between physical operators.
+    pub channels: Vec<PhysicalChannel>,
+}
+
+/// What a run produced.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunSummary {
+    /// Wall time from start to the end of the last thread, seconds.
+    pub elapsed_s: f64,
+    /// Tuples that entered the engine (all sources).
+    pub tuples_in: u64,
+    /// Tuples that left it (all sinks).
+    pub tuples_out: u64,
+    /// Processing latency over all sinks.
+    pub latency_ms: LatencySummary,
+    /// End-to-end latency over all sinks.
+    pub e2e_latency_ms: LatencySummary,
+    /// Every physical operator at the end.
+    pub operators: Vec<OperatorSnapshot>,
+}
+
+pub(crate) struct Shared {
+    pub(crate) config: EngineConfig,
+    pub(crate) graph: LogicalGraph,
+    pub(crate) queries: Vec<String>,
+    pub(crate) plan: PhysicalPlan,
+    pub(crate) operators: Vec<Arc<OperatorMetrics>>,
+    pub(crate) sinks: Vec<(usize, Arc<SinkMetrics>)>,
+    pub(crate) start_ns: u64,
+    abort: Arc<AbortFlag>,
+    channels: Vec<Arc<dyn Observe>>,
+    signals: Vec<Arc<Signal>>,
+    stop: Arc<StopFlag>,
+    failures: Mutex<Vec<(String, String)>>,
+}
+
+impl Shared {
+    /// Every physical operator now.
+    pub(crate) fn snapshot(&self) -> Vec<OperatorSnapshot> {
+        let now = now_ns();
+        self.plan.operators.iter().map(|o| snapshot(o.id, &o.query, &o.name, &self.operators[o.id], now)).collect()
+    }
+
+    pub(crate) fn topology(&self) -> Topology {
+        let physical = self
+            .plan
+            .operators
+            .iter()
+            .map(|o| TopologyOperator {
+                id: o.id,
+                query: o.query.clone(),
+                name: o.name.clone(),
+                logical: o.logical.clone(),
+                logical_names: o.logical.iter().map(|&n| self.graph.nodes[n].name.clone()).collect(),
+                instance: o.instance,
+                parallelism: o.parallelism,
+                kind: self.graph.nodes[o.logical[0]].kind,
+                tid: self.operators[o.id].tid.load(Ordering::SeqCst),
+            })
+            .collect();
+        Topology {
+            pid: std::process::id(),
+            threading: self.config.threading,
+            chaining: self.config.chaining,
+            queries: self.queries.clone(),
+            logical: self.graph.clone(),
+            physical,
+            channels: self.plan.channels.clone(),
+        }
+    }
+
+    /// Stops everything now: raised on a panic or by [`Engine::abort`].
+    fn abort(&self) {
+        self.abort.raise();
+        self.stop.request();
+        for c in &self.channels {
+            c.close();
+        }
+        for s in &self.signals {
+            s.notify();
+        }
+    }
+}
+
+/// A running engine.
+pub struct Engine {
+    shared: Arc<Shared>,
+    threads: Vec<JoinHandle<()>>,
+    server: Option<MetricsServer>,
+}
+
+impl Engine {
+    /// Plans `queries`, starts their operators, and (if configured) the metrics endpoint.
+    pub fn start(config: EngineConfig, queries: Vec<BuiltQuery>) -> Result<Engine, EngineError> {
+        if config.channel_capacity == 0 || config.batch_size == 0 {
+            return Err(BuildError::Config("channel capacity and batch size must be at least 1".into()).into());
+        }
+        if queries.is_empty() {
+            return Err(BuildError::Config("no query to run".into()).into());
+        }
+        // Merge the queries into one graph, shifting node ids.
+        let mut graph = LogicalGraph::default();
+        let mut entries: Vec<NodeEntry> = Vec::new();
+        let mut edges = Vec::new();
+        let mut names: Vec<String> = Vec::new();
+        for q in queries {
+            if names.contains(&q.name) {
+                return Err(BuildError::DuplicateQuery { query: q.name }.into());
+            }
+            names.push(q.name.clone());
+            let offset = graph.nodes.len();
+            graph.nodes.extend(q.graph.nodes);
+            for mut e in q.edges {
+                e.edge.from += offset;
+                e.edge.to += offset;
+                graph.edges.push(e.edge.clone());
+                edges.push(e);
+            }
+            entries.extend(q.nodes);
+        }
+        graph.validate()?;
+        let plan = PhysicalPlan::new(&graph, config.chaining);
+
+        // Channels: create each by the producer's output type; the consumer's signal wakes it.
+        let signals: Vec<Arc<Signal>> = plan.operators.iter().map(|_| Arc::new(Signal::default())).collect();
+        let mut senders: Vec<Option<AnyBox>> = Vec::new();
+        let mut receivers: Vec<Option<AnyBox>> = Vec::new();
+        let mut observers = Vec::new();
+        for ch in &plan.channels {
+            let output = entries[graph.edges[ch.edge].from].output.as_ref().expect("producer has an output");
+            let (tx, rx, obs) = output.channel(config.channel_capacity, signals[ch.to].clone());
+            senders.push(Some(tx));
+            receivers.push(Some(rx));
+            observers.push(obs);
+        }
+
+        let mut metrics = Vec::new();
+        for op in &plan.operators {
+            let mut m = OperatorMetrics::default();
+            for (i, ch) in plan.channels.iter().enumerate() {
+                if ch.to == op.id {
+                    m.inputs.push(observers[i].clone());
+                }
+                if ch.from == op.id {
+                    m.outputs.push(observers[i].clone());
+                }
+            }
+            metrics.push(Arc::new(m));
+        }
+
+        let stop = Arc::new(StopFlag::default());
+        let mut sinks = Vec::new();
+        let mut tasks = Vec::new();
+        for op in &plan.operators {
+            let tail = *op.logical.last().expect("a chain has operators");
+            let sink = (graph.nodes[tail].kind == NodeKind::Sink).then(|| Arc::new(SinkMetrics::default()));
+            if let Some(s) = &sink {
+                sinks.push((op.id, s.clone()));
+            }
+            let ctx = InstanceContext {
+                instance: op.instance,
+                parallelism: op.parallelism,
+                batch_size: config.batch_size,
+                metrics: metrics[op.id].clone(),
+                sink,
+                signal: signals[op.id].clone(),
+                stop: stop.clone(),
+            };
+            // The router, over this instance's channels of each outgoing logical edge.
+            let mut down: Option<AnyBox> = None;
+            if graph.nodes[tail].kind != NodeKind::Sink {
+                let mut routes = Vec::new();
+                for (e, edge) in graph.outputs(tail) {
+                    let mut targets: Vec<(usize, AnyBox)> = Vec::new();
+                    for (i, ch) in plan.channels.iter().enumerate() {
+                        if ch.edge == e && ch.from == op.id {
+                            targets.push((ch.to, senders[i].take().expect("each sender used once")));
+                        }
+                    }
+                    targets.sort_by_key(|(to, _)| *to);
+                    routes.push(RouteParts {
+                        partitioning: edge.partitioning,
+                        key_hash: edges[e].key_hash.clone(),
+                        senders: targets.into_iter().map(|(_, s)| s).collect(),
+                    });
+                }
+                let output = entries[tail].output.as_ref().expect("non-sink has an output");
+                down = Some(output.router(routes, config.batch_size, metrics[op.id].clone()));
+            }
+            for &n in op.logical[1..].iter().rev() {
+                down = Some(entries[n].code.link(&ctx, down));
+            }
+            let head = op.logical[0];
+            let mut ports: Vec<Vec<(usize, AnyBox)>> = (0..graph.nodes[head].ports).map(|_| Vec::new()).collect();
+            for (i, ch) in plan.channels.iter().enumerate() {
+                if ch.to == op.id {
+                    ports[ch.port].push((ch.from, receivers[i].take().expect("each receiver used once")));
+                }
+            }
+            let ports = ports
+                .into_iter()
+                .map(|mut p| {
+                    p.sort_by_key(|(from, _)| *from);
+                    p.into_iter().map(|(_, r)| r).collect()
+                })
+                .collect();
+            let task = entries[head].code.task(&ctx, ports, down);
+            tasks.push(Runnable { name: op.name.clone(), task, metrics: metrics[op.id].clone() });
+        }
+
+        let shared = Arc::new(Shared {
+            config: config.clone(),
+            graph,
+            queries: names,
+            plan,
+            operators: metrics,
+            sinks,
+            start_ns: now_ns(),
+            abort: Arc::new(AbortFlag::default()),
+            channels: observers,
+            signals,
+            stop,
+            failures: Mutex::new(Vec::new()),
+        });
+
+        let server = match config.metrics_addr {
+            Some(addr) => Some(MetricsServer::start(addr, shared.clone()).map_err(|e| EngineError::Listen { addr, message: e.to_string() })?),
+            None => None,
+        };
+
+        let weak = Arc::downgrade(&shared);
+        let on_panic = Arc::new(move |operator: &str, message: String| {
+            if let Some(shared) = weak.upgrade() {
+                lock(&shared.failures).push((operator.to_string(), message));
+                shared.abort();
+            }
+        });
+        let executor: Box<dyn Executor> = match config.threading {
+            Threading::Dedicated => Box::new(Dedicated),
+        };
+        let threads = executor.start(tasks, shared.abort.clone(), on_panic).map_err(EngineError::Spawn)?;
+        Ok(Engine { shared, threads, server })
+    }
+
+    /// The topology with thread ids (as `/topology` serves it).
+    pub fn topology(&self) -> Topology {
+        self.shared.topology()
+    }
+
+    /// Every physical operator's metrics now.
+    pub fn snapshot(&self) -> Vec<OperatorSnapshot> {
+        self.shared.snapshot()
+    }
+
+    /// Where the metrics endpoint listens, if it does.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.server.as_ref().map(|s| s.addr())
+    }
+
+    /// Asks the sources to stop; the queries then drain and finish. Call [`Engine::wait`] after.
+    pub fn stop(&self) {
+        self.shared.stop.request();
+    }
+
+    /// Stops everything at once, dropping tuples in flight.
+    pub fn abort(&self) {
+        self.shared.abort();
+    }
+
+    /// Clears the sinks' latency histograms (to discard a warm-up).
+    pub fn reset_latency(&self) {
+        for (_, m) in &self.shared.sinks {
+            lock(&m.processing).reset();
+            lock(&m.e2e).reset();
+        }
+    }
+
+    /// True once every operator thread has ended.
+    pub fn is_finished(&self) -> bool {
+        self.threads.iter().all(|t| t.is_finished())
+    }
+
+    /// Waits for every operator to finish (sources end or [`Engine::stop`]), then reports.
+    pub fn wait(mut self) -> Result<RunSummary, EngineError> {
+        for t in self.threads.drain(..) {
+            // A panic inside an operator is caught in its thread; join cannot fail otherwise.
+            let _ = t.join();
+        }
+        if let Some(server) = self.server.take() {
+            server.stop();
+        }
+        if let Some((operator, message)) = lock(&self.shared.failures).first().cloned() {
+            return Err(EngineError::OperatorPanicked { operator, message });
+        }
+        Ok(self.summary())
+    }
+
+    /// A summary of the run so far.
+    pub fn summary(&self) -> RunSummary {
+        let s = &self.shared;
+        let operators = s.snapshot();
+        let (mut processing, mut e2e) = (latency_histogram(), latency_histogram());
+        for (_, m) in &s.sinks {
+            let _ = processing.add(&*lock(&m.processing));
+            let _ = e2e.add(&*lock(&m.e2e));
+        }
+        let kind = |id: usize| s.graph.nodes[s.plan.operators[id].logical[0]].kind;
+        let is_sink_chain = |id: usize| s.sinks.iter().any(|(i, _)| *i == id);
+        RunSummary {
+            elapsed_s: (now_ns() - s.start_ns) as f64 / 1e9,
+            tuples_in: operators.iter().filter(|o| kind(o.id) == NodeKind::Source).map(|o| o.tuples_in).sum(),
+            tuples_out: operators.iter().filter(|o| is_sink_chain(o.id)).map(|o| o.tuples_out).sum(),
+            latency_ms: LatencySummary::of(&processing),
+            e2e_latency_ms: LatencySummary::of(&e2e),
+            operators,
+        }
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        if !self.threads.is_empty() {
+            self.shared.abort();
+            for t in self.threads.drain(..) {
+                let _ = t.join();
+            }
+        }
+    }
+}

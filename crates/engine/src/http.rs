@@ -1,0 +1,116 @@
+//! The metrics endpoint: `/metrics` (Prometheus text exposition) and `/topology` (JSON).
+//!
+//! A small synchronous server (tiny_http) on its own thread; it reads counters and channel
+//! occupancy only when asked, so it costs nothing between scrapes. The format is documented in
+//! `docs/metrics-endpoint.md`, the contract the middleware's driver relies on.
+
+use std::fmt::Write;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use tiny_http::{Header, Response, Server};
+
+use crate::channel::lock;
+use crate::engine::Shared;
+use crate::metrics::{names, LatencySummary};
+
+/// The running endpoint.
+pub(crate) struct MetricsServer {
+    server: Arc<Server>,
+    thread: Option<JoinHandle<()>>,
+    addr: SocketAddr,
+}
+
+impl MetricsServer {
+    pub(crate) fn start(addr: SocketAddr, shared: Arc<Shared>) -> std::io::Result<MetricsServer> {
+        let server = Arc::new(Server::http(addr).map_err(|e| std::io::Error::other(e.to_string()))?);
+        let addr = server.server_addr().to_ip().unwrap_or(addr);
+        let s = server.clone();
+        let thread = std::thread::Builder::new().name("moirai-http".into()).spawn(move || {
+            for request in s.incoming_requests() {
+                let (status, content_type, body) = respond(request.url(), &shared);
+                let header = Header::from_bytes("Content-Type", content_type).expect("static header");
+                let _ = request.respond(Response::from_string(body).with_status_code(status).with_header(header));
+            }
+        })?;
+        Ok(MetricsServer { server, thread: Some(thread), addr })
+    }
+
+    pub(crate) fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub(crate) fn stop(mut self) {
+        self.server.unblock();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for MetricsServer {
+    fn drop(&mut self) {
+        self.server.unblock();
+    }
+}
+
+fn respond(url: &str, shared: &Shared) -> (u16, &'static str, String) {
+    match url.split('?').next().unwrap_or("") {
+        "/metrics" => (200, "text/plain; version=0.0.4; charset=utf-8", prometheus(shared)),
+        "/topology" => match serde_json::to_string_pretty(&shared.topology()) {
+            Ok(json) => (200, "application/json", json),
+            Err(e) => (500, "text/plain", format!("cannot serialise the topology: {e}\n")),
+        },
+        "/" => (200, "text/plain", "moirai engine: GET /metrics (Prometheus), GET /topology (JSON)\n".into()),
+        other => (404, "text/plain", format!("no such endpoint: {other}; try /metrics or /topology\n")),
+    }
+}
+
+/// Escapes a Prometheus label value.
+fn escape(value: &str) -> String {
+    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+/// Renders every metric in the Prometheus text exposition format 0.0.4.
+pub(crate) fn prometheus(shared: &Shared) -> String {
+    let ops = shared.snapshot();
+    let mut out = String::new();
+    let labels = |o: &crate::metrics::OperatorSnapshot| {
+        format!("query=\"{}\",operator=\"{}\",id=\"{}\",tid=\"{}\"", escape(&o.query), escape(&o.name), o.id, o.tid)
+    };
+    type Get = fn(&crate::metrics::OperatorSnapshot) -> f64;
+    let families: [(&str, &str, &str, Get); 8] = [
+        (names::TUPLES_IN, "counter", "Tuples taken from the operator's input channels (generated, for a source).", |o| o.tuples_in as f64),
+        (names::TUPLES_OUT, "counter", "Tuples sent to the operator's output channels (consumed, for a sink).", |o| o.tuples_out as f64),
+        (names::QUEUE_LEN, "gauge", "Tuples queued in the operator's input channels.", |o| o.queue_len as f64),
+        (names::HEAD_WAIT, "gauge", "Age of the oldest tuple queued for the operator, seconds.", |o| o.head_wait_ns as f64 / 1e9),
+        (names::CPU, "counter", "CPU time of the operator's thread, seconds.", |o| o.cpu_ns as f64 / 1e9),
+        (names::COST, "gauge", "CPU nanoseconds per input tuple since start.", |o| o.cost_ns()),
+        (names::SELECTIVITY, "gauge", "Output tuples per input tuple since start.", |o| o.selectivity()),
+        (names::BLOCKED, "counter", "Time blocked on full output channels (backpressure), seconds.", |o| o.blocked_ns as f64 / 1e9),
+    ];
+    for (name, kind, help, get) in families {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        for o in &ops {
+            let _ = writeln!(out, "{name}{{{}}} {}", labels(o), get(o));
+        }
+    }
+    for (name, help, e2e) in [
+        (names::LATENCY, "Processing latency at the sink (egress - ingress), seconds.", false),
+        (names::E2E_LATENCY, "End-to-end latency at the sink (egress - intended send time), seconds.", true),
+    ] {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} summary");
+        for (id, sink) in &shared.sinks {
+            let h = if e2e { lock(&sink.e2e).clone() } else { lock(&sink.processing).clone() };
+            let o = &ops[*id];
+            let s = LatencySummary::of(&h);
+            for (q, v) in [("0.5", s.p50), ("0.99", s.p99), ("0.999", s.p999)] {
+                let _ = writeln!(out, "{name}{{{},quantile=\"{q}\"}} {}", labels(o), v / 1e3);
+            }
+            let _ = writeln!(out, "{name}_sum{{{}}} {}", labels(o), s.mean * s.count as f64 / 1e3);
+            let _ = writeln!(out, "{name}_count{{{}}} {}", labels(o), s.count);
+        }
+    }
+    out
+}

@@ -1,0 +1,44 @@
+//! moirai's embedded stream processing engine.
+//!
+//! How the crate is organised, from what a user writes down to what runs:
+//!
+//! - [`query`]: the typed query API — sources, map/filter/flat_map, key_by, windows, joins,
+//!   union, sinks — building a [`graph::LogicalGraph`] plus the code of each operator.
+//! - [`graph`]: the logical graph and its validation ([`BuildError`]).
+//! - [`plan`]: logical → physical planning, pure functions: fusion ([`plan::can_chain`]) and
+//!   fission into instances and channels.
+//! - [`operator`]: the [`Operator`] trait users implement, and chains of fused operators;
+//!   [`ops`], [`window`], [`join`], [`source`], [`sink`] are the built-in operators.
+//! - [`channel`]: bounded, batched channels with backpressure; [`router`]: partitioning.
+//! - [`task`]: the runtime of one physical operator; [`executor`]: threading models that run
+//!   tasks (dedicated threads so far).
+//! - [`metrics`] and the HTTP endpoint (`/metrics`, `/topology`) through which the middleware
+//!   sees the engine; [`engine`]: starting, stopping and reporting.
+#![forbid(missing_docs)]
+
+pub mod channel;
+pub mod engine;
+pub mod executor;
+pub mod graph;
+mod http;
+pub mod join;
+pub mod metrics;
+pub mod operator;
+pub mod ops;
+pub mod plan;
+pub mod query;
+pub mod router;
+pub mod sink;
+pub mod source;
+pub mod task;
+pub mod tuple;
+pub mod window;
+
+pub use engine::{Engine, EngineConfig, EngineError, RunSummary, Topology};
+pub use executor::Threading;
+pub use graph::{BuildError, Partitioning};
+pub use operator::{Operator, Output, TwoInputOperator};
+pub use query::{BuiltQuery, Collected, KeyedStream, Query, Stream};
+pub use source::Source;
+pub use tuple::{now_ns, Data, Tuple};
+pub use window::{Agg, Aggregate, Window, WindowResult};

@@ -1,0 +1,201 @@
+//! Metrics of a running engine: one name per concept, all defined here.
+//!
+//! Counters are updated by the operator threads once per batch (relaxed atomics, no locks on the
+//! hot path); gauges such as queue length and head wait are read from the channels when a
+//! snapshot is taken. The names are those of the papers (`queue_len`, `head_wait`, `cost`,
+//! `selectivity`) and are the public API the middleware's driver reads (docs/metrics-endpoint.md).
+
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use crate::channel::{lock, Observe};
+
+/// Metric names in the Prometheus exposition (`/metrics`).
+pub mod names {
+    /// Counter: tuples taken from the operator's input channels.
+    pub const TUPLES_IN: &str = "moirai_operator_tuples_in_total";
+    /// Counter: tuples sent to the operator's output channels (or consumed, for a sink).
+    pub const TUPLES_OUT: &str = "moirai_operator_tuples_out_total";
+    /// Gauge: tuples queued in the operator's input channels.
+    pub const QUEUE_LEN: &str = "moirai_operator_queue_len";
+    /// Gauge: age of the oldest tuple queued for the operator, in seconds.
+    pub const HEAD_WAIT: &str = "moirai_operator_head_wait_seconds";
+    /// Counter: CPU time of the operator's thread, in seconds.
+    pub const CPU: &str = "moirai_operator_cpu_seconds_total";
+    /// Gauge: CPU nanoseconds per input tuple since start.
+    pub const COST: &str = "moirai_operator_cost_ns";
+    /// Gauge: output tuples per input tuple since start.
+    pub const SELECTIVITY: &str = "moirai_operator_selectivity";
+    /// Counter: time the operator spent blocked on full output channels (backpressure), in seconds.
+    pub const BLOCKED: &str = "moirai_operator_blocked_seconds_total";
+    /// Summary: processing latency at a sink (egress − ingress), in seconds.
+    pub const LATENCY: &str = "moirai_sink_latency_seconds";
+    /// Summary: end-to-end latency at a sink (egress − intended send time), in seconds.
+    pub const E2E_LATENCY: &str = "moirai_sink_e2e_latency_seconds";
+}
+
+/// Live counters of one physical operator, shared by its thread and the metrics reader.
+#[derive(Default)]
+pub struct OperatorMetrics {
+    /// Tuples in.
+    pub tuples_in: AtomicU64,
+    /// Tuples out.
+    pub tuples_out: AtomicU64,
+    /// The Linux thread running it (0 until it starts; under the dedicated model, its own).
+    pub tid: AtomicI32,
+    /// CPU time of its thread when the thread ended (the thread is gone from /proc then).
+    pub final_cpu_ns: AtomicU64,
+    /// Its input channels.
+    pub(crate) inputs: Vec<Arc<dyn Observe>>,
+    /// Its output channels.
+    pub(crate) outputs: Vec<Arc<dyn Observe>>,
+}
+
+impl OperatorMetrics {
+    /// Adds to a counter.
+    #[inline]
+    pub fn add(counter: &AtomicU64, n: usize) {
+        counter.fetch_add(n as u64, Ordering::Relaxed);
+    }
+}
+
+/// Latency histograms of one physical sink, in nanoseconds.
+pub struct SinkMetrics {
+    /// Egress − ingress.
+    pub processing: Mutex<Histogram<u64>>,
+    /// Egress − intended send time.
+    pub e2e: Mutex<Histogram<u64>>,
+}
+
+/// A histogram of nanoseconds from 1 ns to 1 hour at 3 significant digits.
+pub fn latency_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds")
+}
+
+impl Default for SinkMetrics {
+    fn default() -> Self {
+        SinkMetrics { processing: Mutex::new(latency_histogram()), e2e: Mutex::new(latency_histogram()) }
+    }
+}
+
+impl SinkMetrics {
+    /// Adds locally recorded histograms.
+    pub fn merge(&self, processing: &Histogram<u64>, e2e: &Histogram<u64>) {
+        // Same bounds on both sides, and values are clamped on record, so add cannot fail.
+        let _ = lock(&self.processing).add(processing);
+        let _ = lock(&self.e2e).add(e2e);
+    }
+}
+
+/// Summary statistics of a latency distribution, in milliseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct LatencySummary {
+    /// Number of tuples.
+    pub count: u64,
+    /// Mean.
+    pub mean: f64,
+    /// Median.
+    pub p50: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p999: f64,
+    /// Maximum.
+    pub max: f64,
+}
+
+impl LatencySummary {
+    /// Summarises a histogram of nanoseconds.
+    pub fn of(h: &Histogram<u64>) -> Self {
+        if h.is_empty() {
+            return LatencySummary::default();
+        }
+        let ms = |ns: u64| ns as f64 / 1e6;
+        LatencySummary {
+            count: h.len(),
+            mean: h.mean() / 1e6,
+            p50: ms(h.value_at_quantile(0.5)),
+            p99: ms(h.value_at_quantile(0.99)),
+            p999: ms(h.value_at_quantile(0.999)),
+            max: ms(h.max()),
+        }
+    }
+}
+
+/// A point-in-time reading of one physical operator.
+#[derive(Clone, Debug, Serialize)]
+pub struct OperatorSnapshot {
+    /// Physical operator id.
+    pub id: usize,
+    /// Query.
+    pub query: String,
+    /// Physical name, `"a -> b (i/n)"`.
+    pub name: String,
+    /// Its thread.
+    pub tid: i32,
+    /// Tuples in.
+    pub tuples_in: u64,
+    /// Tuples out.
+    pub tuples_out: u64,
+    /// Tuples queued at its inputs.
+    pub queue_len: u64,
+    /// Age of its oldest queued tuple, ns.
+    pub head_wait_ns: u64,
+    /// CPU time of its thread, ns.
+    pub cpu_ns: u64,
+    /// Time blocked on backpressure, ns.
+    pub blocked_ns: u64,
+}
+
+impl OperatorSnapshot {
+    /// CPU nanoseconds per input tuple (per output tuple for a source, which has no input).
+    pub fn cost_ns(&self) -> f64 {
+        let n = if self.tuples_in > 0 { self.tuples_in } else { self.tuples_out };
+        if n == 0 {
+            0.0
+        } else {
+            self.cpu_ns as f64 / n as f64
+        }
+    }
+
+    /// Output tuples per input tuple (1 before any input).
+    pub fn selectivity(&self) -> f64 {
+        if self.tuples_in == 0 {
+            1.0
+        } else {
+            self.tuples_out as f64 / self.tuples_in as f64
+        }
+    }
+}
+
+/// Reads an operator's counters and gauges now.
+pub(crate) fn snapshot(id: usize, query: &str, name: &str, m: &OperatorMetrics, now_ns: u64) -> OperatorSnapshot {
+    let tid = m.tid.load(Ordering::Relaxed);
+    let final_cpu = m.final_cpu_ns.load(Ordering::Relaxed);
+    let cpu_ns = if final_cpu > 0 || tid == 0 {
+        final_cpu
+    } else {
+        moirai_os::proc::thread_cpu_ns(std::process::id(), tid).unwrap_or(0)
+    };
+    let (mut queue_len, mut head_wait_ns) = (0, 0);
+    for input in &m.inputs {
+        let occ = input.occupancy(now_ns);
+        queue_len += occ.queue_len as u64;
+        head_wait_ns = head_wait_ns.max(occ.head_wait_ns);
+    }
+    OperatorSnapshot {
+        id,
+        query: query.to_string(),
+        name: name.to_string(),
+        tid,
+        tuples_in: m.tuples_in.load(Ordering::Relaxed),
+        tuples_out: m.tuples_out.load(Ordering::Relaxed),
+        queue_len,
+        head_wait_ns,
+        cpu_ns,
+        blocked_ns: m.outputs.iter().map(|o| o.blocked_ns()).sum(),
+    }
+}

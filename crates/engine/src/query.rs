@@ -1,0 +1,553 @@
+//! The query API: build a continuous query as a DAG of typed streams.
+//!
+//! ```
+//! use moirai_engine::{Query, Source, Window, Agg};
+//! use std::time::Duration;
+//!
+//! let q = Query::new("words");
+//! let counts = q
+//!     .source("lines", Source::new(|_, _| ["a b", "b c"].into_iter().map(String::from)))
+//!     .flat_map("split", |line: String| line.split(' ').map(str::to_string).collect::<Vec<_>>())
+//!     .key_by(|w: &String| w.clone())
+//!     .window("count", Window::tumbling(Duration::from_secs(1)), Agg::count())
+//!     .parallelism(2)
+//!     .collect("out");
+//! let query = q.build().unwrap();
+//! moirai_engine::Engine::start(moirai_engine::EngineConfig::default(), vec![query]).unwrap().wait().unwrap();
+//! let mut got: Vec<(String, f64)> = counts.take().into_iter().map(|t| (t.data.key, t.data.value)).collect();
+//! got.sort_by(|a, b| a.0.cmp(&b.0));
+//! assert_eq!(got, vec![("a".into(), 1.0), ("b".into(), 2.0), ("c".into(), 1.0)]);
+//! ```
+//!
+//! Every operator has a name (unique in its query) and a parallelism (`.parallelism(n)` after
+//! it; 1 by default). How a stream is spread over the next operator's instances is set before
+//! that operator: `.rebalance()`, `.shuffle()`, `.broadcast()`, `.forward()`, or `.key_by(..)`;
+//! by default forward where parallelisms are equal, else rebalance. Mistakes are collected and
+//! reported by [`Query::build`].
+//!
+//! Under the hood each logical operator keeps, beside its place in the [`LogicalGraph`], the
+//! code that instantiates it for a physical operator ([`NodeCode`]); types are erased there and
+//! restored by the same generic code, so the engine itself never sees user types.
+
+use std::any::Any;
+use std::hash::{BuildHasher, Hash};
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex};
+
+use rustc_hash::{FxBuildHasher, FxHashMap};
+
+use crate::channel::{channel, lock, Observe, Receiver, Sender, Signal};
+use crate::graph::{BuildError, LogicalEdge, LogicalGraph, LogicalNode, NodeId, NodeKind, Partitioning};
+use crate::join::IntervalJoin;
+use crate::metrics::{OperatorMetrics, SinkMetrics};
+use crate::operator::{Input, Link, Operator, Output, TwoInputLink, TwoInputOperator};
+use crate::ops::{Filter, FlatMap, Identity, KeyedProcess, Map};
+use crate::router::{KeyHash, Route, Router};
+use crate::sink::{SinkFn, SinkInput};
+use crate::source::{Source, SourceTask};
+use crate::task::{OneInputTask, Port, Progress, StopFlag, Task, TwoInputTask};
+use crate::tuple::{Data, Tuple};
+use crate::window::{Aggregate, Window, WindowAggregate, WindowResult};
+
+pub(crate) type AnyBox = Box<dyn Any + Send>;
+pub(crate) type AnyShared = Arc<dyn Any + Send + Sync>;
+
+/// What a node's code needs to instantiate itself for one physical operator.
+pub(crate) struct InstanceContext {
+    pub(crate) instance: usize,
+    pub(crate) parallelism: usize,
+    pub(crate) batch_size: usize,
+    pub(crate) metrics: Arc<OperatorMetrics>,
+    pub(crate) sink: Option<Arc<SinkMetrics>>,
+    pub(crate) signal: Arc<Signal>,
+    pub(crate) stop: Arc<StopFlag>,
+}
+
+/// The code of a logical operator, with its types erased.
+pub(crate) trait NodeCode: Send {
+    /// This operator as a link in front of `down` (a `Box<dyn Input<Out>>`, none for a sink);
+    /// returns a `Box<dyn Input<In>>`.
+    fn link(&self, ctx: &InstanceContext, down: Option<AnyBox>) -> AnyBox;
+    /// This operator as the head of a physical operator, reading `receivers` (per input port, a
+    /// `Receiver<In>` each).
+    fn task(&self, ctx: &InstanceContext, receivers: Vec<Vec<AnyBox>>, down: Option<AnyBox>) -> Box<dyn Task>;
+}
+
+/// A route being assembled: partitioning, key hash and a `Sender<T>` per consumer instance.
+pub(crate) struct RouteParts {
+    pub(crate) partitioning: Partitioning,
+    pub(crate) key_hash: Option<AnyShared>,
+    pub(crate) senders: Vec<AnyBox>,
+}
+
+/// The output side of a logical operator: channels and routers of its output type.
+pub(crate) trait OutputCode: Send {
+    /// A channel of the output type: `(Sender<Out>, Receiver<Out>, observer)`.
+    fn channel(&self, capacity: usize, signal: Arc<Signal>) -> (AnyBox, AnyBox, Arc<dyn Observe>);
+    /// A router over `routes`: a `Box<dyn Input<Out>>`.
+    fn router(&self, routes: Vec<RouteParts>, batch_size: usize, metrics: Arc<OperatorMetrics>) -> AnyBox;
+}
+
+const TYPES: &str = "moirai bug: a stream's type does not match its operator";
+
+fn down<T: 'static>(down: Option<AnyBox>) -> Box<dyn Input<T>> {
+    *down.expect("moirai bug: an operator without downstream").downcast::<Box<dyn Input<T>>>().expect(TYPES)
+}
+
+fn input<T: 'static>(input: Box<dyn Input<T>>) -> AnyBox {
+    Box::new(input)
+}
+
+fn receivers<T: 'static>(rx: Vec<AnyBox>) -> Vec<Receiver<T>> {
+    rx.into_iter().map(|r| *r.downcast::<Receiver<T>>().expect(TYPES)).collect()
+}
+
+fn one_input_task<T: Data>(ctx: &InstanceContext, mut rx: Vec<Vec<AnyBox>>, head: Box<dyn Input<T>>) -> Box<dyn Task> {
+    let rx = receivers::<T>(rx.pop().unwrap_or_default());
+    Box::new(OneInputTask {
+        progress: Progress::new(rx.len()),
+        port: Port::new(rx, 0),
+        head,
+        signal: ctx.signal.clone(),
+        metrics: ctx.metrics.clone(),
+    })
+}
+
+struct Typed<T>(PhantomData<fn() -> T>);
+
+impl<T: Data> OutputCode for Typed<T> {
+    fn channel(&self, capacity: usize, signal: Arc<Signal>) -> (AnyBox, AnyBox, Arc<dyn Observe>) {
+        let (tx, rx) = channel::<T>(capacity, signal);
+        let observer = rx.observer();
+        (Box::new(tx), Box::new(rx), observer)
+    }
+
+    fn router(&self, routes: Vec<RouteParts>, batch_size: usize, metrics: Arc<OperatorMetrics>) -> AnyBox {
+        let routes = routes
+            .into_iter()
+            .map(|r| {
+                let key_hash = r.key_hash.map(|k| k.downcast_ref::<KeyHash<T>>().expect(TYPES).clone());
+                let senders = r.senders.into_iter().map(|s| *s.downcast::<Sender<T>>().expect(TYPES)).collect();
+                Route::new(r.partitioning, key_hash, senders)
+            })
+            .collect();
+        input::<T>(Box::new(Router::new(routes, batch_size, metrics)))
+    }
+}
+
+/// A one-input operator made per instance by `make(instance)`.
+struct OneInputCode<In, Out, Op, M> {
+    make: M,
+    _types: PhantomData<fn(In, Op) -> Out>,
+}
+
+impl<In: Data, Out: Data, Op: Operator<In, Out>, M: Fn(usize) -> Op + Send> NodeCode for OneInputCode<In, Out, Op, M> {
+    fn link(&self, ctx: &InstanceContext, d: Option<AnyBox>) -> AnyBox {
+        input::<In>(Box::new(Link::new((self.make)(ctx.instance), down::<Out>(d))))
+    }
+    fn task(&self, ctx: &InstanceContext, rx: Vec<Vec<AnyBox>>, d: Option<AnyBox>) -> Box<dyn Task> {
+        one_input_task::<In>(ctx, rx, Box::new(Link::new((self.make)(ctx.instance), down::<Out>(d))))
+    }
+}
+
+struct SinkCode<T, M> {
+    make: M,
+    _types: PhantomData<fn(T)>,
+}
+
+impl<T: Data, M: Fn(usize) -> SinkFn<T> + Send> SinkCode<T, M> {
+    fn sink(&self, ctx: &InstanceContext) -> Box<dyn Input<T>> {
+        let shared = ctx.sink.clone().expect("moirai bug: a sink without sink metrics");
+        Box::new(SinkInput::new((self.make)(ctx.instance), shared, ctx.metrics.clone()))
+    }
+}
+
+impl<T: Data, M: Fn(usize) -> SinkFn<T> + Send> NodeCode for SinkCode<T, M> {
+    fn link(&self, ctx: &InstanceContext, _down: Option<AnyBox>) -> AnyBox {
+        input::<T>(self.sink(ctx))
+    }
+    fn task(&self, ctx: &InstanceContext, rx: Vec<Vec<AnyBox>>, _down: Option<AnyBox>) -> Box<dyn Task> {
+        one_input_task::<T>(ctx, rx, self.sink(ctx))
+    }
+}
+
+struct SourceCode<T>(Source<T>);
+
+impl<T: Data> NodeCode for SourceCode<T> {
+    fn link(&self, _ctx: &InstanceContext, _down: Option<AnyBox>) -> AnyBox {
+        unreachable!("moirai bug: a source is always the head of its physical operator")
+    }
+    fn task(&self, ctx: &InstanceContext, _rx: Vec<Vec<AnyBox>>, d: Option<AnyBox>) -> Box<dyn Task> {
+        let task = SourceTask::new(&self.0, ctx.instance, ctx.parallelism, down::<T>(d), ctx.batch_size, ctx.stop.clone(), ctx.metrics.clone());
+        Box::new(task)
+    }
+}
+
+struct TwoInputCode<L, R, Out, Op, M> {
+    make: M,
+    _types: PhantomData<fn(L, R, Op) -> Out>,
+}
+
+impl<L: Data, R: Data, Out: Data, Op: TwoInputOperator<L, R, Out>, M: Fn(usize) -> Op + Send> NodeCode
+    for TwoInputCode<L, R, Out, Op, M>
+{
+    fn link(&self, _ctx: &InstanceContext, _down: Option<AnyBox>) -> AnyBox {
+        unreachable!("moirai bug: a two-input operator is always the head of its physical operator")
+    }
+    fn task(&self, ctx: &InstanceContext, mut rx: Vec<Vec<AnyBox>>, d: Option<AnyBox>) -> Box<dyn Task> {
+        let right = receivers::<R>(rx.pop().unwrap_or_default());
+        let left = receivers::<L>(rx.pop().unwrap_or_default());
+        let nl = left.len();
+        Box::new(TwoInputTask {
+            progress: Progress::new(nl + right.len()),
+            left: Port::new(left, 0),
+            right: Port::new(right, nl),
+            head: Box::new(TwoInputLink::new((self.make)(ctx.instance), down::<Out>(d))),
+            signal: ctx.signal.clone(),
+            metrics: ctx.metrics.clone(),
+        })
+    }
+}
+
+pub(crate) struct NodeEntry {
+    pub(crate) node: LogicalNode,
+    pub(crate) code: Box<dyn NodeCode>,
+    pub(crate) output: Option<Box<dyn OutputCode>>,
+}
+
+pub(crate) struct EdgeEntry {
+    pub(crate) edge: LogicalEdge,
+    /// `None`: forward if parallelisms are equal, else rebalance (decided at build).
+    pub(crate) partitioning: Option<Partitioning>,
+    pub(crate) key_hash: Option<AnyShared>,
+}
+
+struct QueryGraph {
+    name: String,
+    nodes: Vec<NodeEntry>,
+    edges: Vec<EdgeEntry>,
+    /// Mistakes made while building, reported by `build`.
+    errors: Vec<BuildError>,
+}
+
+/// A continuous query under construction.
+#[derive(Clone)]
+pub struct Query {
+    graph: Arc<Mutex<QueryGraph>>,
+}
+
+/// A query that passed every check, ready for [`crate::Engine::start`].
+pub struct BuiltQuery {
+    pub(crate) name: String,
+    pub(crate) graph: LogicalGraph,
+    pub(crate) nodes: Vec<NodeEntry>,
+    pub(crate) edges: Vec<EdgeEntry>,
+}
+
+impl BuiltQuery {
+    /// The query's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its logical graph.
+    pub fn graph(&self) -> &LogicalGraph {
+        &self.graph
+    }
+}
+
+impl Query {
+    /// A new, empty query.
+    pub fn new(name: &str) -> Self {
+        let mut errors = Vec::new();
+        if name.trim().is_empty() {
+            errors.push(BuildError::Config("a query needs a non-empty name".into()));
+        }
+        Query { graph: Arc::new(Mutex::new(QueryGraph { name: name.to_string(), nodes: Vec::new(), edges: Vec::new(), errors })) }
+    }
+
+    /// Adds a source.
+    pub fn source<T: Data>(&self, name: &str, source: Source<T>) -> Stream<T> {
+        let id = self.add(name, NodeKind::Source, 0, Box::new(SourceCode(source)), Some(Box::new(Typed::<T>(PhantomData))));
+        Stream::new(self.graph.clone(), id)
+    }
+
+    fn add(&self, name: &str, kind: NodeKind, ports: usize, code: Box<dyn NodeCode>, output: Option<Box<dyn OutputCode>>) -> NodeId {
+        let mut g = lock(&self.graph);
+        let node = LogicalNode { query: g.name.clone(), name: name.to_string(), kind, ports, parallelism: 1 };
+        g.nodes.push(NodeEntry { node, code, output });
+        g.nodes.len() - 1
+    }
+
+    /// Checks the query and resolves default partitionings.
+    pub fn build(self) -> Result<BuiltQuery, BuildError> {
+        let g = std::mem::replace(
+            &mut *lock(&self.graph),
+            QueryGraph { name: String::new(), nodes: Vec::new(), edges: Vec::new(), errors: vec![BuildError::Config("this query was already built".into())] },
+        );
+        if let Some(e) = g.errors.into_iter().next() {
+            return Err(e);
+        }
+        if g.nodes.is_empty() {
+            return Err(BuildError::EmptyQuery { query: g.name });
+        }
+        let mut edges = g.edges;
+        for e in &mut edges {
+            let (pf, pt) = (g.nodes[e.edge.from].node.parallelism, g.nodes[e.edge.to].node.parallelism);
+            e.edge.partitioning = e.partitioning.unwrap_or(if pf == pt { Partitioning::Forward } else { Partitioning::Rebalance });
+        }
+        let graph = LogicalGraph {
+            nodes: g.nodes.iter().map(|n| n.node.clone()).collect(),
+            edges: edges.iter().map(|e| e.edge.clone()).collect(),
+        };
+        graph.validate()?;
+        Ok(BuiltQuery { name: g.name, graph, nodes: g.nodes, edges })
+    }
+}
+
+/// A stream of tuples of type `T`: the output of one logical operator.
+pub struct Stream<T> {
+    graph: Arc<Mutex<QueryGraph>>,
+    node: NodeId,
+    partitioning: Option<Partitioning>,
+    key_hash: Option<AnyShared>,
+    _type: PhantomData<fn() -> T>,
+}
+
+impl<T> Clone for Stream<T> {
+    fn clone(&self) -> Self {
+        Stream {
+            graph: self.graph.clone(),
+            node: self.node,
+            partitioning: self.partitioning,
+            key_hash: self.key_hash.clone(),
+            _type: PhantomData,
+        }
+    }
+}
+
+/// Hashes keys the same way everywhere (partitioning and tests).
+pub fn key_hash<K: Hash>(key: &K) -> u64 {
+    FxBuildHasher.hash_one(key)
+}
+
+impl<T: Data> Stream<T> {
+    fn new(graph: Arc<Mutex<QueryGraph>>, node: NodeId) -> Self {
+        Stream { graph, node, partitioning: None, key_hash: None, _type: PhantomData }
+    }
+
+    fn query(&self) -> Query {
+        Query { graph: self.graph.clone() }
+    }
+
+    fn connect(&self, to: NodeId, port: usize) {
+        let mut g = lock(&self.graph);
+        let edge = LogicalEdge { from: self.node, to, port, partitioning: Partitioning::Forward };
+        g.edges.push(EdgeEntry { edge, partitioning: self.partitioning, key_hash: self.key_hash.clone() });
+    }
+
+    fn then<U: Data>(self, name: &str, kind: NodeKind, code: Box<dyn NodeCode>) -> Stream<U> {
+        let output: Option<Box<dyn OutputCode>> = match kind {
+            NodeKind::Sink => None,
+            _ => Some(Box::new(Typed::<U>(PhantomData))),
+        };
+        let id = self.query().add(name, kind, 1, code, output);
+        self.connect(id, 0);
+        Stream::new(self.graph, id)
+    }
+
+    /// Sets how many instances run the operator that produces this stream.
+    pub fn parallelism(self, n: usize) -> Self {
+        lock(&self.graph).nodes[self.node].node.parallelism = n;
+        self
+    }
+
+    fn partitioned(mut self, p: Partitioning) -> Self {
+        self.partitioning = Some(p);
+        self.key_hash = None;
+        self
+    }
+
+    /// Instance *i* feeds instance *i* of the next operator (needs equal parallelism).
+    pub fn forward(self) -> Self {
+        self.partitioned(Partitioning::Forward)
+    }
+    /// Round-robin over the next operator's instances.
+    pub fn rebalance(self) -> Self {
+        self.partitioned(Partitioning::Rebalance)
+    }
+    /// A random instance of the next operator per tuple.
+    pub fn shuffle(self) -> Self {
+        self.partitioned(Partitioning::Shuffle)
+    }
+    /// Every tuple to every instance of the next operator.
+    pub fn broadcast(self) -> Self {
+        self.partitioned(Partitioning::Broadcast)
+    }
+
+    /// Applies `f` to each tuple's data.
+    pub fn map<U: Data>(self, name: &str, f: impl Fn(T) -> U + Send + Sync + 'static) -> Stream<U> {
+        let f = Arc::new(f);
+        self.process(name, move |_| Map(f.clone()))
+    }
+
+    /// Keeps the tuples for which `f` is true.
+    pub fn filter(self, name: &str, f: impl Fn(&T) -> bool + Send + Sync + 'static) -> Stream<T> {
+        let f = Arc::new(f);
+        self.process(name, move |_| Filter(f.clone()))
+    }
+
+    /// Replaces each tuple by the items `f` returns.
+    pub fn flat_map<U: Data, I: IntoIterator<Item = U>>(self, name: &str, f: impl Fn(T) -> I + Send + Sync + 'static) -> Stream<U> {
+        let f = Arc::new(f);
+        self.process(name, move |_| FlatMap(f.clone()))
+    }
+
+    /// Runs a custom [`Operator`], made per instance by `make(instance)`.
+    pub fn process<U: Data, Op: Operator<T, U>>(self, name: &str, make: impl Fn(usize) -> Op + Send + 'static) -> Stream<U> {
+        self.then(name, NodeKind::Operator, Box::new(OneInputCode { make, _types: PhantomData }))
+    }
+
+    /// Merges this stream with `others` (of the same query) into one.
+    pub fn union(self, name: &str, others: Vec<Stream<T>>) -> Stream<T> {
+        let merged: Stream<T> = self.clone().then(name, NodeKind::Operator, Box::new(OneInputCode::<T, T, Identity, _> { make: |_| Identity, _types: PhantomData }));
+        for other in others {
+            if !Arc::ptr_eq(&other.graph, &self.graph) {
+                let mut g = lock(&self.graph);
+                let query = g.name.clone();
+                g.errors.push(BuildError::InvalidEdge { query, detail: format!("union '{name}' takes a stream of another query") });
+                continue;
+            }
+            other.connect(merged.node, 0);
+        }
+        merged
+    }
+
+    /// Partitions by key: all tuples with one key reach one instance of the next operator.
+    pub fn key_by<K: Data + Hash + Eq>(self, key: impl Fn(&T) -> K + Send + Sync + 'static) -> KeyedStream<K, T> {
+        let key: Arc<dyn Fn(&T) -> K + Send + Sync> = Arc::new(key);
+        let k = key.clone();
+        let hash: KeyHash<T> = Arc::new(move |t: &T| key_hash(&k(t)));
+        let mut stream = self.partitioned(Partitioning::KeyBy);
+        stream.key_hash = Some(Arc::new(hash));
+        KeyedStream { stream, key }
+    }
+
+    /// Ends the stream in `f`, called for every tuple; made per instance by `make(instance)`.
+    pub fn sink_with<F: FnMut(Tuple<T>) + Send + 'static>(self, name: &str, make: impl Fn(usize) -> F + Send + 'static) {
+        let make = move |i: usize| -> SinkFn<T> { Box::new(make(i)) };
+        let _: Stream<()> = self.then(name, NodeKind::Sink, Box::new(SinkCode { make, _types: PhantomData }));
+    }
+
+    /// Ends the stream in `f`, shared by all instances.
+    pub fn sink(self, name: &str, f: impl Fn(Tuple<T>) + Send + Sync + 'static) {
+        let f = Arc::new(f);
+        self.sink_with(name, move |_| {
+            let f = f.clone();
+            move |t| f(t)
+        })
+    }
+
+    /// Ends the stream, dropping the tuples (latency is still recorded).
+    pub fn discard(self, name: &str) {
+        self.sink_with(name, |_| |_t: Tuple<T>| {})
+    }
+
+    /// Ends the stream in a vector the caller can read after the run.
+    pub fn collect(self, name: &str) -> Collected<T> {
+        let collected = Collected(Arc::new(Mutex::new(Vec::new())));
+        let c = collected.clone();
+        self.sink_with(name, move |_| {
+            let c = c.clone();
+            move |t| lock(&c.0).push(t)
+        });
+        collected
+    }
+}
+
+/// Tuples gathered by [`Stream::collect`].
+pub struct Collected<T>(Arc<Mutex<Vec<Tuple<T>>>>);
+
+impl<T> Clone for Collected<T> {
+    fn clone(&self) -> Self {
+        Collected(self.0.clone())
+    }
+}
+
+impl<T> Collected<T> {
+    /// Takes what was collected so far.
+    pub fn take(&self) -> Vec<Tuple<T>> {
+        std::mem::take(&mut *lock(&self.0))
+    }
+}
+
+/// A stream partitioned by key; keyed operators follow it.
+pub struct KeyedStream<K, T> {
+    stream: Stream<T>,
+    key: Arc<dyn Fn(&T) -> K + Send + Sync>,
+}
+
+impl<K: Data + Hash + Eq, T: Data> KeyedStream<K, T> {
+    /// Stateful processing per key: `f(key, state, tuple, out)`; a key's state starts as
+    /// `init(key)`.
+    pub fn process<U: Data, S: Send + 'static>(
+        self,
+        name: &str,
+        init: impl Fn(&K) -> S + Send + Sync + 'static,
+        f: impl FnMut(&K, &mut S, Tuple<T>, &mut Output<'_, U>) + Clone + Send + 'static,
+    ) -> Stream<U> {
+        let (key, init) = (self.key, Arc::new(init));
+        self.stream.process(name, move |_| KeyedProcess { key: key.clone(), init: init.clone(), f: f.clone(), state: FxHashMap::default() })
+    }
+
+    /// Aggregates each key's tuples per window.
+    pub fn window<A: Aggregate<T>>(self, name: &str, window: Window, agg: A) -> Stream<WindowResult<K, A::Out>> {
+        if let Err(e) = window.validate() {
+            let mut g = lock(&self.stream.graph);
+            let query = g.name.clone();
+            g.errors.push(BuildError::Config(format!("query '{query}', window '{name}': {e}")));
+        }
+        let key = self.key;
+        self.stream.process(name, move |_| WindowAggregate::new(window, key.clone(), agg.clone()))
+    }
+
+    /// Joins with `right` on the key: emits `f(key, l, r)` for each pair whose event times satisfy
+    /// `l + lower_ns <= r <= l + upper_ns`.
+    pub fn interval_join<R: Data, U: Data>(
+        self,
+        name: &str,
+        right: KeyedStream<K, R>,
+        lower_ns: i64,
+        upper_ns: i64,
+        f: impl Fn(&K, &T, &R) -> U + Send + Sync + 'static,
+    ) -> Stream<U> {
+        let query = self.stream.query();
+        {
+            let mut g = lock(&self.stream.graph);
+            let q = g.name.clone();
+            if !Arc::ptr_eq(&self.stream.graph, &right.stream.graph) {
+                g.errors.push(BuildError::InvalidEdge { query: q.clone(), detail: format!("join '{name}' takes a stream of another query") });
+            }
+            if lower_ns > upper_ns {
+                g.errors.push(BuildError::Config(format!("query '{q}', join '{name}': lower bound {lower_ns} ns > upper bound {upper_ns} ns")));
+            }
+        }
+        let (lk, rk, f) = (self.key, right.key, Arc::new(f));
+        let make = move |_| IntervalJoin {
+            lower_ns,
+            upper_ns,
+            left_key: lk.clone(),
+            right_key: rk.clone(),
+            f: f.clone(),
+            left: FxHashMap::default(),
+            right: FxHashMap::default(),
+        };
+        let code = TwoInputCode::<T, R, U, _, _> { make, _types: PhantomData };
+        let id = query.add(name, NodeKind::Operator, 2, Box::new(code), Some(Box::new(Typed::<U>(PhantomData))));
+        self.stream.connect(id, 0);
+        if Arc::ptr_eq(&self.stream.graph, &right.stream.graph) {
+            right.stream.connect(id, 1);
+        }
+        Stream::new(self.stream.graph, id)
+    }
+}

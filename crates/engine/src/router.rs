@@ -1,0 +1,156 @@
+//! The end of a chain that sends tuples on: partitioning and batching into channels.
+//!
+//! One [`Route`] per outgoing logical edge; each keeps a batch buffer per target channel and
+//! sends it when it holds `batch_size` tuples, when the producer goes idle ([`Control::flush`]),
+//! before a watermark and at the end of the stream.
+
+use std::sync::Arc;
+
+use crate::channel::{Message, Sender};
+use crate::graph::Partitioning;
+use crate::metrics::OperatorMetrics;
+use crate::operator::{Control, Input};
+use crate::tuple::{Data, Tuple};
+
+/// Hash of a tuple's key, for [`Partitioning::KeyBy`].
+pub type KeyHash<T> = Arc<dyn Fn(&T) -> u64 + Send + Sync>;
+
+/// Maps a 64-bit hash onto `0..n` using its high bits (Lemire's multiply-shift), which a
+/// multiplicative hash mixes best.
+#[inline]
+pub fn bucket(hash: u64, n: usize) -> usize {
+    ((hash as u128 * n as u128) >> 64) as usize
+}
+
+/// One outgoing logical edge of a physical operator.
+pub struct Route<T> {
+    partitioning: Partitioning,
+    key_hash: Option<KeyHash<T>>,
+    /// One per consumer instance reached (just one for a forward edge).
+    senders: Vec<Sender<T>>,
+    buffers: Vec<Vec<Tuple<T>>>,
+    next: usize,
+}
+
+impl<T: Data> Route<T> {
+    /// A route over `senders`, ordered by consumer instance.
+    pub fn new(partitioning: Partitioning, key_hash: Option<KeyHash<T>>, senders: Vec<Sender<T>>) -> Self {
+        assert!(partitioning != Partitioning::KeyBy || key_hash.is_some(), "a keyed route needs a key hash");
+        let buffers = senders.iter().map(|_| Vec::new()).collect();
+        Route { partitioning, key_hash, senders, buffers, next: 0 }
+    }
+
+    #[inline]
+    fn target(&mut self, t: &Tuple<T>) -> usize {
+        let n = self.senders.len();
+        match self.partitioning {
+            Partitioning::Forward | Partitioning::Broadcast => 0,
+            Partitioning::Rebalance => {
+                self.next = if self.next + 1 >= n { 0 } else { self.next + 1 };
+                self.next
+            }
+            Partitioning::Shuffle => fastrand::usize(..n),
+            Partitioning::KeyBy => bucket((self.key_hash.as_ref().expect("checked in new"))(&t.data), n),
+        }
+    }
+}
+
+/// Sends the tuples of a physical operator to its consumers.
+pub struct Router<T> {
+    routes: Vec<Route<T>>,
+    batch_size: usize,
+    metrics: Arc<OperatorMetrics>,
+    last_watermark: u64,
+}
+
+impl<T: Data> Router<T> {
+    /// A router over `routes`, sending batches of `batch_size` tuples.
+    pub fn new(routes: Vec<Route<T>>, batch_size: usize, metrics: Arc<OperatorMetrics>) -> Self {
+        Router { routes, batch_size: batch_size.max(1), metrics, last_watermark: 0 }
+    }
+
+    fn send(sender: &Sender<T>, buffer: &mut Vec<Tuple<T>>, capacity: usize) {
+        let batch = std::mem::replace(buffer, Vec::with_capacity(capacity));
+        // A closed channel means the engine is aborting; the task stops on the abort flag, and
+        // what it was sending is dropped with it.
+        let _ = sender.send(Message::Batch(batch));
+    }
+
+    #[inline]
+    fn route_one(route: &mut Route<T>, t: Tuple<T>, batch_size: usize) {
+        if route.partitioning == Partitioning::Broadcast {
+            for i in 0..route.senders.len() {
+                route.buffers[i].push(t.clone());
+                if route.buffers[i].len() >= batch_size {
+                    Self::send(&route.senders[i], &mut route.buffers[i], batch_size);
+                }
+            }
+            return;
+        }
+        let i = route.target(&t);
+        let buffer = &mut route.buffers[i];
+        buffer.push(t);
+        if buffer.len() >= batch_size {
+            Self::send(&route.senders[i], buffer, batch_size);
+        }
+    }
+
+    fn send_partial(&mut self) {
+        for route in &mut self.routes {
+            for (sender, buffer) in route.senders.iter().zip(&mut route.buffers) {
+                if !buffer.is_empty() {
+                    Self::send(sender, buffer, self.batch_size);
+                }
+            }
+        }
+    }
+
+    fn send_all(&mut self, message: impl Fn() -> Message<T>) {
+        self.send_partial();
+        for route in &self.routes {
+            for sender in &route.senders {
+                let _ = sender.send(message());
+            }
+        }
+    }
+}
+
+impl<T: Data> Input<T> for Router<T> {
+    fn push_batch(&mut self, batch: &mut Vec<Tuple<T>>) {
+        let fanout: usize = self.routes.iter().map(|r| if r.partitioning == Partitioning::Broadcast { r.senders.len() } else { 1 }).sum();
+        OperatorMetrics::add(&self.metrics.tuples_out, batch.len() * fanout);
+        let batch_size = self.batch_size;
+        let (last, others) = self.routes.split_last_mut().expect("a router has a route");
+        // Fast path: a single forward route with an empty buffer takes the whole batch as it is.
+        if others.is_empty() && last.senders.len() == 1 && last.buffers[0].is_empty() && batch.len() >= batch_size {
+            let _ = last.senders[0].send(Message::Batch(std::mem::take(batch)));
+            *batch = Vec::with_capacity(batch_size);
+            return;
+        }
+        for t in batch.drain(..) {
+            for route in others.iter_mut() {
+                Self::route_one(route, t.clone(), batch_size);
+            }
+            Self::route_one(last, t, batch_size);
+        }
+    }
+}
+
+impl<T: Data> Control for Router<T> {
+    fn watermark(&mut self, watermark: u64) {
+        if watermark > self.last_watermark {
+            self.last_watermark = watermark;
+            self.send_all(|| Message::Watermark(watermark));
+        }
+    }
+    fn tick(&mut self, _now_ns: u64) {}
+    fn next_timer(&self) -> Option<u64> {
+        None
+    }
+    fn flush(&mut self) {
+        self.send_partial();
+    }
+    fn finish(&mut self) {
+        self.send_all(|| Message::End);
+    }
+}

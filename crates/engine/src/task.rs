@@ -1,0 +1,261 @@
+//! The runtime of a physical operator: reading its input channels, tracking watermarks and the
+//! end of the stream, firing timers, flushing when idle. Threading models drive tasks through
+//! [`Task::step`]; they never see types or channels.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use crate::channel::{Message, Receiver, Signal};
+use crate::metrics::OperatorMetrics;
+use crate::operator::{Input, TwoInput};
+use crate::tuple::{now_ns, Tuple};
+
+/// What one step of a task achieved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// It moved data; step again.
+    Worked,
+    /// Nothing to do until an input arrives or, if given, this instant (a timer, a source's next
+    /// send time).
+    Idle {
+        /// When to step again even if no input arrives, on the engine clock.
+        until: Option<u64>,
+    },
+    /// Its input has ended and it has passed the end on.
+    Finished,
+}
+
+/// A physical operator, ready to run on any thread.
+pub trait Task: Send {
+    /// Runs one round: at most one message per input channel (a batch of a source), then timers,
+    /// then a flush if nothing came in.
+    fn step(&mut self) -> Step;
+    /// True if some input channel holds a message (checked before the thread sleeps).
+    fn has_input(&self) -> bool;
+    /// What wakes the task: its input channels, or a source's stop request.
+    fn signal(&self) -> &Arc<Signal>;
+}
+
+/// Watermarks and ends of the channels into one task.
+#[derive(Debug)]
+pub(crate) struct Progress {
+    watermarks: Vec<u64>,
+    ended: Vec<bool>,
+    open: usize,
+    current: u64,
+}
+
+impl Progress {
+    pub(crate) fn new(channels: usize) -> Self {
+        Progress { watermarks: vec![0; channels], ended: vec![false; channels], open: channels, current: 0 }
+    }
+
+    fn combined(&self) -> u64 {
+        (0..self.watermarks.len()).filter(|&c| !self.ended[c]).map(|c| self.watermarks[c]).min().unwrap_or(u64::MAX)
+    }
+
+    /// Records a watermark of channel `c`; returns the task's watermark if it advanced.
+    pub(crate) fn watermark(&mut self, c: usize, w: u64) -> Option<u64> {
+        self.watermarks[c] = self.watermarks[c].max(w);
+        self.advance()
+    }
+
+    /// Records the end of channel `c`; returns the task's watermark if it advanced.
+    pub(crate) fn end(&mut self, c: usize) -> Option<u64> {
+        if !self.ended[c] {
+            self.ended[c] = true;
+            self.open -= 1;
+        }
+        // When the last channel ends the watermark is not advanced to infinity here: `finish`
+        // tells operators to flush everything.
+        if self.open == 0 {
+            None
+        } else {
+            self.advance()
+        }
+    }
+
+    fn advance(&mut self) -> Option<u64> {
+        let w = self.combined();
+        (w > self.current).then(|| {
+            self.current = w;
+            w
+        })
+    }
+
+    pub(crate) fn all_ended(&self) -> bool {
+        self.open == 0
+    }
+}
+
+/// The channels of one input port.
+pub(crate) struct Port<T> {
+    receivers: Vec<Receiver<T>>,
+    /// Index of the first of these channels in the task's [`Progress`].
+    base: usize,
+}
+
+/// What a port hands to its task.
+enum Event<'a, T> {
+    Batch(&'a mut Vec<Tuple<T>>),
+    Watermark(u64),
+}
+
+/// What a poll of a port brought.
+#[derive(Default)]
+struct Polled {
+    tuples: usize,
+    messages: usize,
+}
+
+impl<T: Send> Port<T> {
+    pub(crate) fn new(receivers: Vec<Receiver<T>>, base: usize) -> Self {
+        Port { receivers, base }
+    }
+
+    /// Takes at most one message from each channel and hands on, in channel order, each batch
+    /// and each watermark that advances the task's.
+    fn poll(&mut self, progress: &mut Progress, mut on: impl FnMut(Event<'_, T>)) -> Polled {
+        let mut polled = Polled::default();
+        for (i, rx) in self.receivers.iter().enumerate() {
+            let Some(message) = rx.try_recv() else { continue };
+            polled.messages += 1;
+            let advanced = match message {
+                Message::Batch(mut batch) => {
+                    polled.tuples += batch.len();
+                    on(Event::Batch(&mut batch));
+                    None
+                }
+                Message::Watermark(w) => progress.watermark(self.base + i, w),
+                Message::End => progress.end(self.base + i),
+            };
+            if let Some(w) = advanced {
+                on(Event::Watermark(w));
+            }
+        }
+        polled
+    }
+
+    fn has_input(&self) -> bool {
+        self.receivers.iter().any(|r| r.is_ready())
+    }
+}
+
+/// Fires due timers; then, if the step brought nothing, flushes and says until when to sleep.
+fn finish_step(head: &mut dyn crate::operator::Control, polled: usize) -> Step {
+    if let Some(t) = head.next_timer() {
+        let now = now_ns();
+        if t <= now {
+            head.tick(now);
+            return Step::Worked;
+        }
+    }
+    if polled > 0 {
+        return Step::Worked;
+    }
+    head.flush();
+    Step::Idle { until: head.next_timer() }
+}
+
+/// A physical operator whose chain starts with a one-input operator or a sink.
+pub(crate) struct OneInputTask<T> {
+    pub(crate) port: Port<T>,
+    pub(crate) head: Box<dyn Input<T>>,
+    pub(crate) progress: Progress,
+    pub(crate) signal: Arc<Signal>,
+    pub(crate) metrics: Arc<OperatorMetrics>,
+}
+
+impl<T: Send> Task for OneInputTask<T> {
+    fn step(&mut self) -> Step {
+        let head = &mut self.head;
+        let polled = self.port.poll(&mut self.progress, |event| match event {
+            Event::Batch(b) => head.push_batch(b),
+            Event::Watermark(w) => head.watermark(w),
+        });
+        OperatorMetrics::add(&self.metrics.tuples_in, polled.tuples);
+        if self.progress.all_ended() {
+            self.head.finish();
+            return Step::Finished;
+        }
+        finish_step(&mut *self.head, polled.messages)
+    }
+
+    fn has_input(&self) -> bool {
+        self.port.has_input()
+    }
+
+    fn signal(&self) -> &Arc<Signal> {
+        &self.signal
+    }
+}
+
+/// A physical operator whose chain starts with a two-input operator.
+pub(crate) struct TwoInputTask<L, R> {
+    pub(crate) left: Port<L>,
+    pub(crate) right: Port<R>,
+    pub(crate) head: Box<dyn TwoInput<L, R>>,
+    pub(crate) progress: Progress,
+    pub(crate) signal: Arc<Signal>,
+    pub(crate) metrics: Arc<OperatorMetrics>,
+}
+
+impl<L: Send, R: Send> Task for TwoInputTask<L, R> {
+    fn step(&mut self) -> Step {
+        let (head, mut watermark) = (&mut self.head, None);
+        let left = self.left.poll(&mut self.progress, |event| match event {
+            Event::Batch(b) => head.push_left(b),
+            Event::Watermark(w) => watermark = Some(w),
+        });
+        let right = self.right.poll(&mut self.progress, |event| match event {
+            Event::Batch(b) => head.push_right(b),
+            Event::Watermark(w) => watermark = Some(w),
+        });
+        OperatorMetrics::add(&self.metrics.tuples_in, left.tuples + right.tuples);
+        if self.progress.all_ended() {
+            self.head.finish();
+            return Step::Finished;
+        }
+        // Watermarks are delivered after both ports were read: later is always safe, and the
+        // combined watermark is the minimum over the channels of both ports.
+        if let Some(w) = watermark {
+            self.head.watermark(w);
+        }
+        finish_step(&mut *self.head, left.messages + right.messages)
+    }
+
+    fn has_input(&self) -> bool {
+        self.left.has_input() || self.right.has_input()
+    }
+
+    fn signal(&self) -> &Arc<Signal> {
+        &self.signal
+    }
+}
+
+/// Asks sources to stop gracefully: each finishes its current batch and sends the end of the
+/// stream, which then drains the whole query.
+#[derive(Default)]
+pub struct StopFlag {
+    stop: AtomicBool,
+    signals: std::sync::Mutex<Vec<Arc<Signal>>>,
+}
+
+impl StopFlag {
+    pub(crate) fn register(&self, signal: Arc<Signal>) {
+        crate::channel::lock(&self.signals).push(signal);
+    }
+
+    /// Requests the stop and wakes sleeping sources.
+    pub fn request(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        for s in crate::channel::lock(&self.signals).iter() {
+            s.notify();
+        }
+    }
+
+    /// True once requested.
+    pub fn is_requested(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+}

@@ -1,0 +1,187 @@
+//! Reading threads and CPU accounting from `/proc`.
+//!
+//! Every function takes the process id explicitly (use [`std::process::id`] for the calling
+//! process), so the same code serves the engine (its own threads) and the middleware (threads of
+//! another process).
+
+use std::fs;
+use std::io;
+use std::path::PathBuf;
+
+/// A Linux thread id, as `gettid(2)` returns and `/proc/<pid>/task/<tid>` names it.
+pub type Tid = i32;
+
+/// The calling thread's Linux thread id.
+pub fn current_tid() -> Tid {
+    // SAFETY: gettid has no preconditions and cannot fail.
+    unsafe { libc::gettid() }
+}
+
+/// CPU time the calling thread has run, in nanoseconds (`CLOCK_THREAD_CPUTIME_ID`).
+pub fn current_thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec; the clock id is a constant the kernel knows.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Clock ticks per second for the times in `/proc/<pid>/stat` (`USER_HZ`).
+pub fn clock_ticks_per_second() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if hz > 0 {
+        hz as u64
+    } else {
+        100
+    }
+}
+
+/// The fields of `/proc/<pid>/task/<tid>/stat` that moirai uses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadStat {
+    /// The thread id.
+    pub tid: Tid,
+    /// The thread's name (`comm`, at most 15 bytes).
+    pub name: String,
+    /// One-letter state (`R`, `S`, `D`, ...).
+    pub state: char,
+    /// CPU time in user mode, in clock ticks.
+    pub utime_ticks: u64,
+    /// CPU time in kernel mode, in clock ticks.
+    pub stime_ticks: u64,
+    /// The nice value.
+    pub nice: i32,
+    /// Start time after boot, in clock ticks: with the tid, it identifies a thread even if the
+    /// kernel reuses the tid later.
+    pub start_ticks: u64,
+}
+
+impl ThreadStat {
+    /// Parses the content of a `stat` file. The name may contain spaces and parentheses, so the
+    /// fields are split after the *last* closing parenthesis.
+    pub fn parse(text: &str) -> io::Result<ThreadStat> {
+        let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidData, format!("stat: {what}: {text:?}"));
+        let open = text.find('(').ok_or_else(|| bad("no '('"))?;
+        let close = text.rfind(')').ok_or_else(|| bad("no ')'"))?;
+        let tid = text[..open].trim().parse().map_err(|_| bad("pid"))?;
+        let name = text[open + 1..close].to_string();
+        // Fields after the name, numbered from 3 as in proc(5).
+        let rest: Vec<&str> = text[close + 1..].split_whitespace().collect();
+        let field = |n: usize| -> io::Result<&str> { rest.get(n - 3).copied().ok_or_else(|| bad("too few fields")) };
+        let num = |n: usize| -> io::Result<u64> { field(n)?.parse().map_err(|_| bad("number")) };
+        Ok(ThreadStat {
+            tid,
+            name,
+            state: field(3)?.chars().next().unwrap_or('?'),
+            utime_ticks: num(14)?,
+            stime_ticks: num(15)?,
+            nice: field(19)?.parse().map_err(|_| bad("nice"))?,
+            start_ticks: num(22)?,
+        })
+    }
+}
+
+fn task_dir(pid: u32, tid: Tid) -> PathBuf {
+    PathBuf::from(format!("/proc/{pid}/task/{tid}"))
+}
+
+/// Reads `/proc/<pid>/task/<tid>/stat`.
+pub fn thread_stat(pid: u32, tid: Tid) -> io::Result<ThreadStat> {
+    ThreadStat::parse(&fs::read_to_string(task_dir(pid, tid).join("stat"))?)
+}
+
+/// All threads of a process, in tid order.
+pub fn threads(pid: u32) -> io::Result<Vec<ThreadStat>> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(format!("/proc/{pid}/task"))? {
+        let Some(tid) = entry?.file_name().to_str().and_then(|s| s.parse::<Tid>().ok()) else {
+            continue;
+        };
+        // A thread may exit between read_dir and the read: skip it.
+        match thread_stat(pid, tid) {
+            Ok(stat) => out.push(stat),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    out.sort_by_key(|t| t.tid);
+    Ok(out)
+}
+
+/// CPU time a thread has run, in nanoseconds: `schedstat`'s first field (exact), or `utime +
+/// stime` from `stat` (clock-tick resolution) where the kernel has no schedstat.
+pub fn thread_cpu_ns(pid: u32, tid: Tid) -> io::Result<u64> {
+    match fs::read_to_string(task_dir(pid, tid).join("schedstat")) {
+        Ok(text) => text
+            .split_whitespace()
+            .next()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("schedstat: {text:?}"))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound && task_dir(pid, tid).exists() => {
+            let stat = thread_stat(pid, tid)?;
+            Ok((stat.utime_ticks + stat.stime_ticks) * 1_000_000_000 / clock_ticks_per_second())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// CPU time (user + system) of a whole process, in nanoseconds, at clock-tick resolution.
+pub fn process_cpu_ns(pid: u32) -> io::Result<u64> {
+    let stat = ThreadStat::parse(&fs::read_to_string(format!("/proc/{pid}/stat"))?)?;
+    Ok((stat.utime_ticks + stat.stime_ticks) * 1_000_000_000 / clock_ticks_per_second())
+}
+
+/// Resident set size of a process, in bytes (`VmRSS` of `/proc/<pid>/status`).
+pub fn process_rss_bytes(pid: u32) -> io::Result<u64> {
+    let status = fs::read_to_string(format!("/proc/{pid}/status"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|kb| kb * 1024)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "no VmRSS in /proc/<pid>/status"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_names_with_spaces_and_parentheses() {
+        let line = "4242 (my (odd) name) S 1 2 3 4 5 6 7 8 9 10 111 222 13 14 20 -5 1 0 98765 0 0";
+        let s = ThreadStat::parse(line).unwrap();
+        assert_eq!(s.tid, 4242);
+        assert_eq!(s.name, "my (odd) name");
+        assert_eq!(s.state, 'S');
+        assert_eq!((s.utime_ticks, s.stime_ticks), (111, 222));
+        assert_eq!(s.nice, -5);
+        assert_eq!(s.start_ticks, 98765);
+    }
+
+    #[test]
+    fn rejects_truncated_stat() {
+        assert!(ThreadStat::parse("12 (x) S 1 2").is_err());
+        assert!(ThreadStat::parse("garbage").is_err());
+    }
+
+    #[test]
+    fn finds_own_thread_and_cpu_time() {
+        let pid = std::process::id();
+        let tid = current_tid();
+        let mine = threads(pid).unwrap();
+        assert!(mine.iter().any(|t| t.tid == tid), "own tid {tid} not in /proc/{pid}/task");
+        // Burn a little CPU so the counter is certainly non-zero and grows.
+        let before = thread_cpu_ns(pid, tid).unwrap();
+        let mut x = 1u64;
+        while thread_cpu_ns(pid, tid).unwrap() == before {
+            for i in 0..100_000u64 {
+                x = std::hint::black_box(x.wrapping_mul(i | 1));
+            }
+        }
+        assert!(thread_cpu_ns(pid, tid).unwrap() > before);
+        assert!(process_rss_bytes(pid).unwrap() > 0);
+    }
+}

@@ -122,7 +122,12 @@ fn check(args: &EngineArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn execute(name: &'static str, args: &EngineArgs, queries: Result<Vec<BuiltQuery>, BuildError>, params: serde_json::Value) -> i32 {
+fn execute(
+    name: &'static str,
+    args: &EngineArgs,
+    queries: Result<Vec<BuiltQuery>, BuildError>,
+    params: serde_json::Value,
+) -> i32 {
     if let Err(e) = check(args) {
         eprintln!("moirai: {e}");
         return 2;
@@ -207,9 +212,18 @@ fn execute(name: &'static str, args: &EngineArgs, queries: Result<Vec<BuiltQuery
 }
 
 fn print_report(r: &Report, json: bool) {
-    let l = |s: &LatencySummary| format!("mean {:.3}  p50 {:.3}  p99 {:.3}  p99.9 {:.3}  max {:.3}", s.mean, s.p50, s.p99, s.p999, s.max);
-    println!("workload          {} ({} threads, threading {:?}, chaining {})", r.workload, r.threads, r.threading, r.chaining);
-    let offered = if r.offered_rate == 0.0 { "as fast as possible".to_string() } else { format!("{:.0} tuples/s", r.offered_rate) };
+    let l = |s: &LatencySummary| {
+        format!("mean {:.3}  p50 {:.3}  p99 {:.3}  p99.9 {:.3}  max {:.3}", s.mean, s.p50, s.p99, s.p999, s.max)
+    };
+    println!(
+        "workload          {} ({} threads, threading {:?}, chaining {})",
+        r.workload, r.threads, r.threading, r.chaining
+    );
+    let offered = if r.offered_rate == 0.0 {
+        "as fast as possible".to_string()
+    } else {
+        format!("{:.0} tuples/s", r.offered_rate)
+    };
     println!("offered rate      {offered}");
     println!("ingress           {:.0} tuples/s over {:.2} s after warm-up", r.ingress_tps, r.measured_s);
     println!("egress            {:.0} tuples/s", r.egress_tps);

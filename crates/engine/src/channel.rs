@@ -67,11 +67,8 @@ impl Signal {
                     }
                 }
                 Some(t) => {
-                    epoch = self
-                        .wake
-                        .wait_timeout_while(epoch, t, |e| *e == start)
-                        .unwrap_or_else(|e| e.into_inner())
-                        .0;
+                    epoch =
+                        self.wake.wait_timeout_while(epoch, t, |e| *e == start).unwrap_or_else(|e| e.into_inner()).0;
                 }
             }
         }

@@ -34,7 +34,13 @@ pub struct EngineConfig {
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        EngineConfig { threading: Threading::Dedicated, chaining: true, channel_capacity: 8192, batch_size: 512, metrics_addr: None }
+        EngineConfig {
+            threading: Threading::Dedicated,
+            chaining: true,
+            channel_capacity: 8192,
+            batch_size: 512,
+            metrics_addr: None,
+        }
     }
 }
 
@@ -329,7 +335,10 @@ impl Engine {
         });
 
         let server = match config.metrics_addr {
-            Some(addr) => Some(MetricsServer::start(addr, shared.clone()).map_err(|e| EngineError::Listen { addr, message: e.to_string() })?),
+            Some(addr) => Some(
+                MetricsServer::start(addr, shared.clone())
+                    .map_err(|e| EngineError::Listen { addr, message: e.to_string() })?,
+            ),
             None => None,
         };
 

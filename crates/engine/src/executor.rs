@@ -53,7 +53,12 @@ pub type OnPanic = Arc<dyn Fn(&str, String) + Send + Sync>;
 /// A threading model.
 pub trait Executor {
     /// Starts running `tasks`; returns the threads to join.
-    fn start(&self, tasks: Vec<Runnable>, abort: Arc<AbortFlag>, on_panic: OnPanic) -> std::io::Result<Vec<JoinHandle<()>>>;
+    fn start(
+        &self,
+        tasks: Vec<Runnable>,
+        abort: Arc<AbortFlag>,
+        on_panic: OnPanic,
+    ) -> std::io::Result<Vec<JoinHandle<()>>>;
 }
 
 /// One OS thread per physical operator.
@@ -65,7 +70,12 @@ fn thread_name(name: &str) -> String {
 }
 
 impl Executor for Dedicated {
-    fn start(&self, tasks: Vec<Runnable>, abort: Arc<AbortFlag>, on_panic: OnPanic) -> std::io::Result<Vec<JoinHandle<()>>> {
+    fn start(
+        &self,
+        tasks: Vec<Runnable>,
+        abort: Arc<AbortFlag>,
+        on_panic: OnPanic,
+    ) -> std::io::Result<Vec<JoinHandle<()>>> {
         let mut threads = Vec::with_capacity(tasks.len());
         for Runnable { name, mut task, metrics } in tasks {
             let (abort_flag, report) = (abort.clone(), on_panic.clone());

@@ -202,11 +202,17 @@ impl LogicalGraph {
         for e in &self.edges {
             let (Some(from), Some(to)) = (self.nodes.get(e.from), self.nodes.get(e.to)) else {
                 let query = self.nodes.first().map(|n| n.query.clone()).unwrap_or_default();
-                return Err(BuildError::InvalidEdge { query, detail: format!("{} -> {}: no such operator", e.from, e.to) });
+                return Err(BuildError::InvalidEdge {
+                    query,
+                    detail: format!("{} -> {}: no such operator", e.from, e.to),
+                });
             };
             let invalid = |detail: String| Err(BuildError::InvalidEdge { query: to.query.clone(), detail });
             if from.query != to.query {
-                return invalid(format!("'{}' -> '{}' crosses queries '{}' and '{}'", from.name, to.name, from.query, to.query));
+                return invalid(format!(
+                    "'{}' -> '{}' crosses queries '{}' and '{}'",
+                    from.name, to.name, from.query, to.query
+                ));
             }
             if from.kind == NodeKind::Sink {
                 return invalid(format!("'{}' -> '{}': a sink has no output", from.name, to.name));
@@ -266,7 +272,11 @@ impl LogicalGraph {
         while !seen.contains_key(&at) {
             seen.insert(at, path.len());
             path.push(at);
-            at = self.inputs(at).map(|(_, e)| e.from).find(|f| left.contains(f)).expect("node in a cycle has an input in it");
+            at = self
+                .inputs(at)
+                .map(|(_, e)| e.from)
+                .find(|f| left.contains(f))
+                .expect("node in a cycle has an input in it");
         }
         let mut cycle: Vec<&str> = path[seen[&at]..].iter().rev().map(|&n| self.nodes[n].name.as_str()).collect();
         cycle.push(cycle[0]);
@@ -292,7 +302,11 @@ pub(crate) mod tests {
 
     fn pipeline() -> LogicalGraph {
         LogicalGraph {
-            nodes: vec![node("src", NodeKind::Source, 1), node("map", NodeKind::Operator, 1), node("out", NodeKind::Sink, 1)],
+            nodes: vec![
+                node("src", NodeKind::Source, 1),
+                node("map", NodeKind::Operator, 1),
+                node("out", NodeKind::Sink, 1),
+            ],
             edges: vec![edge(0, 1, Partitioning::Forward), edge(1, 2, Partitioning::Forward)],
         }
     }
@@ -316,7 +330,9 @@ pub(crate) mod tests {
         ];
         // Two inputs into port 0 of `map` are a union, allowed; the cycle is not.
         match g.validate() {
-            Err(BuildError::NotADag { cycle, .. }) => assert!(cycle == "map -> loop -> map" || cycle == "loop -> map -> loop", "{cycle}"),
+            Err(BuildError::NotADag { cycle, .. }) => {
+                assert!(cycle == "map -> loop -> map" || cycle == "loop -> map -> loop", "{cycle}")
+            }
             other => panic!("{other:?}"),
         }
     }

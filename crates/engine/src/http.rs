@@ -81,14 +81,25 @@ pub(crate) fn prometheus(shared: &Shared) -> String {
     };
     type Get = fn(&crate::metrics::OperatorSnapshot) -> f64;
     let families: [(&str, &str, &str, Get); 8] = [
-        (names::TUPLES_IN, "counter", "Tuples taken from the operator's input channels (generated, for a source).", |o| o.tuples_in as f64),
-        (names::TUPLES_OUT, "counter", "Tuples sent to the operator's output channels (consumed, for a sink).", |o| o.tuples_out as f64),
+        (
+            names::TUPLES_IN,
+            "counter",
+            "Tuples taken from the operator's input channels (generated, for a source).",
+            |o| o.tuples_in as f64,
+        ),
+        (names::TUPLES_OUT, "counter", "Tuples sent to the operator's output channels (consumed, for a sink).", |o| {
+            o.tuples_out as f64
+        }),
         (names::QUEUE_LEN, "gauge", "Tuples queued in the operator's input channels.", |o| o.queue_len as f64),
-        (names::HEAD_WAIT, "gauge", "Age of the oldest tuple queued for the operator, seconds.", |o| o.head_wait_ns as f64 / 1e9),
+        (names::HEAD_WAIT, "gauge", "Age of the oldest tuple queued for the operator, seconds.", |o| {
+            o.head_wait_ns as f64 / 1e9
+        }),
         (names::CPU, "counter", "CPU time of the operator's thread, seconds.", |o| o.cpu_ns as f64 / 1e9),
         (names::COST, "gauge", "CPU nanoseconds per input tuple since start.", |o| o.cost_ns()),
         (names::SELECTIVITY, "gauge", "Output tuples per input tuple since start.", |o| o.selectivity()),
-        (names::BLOCKED, "counter", "Time blocked on full output channels (backpressure), seconds.", |o| o.blocked_ns as f64 / 1e9),
+        (names::BLOCKED, "counter", "Time blocked on full output channels (backpressure), seconds.", |o| {
+            o.blocked_ns as f64 / 1e9
+        }),
     ];
     for (name, kind, help, get) in families {
         let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");

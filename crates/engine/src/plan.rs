@@ -77,7 +77,8 @@ impl PhysicalPlan {
         let mut chain_of = vec![usize::MAX; graph.nodes.len()];
         let mut chains: Vec<Vec<NodeId>> = Vec::new();
         for &n in &order {
-            let chained_to = graph.inputs(n).find(|(i, _)| can_chain(graph, *i, chaining)).map(|(_, e)| chain_of[e.from]);
+            let chained_to =
+                graph.inputs(n).find(|(i, _)| can_chain(graph, *i, chaining)).map(|(_, e)| chain_of[e.from]);
             match chained_to {
                 Some(c) => {
                     chains[c].push(n);
@@ -117,7 +118,13 @@ impl PhysicalPlan {
             let (from, to) = (first[chain_of[e.from]], first[chain_of[e.to]]);
             let (pf, pt) = (graph.nodes[e.from].parallelism, graph.nodes[e.to].parallelism);
             let mut add = |a: usize, b: usize| {
-                channels.push(PhysicalChannel { from: from + a, to: to + b, edge: i, port: e.port, partitioning: e.partitioning })
+                channels.push(PhysicalChannel {
+                    from: from + a,
+                    to: to + b,
+                    edge: i,
+                    port: e.port,
+                    partitioning: e.partitioning,
+                })
             };
             if e.partitioning == Partitioning::Forward {
                 (0..pf).for_each(|k| add(k, k));
@@ -146,7 +153,11 @@ mod tests {
 
     fn pipeline(p: [usize; 3], parts: [Partitioning; 2]) -> LogicalGraph {
         graph(
-            vec![node("src", NodeKind::Source, p[0]), node("map", NodeKind::Operator, p[1]), node("out", NodeKind::Sink, p[2])],
+            vec![
+                node("src", NodeKind::Source, p[0]),
+                node("map", NodeKind::Operator, p[1]),
+                node("out", NodeKind::Sink, p[2]),
+            ],
             vec![(0, 1, parts[0]), (1, 2, parts[1])],
         )
     }

@@ -178,7 +178,15 @@ impl<T: Data> NodeCode for SourceCode<T> {
         unreachable!("moirai bug: a source is always the head of its physical operator")
     }
     fn task(&self, ctx: &InstanceContext, _rx: Vec<Vec<AnyBox>>, d: Option<AnyBox>) -> Box<dyn Task> {
-        let task = SourceTask::new(&self.0, ctx.instance, ctx.parallelism, down::<T>(d), ctx.batch_size, ctx.stop.clone(), ctx.metrics.clone());
+        let task = SourceTask::new(
+            &self.0,
+            ctx.instance,
+            ctx.parallelism,
+            down::<T>(d),
+            ctx.batch_size,
+            ctx.stop.clone(),
+            ctx.metrics.clone(),
+        );
         Box::new(task)
     }
 }
@@ -263,16 +271,31 @@ impl Query {
         if name.trim().is_empty() {
             errors.push(BuildError::Config("a query needs a non-empty name".into()));
         }
-        Query { graph: Arc::new(Mutex::new(QueryGraph { name: name.to_string(), nodes: Vec::new(), edges: Vec::new(), errors })) }
+        Query {
+            graph: Arc::new(Mutex::new(QueryGraph {
+                name: name.to_string(),
+                nodes: Vec::new(),
+                edges: Vec::new(),
+                errors,
+            })),
+        }
     }
 
     /// Adds a source.
     pub fn source<T: Data>(&self, name: &str, source: Source<T>) -> Stream<T> {
-        let id = self.add(name, NodeKind::Source, 0, Box::new(SourceCode(source)), Some(Box::new(Typed::<T>(PhantomData))));
+        let id =
+            self.add(name, NodeKind::Source, 0, Box::new(SourceCode(source)), Some(Box::new(Typed::<T>(PhantomData))));
         Stream::new(self.graph.clone(), id)
     }
 
-    fn add(&self, name: &str, kind: NodeKind, ports: usize, code: Box<dyn NodeCode>, output: Option<Box<dyn OutputCode>>) -> NodeId {
+    fn add(
+        &self,
+        name: &str,
+        kind: NodeKind,
+        ports: usize,
+        code: Box<dyn NodeCode>,
+        output: Option<Box<dyn OutputCode>>,
+    ) -> NodeId {
         let mut g = lock(&self.graph);
         let node = LogicalNode { query: g.name.clone(), name: name.to_string(), kind, ports, parallelism: 1 };
         g.nodes.push(NodeEntry { node, code, output });
@@ -283,7 +306,12 @@ impl Query {
     pub fn build(self) -> Result<BuiltQuery, BuildError> {
         let g = std::mem::replace(
             &mut *lock(&self.graph),
-            QueryGraph { name: String::new(), nodes: Vec::new(), edges: Vec::new(), errors: vec![BuildError::Config("this query was already built".into())] },
+            QueryGraph {
+                name: String::new(),
+                nodes: Vec::new(),
+                edges: Vec::new(),
+                errors: vec![BuildError::Config("this query was already built".into())],
+            },
         );
         if let Some(e) = g.errors.into_iter().next() {
             return Err(e);
@@ -294,7 +322,8 @@ impl Query {
         let mut edges = g.edges;
         for e in &mut edges {
             let (pf, pt) = (g.nodes[e.edge.from].node.parallelism, g.nodes[e.edge.to].node.parallelism);
-            e.edge.partitioning = e.partitioning.unwrap_or(if pf == pt { Partitioning::Forward } else { Partitioning::Rebalance });
+            e.edge.partitioning =
+                e.partitioning.unwrap_or(if pf == pt { Partitioning::Forward } else { Partitioning::Rebalance });
         }
         let graph = LogicalGraph {
             nodes: g.nodes.iter().map(|n| n.node.clone()).collect(),
@@ -398,24 +427,39 @@ impl<T: Data> Stream<T> {
     }
 
     /// Replaces each tuple by the items `f` returns.
-    pub fn flat_map<U: Data, I: IntoIterator<Item = U>>(self, name: &str, f: impl Fn(T) -> I + Send + Sync + 'static) -> Stream<U> {
+    pub fn flat_map<U: Data, I: IntoIterator<Item = U>>(
+        self,
+        name: &str,
+        f: impl Fn(T) -> I + Send + Sync + 'static,
+    ) -> Stream<U> {
         let f = Arc::new(f);
         self.process(name, move |_| FlatMap(f.clone()))
     }
 
     /// Runs a custom [`Operator`], made per instance by `make(instance)`.
-    pub fn process<U: Data, Op: Operator<T, U>>(self, name: &str, make: impl Fn(usize) -> Op + Send + 'static) -> Stream<U> {
+    pub fn process<U: Data, Op: Operator<T, U>>(
+        self,
+        name: &str,
+        make: impl Fn(usize) -> Op + Send + 'static,
+    ) -> Stream<U> {
         self.then(name, NodeKind::Operator, Box::new(OneInputCode { make, _types: PhantomData }))
     }
 
     /// Merges this stream with `others` (of the same query) into one.
     pub fn union(self, name: &str, others: Vec<Stream<T>>) -> Stream<T> {
-        let merged: Stream<T> = self.clone().then(name, NodeKind::Operator, Box::new(OneInputCode::<T, T, Identity, _> { make: |_| Identity, _types: PhantomData }));
+        let merged: Stream<T> = self.clone().then(
+            name,
+            NodeKind::Operator,
+            Box::new(OneInputCode::<T, T, Identity, _> { make: |_| Identity, _types: PhantomData }),
+        );
         for other in others {
             if !Arc::ptr_eq(&other.graph, &self.graph) {
                 let mut g = lock(&self.graph);
                 let query = g.name.clone();
-                g.errors.push(BuildError::InvalidEdge { query, detail: format!("union '{name}' takes a stream of another query") });
+                g.errors.push(BuildError::InvalidEdge {
+                    query,
+                    detail: format!("union '{name}' takes a stream of another query"),
+                });
                 continue;
             }
             other.connect(merged.node, 0);
@@ -434,7 +478,11 @@ impl<T: Data> Stream<T> {
     }
 
     /// Ends the stream in `f`, called for every tuple; made per instance by `make(instance)`.
-    pub fn sink_with<F: FnMut(Tuple<T>) + Send + 'static>(self, name: &str, make: impl Fn(usize) -> F + Send + 'static) {
+    pub fn sink_with<F: FnMut(Tuple<T>) + Send + 'static>(
+        self,
+        name: &str,
+        make: impl Fn(usize) -> F + Send + 'static,
+    ) {
         let make = move |i: usize| -> SinkFn<T> { Box::new(make(i)) };
         let _: Stream<()> = self.then(name, NodeKind::Sink, Box::new(SinkCode { make, _types: PhantomData }));
     }
@@ -497,7 +545,12 @@ impl<K: Data + Hash + Eq, T: Data> KeyedStream<K, T> {
         f: impl FnMut(&K, &mut S, Tuple<T>, &mut Output<'_, U>) + Clone + Send + 'static,
     ) -> Stream<U> {
         let (key, init) = (self.key, Arc::new(init));
-        self.stream.process(name, move |_| KeyedProcess { key: key.clone(), init: init.clone(), f: f.clone(), state: FxHashMap::default() })
+        self.stream.process(name, move |_| KeyedProcess {
+            key: key.clone(),
+            init: init.clone(),
+            f: f.clone(),
+            state: FxHashMap::default(),
+        })
     }
 
     /// Aggregates each key's tuples per window.
@@ -526,10 +579,15 @@ impl<K: Data + Hash + Eq, T: Data> KeyedStream<K, T> {
             let mut g = lock(&self.stream.graph);
             let q = g.name.clone();
             if !Arc::ptr_eq(&self.stream.graph, &right.stream.graph) {
-                g.errors.push(BuildError::InvalidEdge { query: q.clone(), detail: format!("join '{name}' takes a stream of another query") });
+                g.errors.push(BuildError::InvalidEdge {
+                    query: q.clone(),
+                    detail: format!("join '{name}' takes a stream of another query"),
+                });
             }
             if lower_ns > upper_ns {
-                g.errors.push(BuildError::Config(format!("query '{q}', join '{name}': lower bound {lower_ns} ns > upper bound {upper_ns} ns")));
+                g.errors.push(BuildError::Config(format!(
+                    "query '{q}', join '{name}': lower bound {lower_ns} ns > upper bound {upper_ns} ns"
+                )));
             }
         }
         let (lk, rk, f) = (self.key, right.key, Arc::new(f));

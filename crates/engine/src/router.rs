@@ -117,7 +117,11 @@ impl<T: Data> Router<T> {
 
 impl<T: Data> Input<T> for Router<T> {
     fn push_batch(&mut self, batch: &mut Vec<Tuple<T>>) {
-        let fanout: usize = self.routes.iter().map(|r| if r.partitioning == Partitioning::Broadcast { r.senders.len() } else { 1 }).sum();
+        let fanout: usize = self
+            .routes
+            .iter()
+            .map(|r| if r.partitioning == Partitioning::Broadcast { r.senders.len() } else { 1 })
+            .sum();
         OperatorMetrics::add(&self.metrics.tuples_out, batch.len() * fanout);
         let batch_size = self.batch_size;
         let (last, others) = self.routes.split_last_mut().expect("a router has a route");

@@ -76,6 +76,12 @@ impl<T: Send + 'static> Source<T> {
 /// How often a source emits a watermark.
 const WATERMARK_INTERVAL_NS: u64 = 1_000_000;
 
+/// The shortest a rate-limited source sleeps. Waking for every tuple at millions of tuples per
+/// second would cost more than the tuples; instead the source wakes at most every 50 µs and sends
+/// everything due as one batch, as a consumer polling Kafka would. The wait shows in end-to-end
+/// latency (against the intended send times), not in processing latency.
+const MIN_SLEEP_NS: u64 = 50_000;
+
 /// One running source instance.
 pub(crate) struct SourceTask<T> {
     generator: Box<dyn Iterator<Item = T> + Send>,
@@ -160,7 +166,7 @@ impl<T: Send + 'static> Task for SourceTask<T> {
         if due == 0 {
             self.maybe_watermark(now);
             self.head.flush();
-            return Step::Idle { until: Some(self.intended(self.emitted)) };
+            return Step::Idle { until: Some(self.intended(self.emitted).max(now + MIN_SLEEP_NS)) };
         }
         for _ in 0..due {
             let Some(data) = self.generator.next() else {

@@ -235,7 +235,12 @@ where
                     event_ns: end - 1,
                     intended_ns: pane.intended_ns,
                     ingress_ns: pane.ingress_ns,
-                    data: WindowResult { key, start_ns: end - self.window.size_ns, end_ns: end, value: self.agg.result(&pane.acc) },
+                    data: WindowResult {
+                        key,
+                        start_ns: end - self.window.size_ns,
+                        end_ns: end,
+                        value: self.agg.result(&pane.acc),
+                    },
                 });
             }
         }
@@ -264,7 +269,11 @@ where
             }
             placed = true;
             let panes = self.open.entry(end).or_default();
-            let pane = panes.entry(key.clone()).or_insert_with(|| Pane { acc: self.agg.init(), intended_ns: 0, ingress_ns: 0 });
+            let pane = panes.entry(key.clone()).or_insert_with(|| Pane {
+                acc: self.agg.init(),
+                intended_ns: 0,
+                ingress_ns: 0,
+            });
             self.agg.add(&mut pane.acc, &t.data);
             pane.intended_ns = pane.intended_ns.max(t.intended_ns);
             pane.ingress_ns = pane.ingress_ns.max(t.ingress_ns);

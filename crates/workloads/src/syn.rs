@@ -64,7 +64,8 @@ pub fn queries(config: &SynConfig) -> Result<Vec<BuiltQuery>, BuildError> {
             let query = Query::new(&format!("syn{q}"));
             let mut stream = query.source("source", Source::new(|_, _| 0u64..).rate(config.rate));
             for op in 1..=config.ops {
-                let (cost, sel, seed) = (config.cost_ns, config.selectivity, config.seed ^ ((q as u64) << 32) ^ op as u64);
+                let (cost, sel, seed) =
+                    (config.cost_ns, config.selectivity, config.seed ^ ((q as u64) << 32) ^ op as u64);
                 stream = stream.process(&format!("op{op}"), move |i| SynOperator::new(cost, sel, seed ^ i as u64));
             }
             stream.discard("sink");

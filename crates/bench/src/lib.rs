@@ -1,0 +1,1 @@
+//! moirai lab (being written).

@@ -1,0 +1,1 @@
+//! moirai middleware (being written).

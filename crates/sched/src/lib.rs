@@ -1,0 +1,1 @@
+//! moirai scheduling core (being written).

@@ -69,6 +69,19 @@ pub struct SynArgs {
     engine: EngineArgs,
 }
 
+/// Distribution of sampled queue lengths (tuples), over all operators and samples.
+#[derive(Serialize, Default)]
+struct QueueStats {
+    samples: u64,
+    mean: f64,
+    p50: u64,
+    p90: u64,
+    p99: u64,
+    max: u64,
+    /// Mean queue length per physical operator, by physical name.
+    per_operator: std::collections::BTreeMap<String, f64>,
+}
+
 /// The report of one run.
 #[derive(Serialize)]
 struct Report {
@@ -86,6 +99,11 @@ struct Report {
     e2e_latency_ms: LatencySummary,
     threads: usize,
     cpu_ns_per_tuple: f64,
+    /// CPU time of the whole engine process during the measured window, in cores (1.0 = one
+    /// core busy all the time).
+    cpu_cores: f64,
+    /// Queue lengths of all operators, sampled every 100 ms during the measured window.
+    queue_len: QueueStats,
     rss_start_bytes: u64,
     rss_end_bytes: u64,
     #[serde(flatten)]
@@ -174,10 +192,18 @@ fn execute(
     sleep_until(warmup);
     let before = engine.summary();
     engine.reset_latency();
+    let cpu_before = moirai_os::proc::process_cpu_ns(pid).unwrap_or(0);
     let measure_start = Instant::now();
-    sleep_until(args.duration);
+    let mut queues = QueueSampler::default();
+    let mut next_sample = warmup;
+    while start.elapsed() < args.duration && !engine.is_finished() {
+        next_sample += Duration::from_millis(100);
+        sleep_until(next_sample.min(args.duration));
+        queues.sample(&engine.snapshot());
+    }
     let after = engine.summary();
     let measured = measure_start.elapsed().as_secs_f64();
+    let cpu_after = moirai_os::proc::process_cpu_ns(pid).unwrap_or(0);
     let rss_end = moirai_os::proc::process_rss_bytes(pid).unwrap_or(0);
     engine.stop();
     let end = match engine.wait() {
@@ -203,12 +229,50 @@ fn execute(
         e2e_latency_ms: end.e2e_latency_ms,
         threads,
         cpu_ns_per_tuple: if end.tuples_in > 0 { cpu as f64 / end.tuples_in as f64 } else { 0.0 },
+        cpu_cores: cpu_after.saturating_sub(cpu_before) as f64 / 1e9 / measured,
+        queue_len: queues.stats(),
         rss_start_bytes: rss_start,
         rss_end_bytes: rss_end,
         params,
     };
     print_report(&report, args.json);
     0
+}
+
+/// Collects queue-length samples.
+#[derive(Default)]
+struct QueueSampler {
+    all: Vec<u64>,
+    per_operator: std::collections::BTreeMap<String, (u64, u64)>,
+}
+
+impl QueueSampler {
+    fn sample(&mut self, operators: &[moirai_engine::metrics::OperatorSnapshot]) {
+        for o in operators {
+            self.all.push(o.queue_len);
+            let e = self.per_operator.entry(format!("{}/{}", o.query, o.name)).or_default();
+            e.0 += o.queue_len;
+            e.1 += 1;
+        }
+    }
+
+    fn stats(mut self) -> QueueStats {
+        if self.all.is_empty() {
+            return QueueStats::default();
+        }
+        self.all.sort_unstable();
+        let n = self.all.len();
+        let q = |p: f64| self.all[((n - 1) as f64 * p).round() as usize];
+        QueueStats {
+            samples: n as u64,
+            mean: self.all.iter().sum::<u64>() as f64 / n as f64,
+            p50: q(0.5),
+            p90: q(0.9),
+            p99: q(0.99),
+            max: self.all[n - 1],
+            per_operator: self.per_operator.into_iter().map(|(k, (sum, count))| (k, sum as f64 / count as f64)).collect(),
+        }
+    }
 }
 
 fn print_report(r: &Report, json: bool) {
@@ -231,6 +295,8 @@ fn print_report(r: &Report, json: bool) {
     println!("latency (ms)      {}", l(&r.latency_ms));
     println!("end-to-end (ms)   {}", l(&r.e2e_latency_ms));
     println!("CPU per tuple     {:.1} ns (all operator threads)", r.cpu_ns_per_tuple);
+    println!("CPU use           {:.2} cores (engine process, measured window)", r.cpu_cores);
+    println!("queue lengths     mean {:.1}  p50 {}  p99 {}  max {} (tuples, {} samples)", r.queue_len.mean, r.queue_len.p50, r.queue_len.p99, r.queue_len.max, r.queue_len.samples);
     println!("RSS               {} KiB at start, {} KiB at end", r.rss_start_bytes / 1024, r.rss_end_bytes / 1024);
     if json {
         println!("{}", serde_json::to_string(r).unwrap_or_default());

@@ -3,7 +3,9 @@
 //! Exit codes: 0 success; 1 the run failed (an operator panicked, the endpoint could not
 //! listen); 2 bad command line or query (clap's own code for usage errors).
 
+mod bench;
 mod run;
+mod schedule;
 
 use clap::{Parser, Subcommand};
 
@@ -21,12 +23,20 @@ enum Command {
         #[command(subcommand)]
         workload: run::Workload,
     },
+    /// The middleware: attach to running SPEs and steer the Linux scheduler by policy
+    /// (per-thread nice, cgroup CPU shares); restores everything on exit.
+    Schedule(schedule::ScheduleArgs),
+    /// Sweep offered rates, run configurations side by side (A B A B ...), and write
+    /// results.csv, results.json and report.html.
+    Bench(bench::BenchArgs),
 }
 
 fn main() {
     let cli = Cli::parse();
     let code = match cli.command {
         Command::Run { workload } => run::run(workload),
+        Command::Bench(args) => bench::run(args),
+        Command::Schedule(args) => schedule::run(args),
     };
     std::process::exit(code);
 }

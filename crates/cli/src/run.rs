@@ -105,6 +105,8 @@ struct Report {
     /// Queue lengths of all operators, sampled every 100 ms during the measured window.
     queue_len: QueueStats,
     rss_start_bytes: u64,
+    /// RSS when the warm-up ended: compare with `rss_end_bytes` to see memory stay flat.
+    rss_warm_bytes: u64,
     rss_end_bytes: u64,
     #[serde(flatten)]
     params: serde_json::Value,
@@ -120,6 +122,7 @@ pub fn run(workload: Workload) -> i32 {
                 selectivity: args.selectivity,
                 rate: args.engine.rate,
                 seed: args.seed,
+                ..SynConfig::default()
             };
             let params = serde_json::to_value(&config).unwrap_or_default();
             execute("syn", &args.engine, syn::queries(&config), params)
@@ -193,6 +196,7 @@ fn execute(
     let before = engine.summary();
     engine.reset_latency();
     let cpu_before = moirai_os::proc::process_cpu_ns(pid).unwrap_or(0);
+    let rss_warm = moirai_os::proc::process_rss_bytes(pid).unwrap_or(0);
     let measure_start = Instant::now();
     let mut queues = QueueSampler::default();
     let mut next_sample = warmup;
@@ -232,6 +236,7 @@ fn execute(
         cpu_cores: cpu_after.saturating_sub(cpu_before) as f64 / 1e9 / measured,
         queue_len: queues.stats(),
         rss_start_bytes: rss_start,
+        rss_warm_bytes: rss_warm,
         rss_end_bytes: rss_end,
         params,
     };
@@ -297,7 +302,12 @@ fn print_report(r: &Report, json: bool) {
     println!("CPU per tuple     {:.1} ns (all operator threads)", r.cpu_ns_per_tuple);
     println!("CPU use           {:.2} cores (engine process, measured window)", r.cpu_cores);
     println!("queue lengths     mean {:.1}  p50 {}  p99 {}  max {} (tuples, {} samples)", r.queue_len.mean, r.queue_len.p50, r.queue_len.p99, r.queue_len.max, r.queue_len.samples);
-    println!("RSS               {} KiB at start, {} KiB at end", r.rss_start_bytes / 1024, r.rss_end_bytes / 1024);
+    println!(
+        "RSS               {} KiB before start, {} KiB after warm-up, {} KiB at end",
+        r.rss_start_bytes / 1024,
+        r.rss_warm_bytes / 1024,
+        r.rss_end_bytes / 1024
+    );
     if json {
         println!("{}", serde_json::to_string(r).unwrap_or_default());
     }

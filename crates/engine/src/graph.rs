@@ -230,12 +230,16 @@ impl LogicalGraph {
                 });
             }
         }
+        // Missing inputs first: a stream that was never connected leaves its consumer without
+        // input and its producer dangling, and the consumer is the one to report.
         for (id, n) in self.nodes.iter().enumerate() {
             for port in 0..n.ports {
                 if !self.edges.iter().any(|e| e.to == id && e.port == port) {
                     return Err(BuildError::MissingInput { query: n.query.clone(), name: n.name.clone(), port });
                 }
             }
+        }
+        for (id, n) in self.nodes.iter().enumerate() {
             if n.kind != NodeKind::Sink && self.outputs(id).next().is_none() {
                 return Err(BuildError::DanglingStream { query: n.query.clone(), name: n.name.clone() });
             }

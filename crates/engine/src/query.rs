@@ -586,7 +586,7 @@ impl<K: Data + Hash + Eq, T: Data> KeyedStream<K, T> {
             }
             if lower_ns > upper_ns {
                 g.errors.push(BuildError::Config(format!(
-                    "query '{q}', join '{name}': lower bound {lower_ns} ns > upper bound {upper_ns} ns"
+                    "query '{q}', join '{name}': lower bound {lower_ns} ns > upper bound {upper_ns} ns; swap the bounds"
                 )));
             }
         }

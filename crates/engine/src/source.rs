@@ -157,6 +157,11 @@ impl<T: Send + 'static> Task for SourceTask<T> {
         if self.start_ns == 0 {
             self.start_ns = now;
         }
+        // Operators chained behind the source may have processing-time timers: this thread is
+        // the only one that can fire them.
+        if self.head.next_timer().is_some_and(|t| t <= now) {
+            self.head.tick(now);
+        }
         let due = if self.interval_ns == 0.0 {
             self.batch_size as u64
         } else {
@@ -166,7 +171,8 @@ impl<T: Send + 'static> Task for SourceTask<T> {
         if due == 0 {
             self.maybe_watermark(now);
             self.head.flush();
-            return Step::Idle { until: Some(self.intended(self.emitted).max(now + MIN_SLEEP_NS)) };
+            let next = self.intended(self.emitted).max(now + MIN_SLEEP_NS);
+            return Step::Idle { until: Some(self.head.next_timer().map_or(next, |t| t.min(next))) };
         }
         for _ in 0..due {
             let Some(data) = self.generator.next() else {

@@ -1,1 +1,21 @@
-//! moirai middleware (being written).
+//! `moirai schedule`: a middleware in the spirit of Lachesis (Middleware '21) that makes the Linux
+//! scheduler follow a user's scheduling policy for the operator threads of running, unmodified
+//! SPEs.
+//!
+//! A round (Algorithm 1): the [`driver`]s report each SPE's topology and primitive metrics; the
+//! metric provider of [`moirai_sched`] derives what the due policies need; each policy's schedule
+//! goes through a [`translate`]or (nice values per thread, or cpu cgroup weights) into Linux, via
+//! [`moirai_os`], which records every original value first so that everything is put back on exit
+//! or after a crash. [`daemon`] runs the loop; [`config`] reads what to run; [`observe`] reports
+//! the middleware's own cost and decisions.
+#![forbid(missing_docs)]
+
+pub mod config;
+pub mod daemon;
+pub mod driver;
+pub mod observe;
+pub mod prometheus;
+pub mod translate;
+
+pub use config::{Config, DriverKind, PolicyConfig, SpeConfig, TranslatorKind};
+pub use daemon::{Daemon, DaemonError};

@@ -1,11 +1,39 @@
 //! Linux mechanisms used by moirai, kept apart from all scheduling logic.
 //!
 //! - [`proc`]: threads of a process, their names, start times and CPU time, read from `/proc`.
+//! - [`nice`]: per-thread nice values through `getpriority`/`setpriority` (the nice translator's
+//!   mechanism).
+//! - [`cgroup`]: cgroup v1/v2 layout detection, thread membership, and the cpu groups of one
+//!   middleware instance with their `cpu.shares` / `cpu.weight` (the cgroup translator's
+//!   mechanism).
+//! - [`realtime`]: per-thread scheduling classes (`SCHED_RR`/`SCHED_FIFO`) for the optional
+//!   real-time translator, with the safety net it needs.
+//! - [`caps`]: capability and privilege checks, and a [`caps::preflight`] that lists everything
+//!   missing before the middleware touches anything.
+//! - [`restore`]: the [`RestoreLog`], which records every thread's and group's original state
+//!   before the first change, persists it crash-safely and puts everything back — at exit, or
+//!   after a crash on the next start.
+//! - [`error`]: [`OsError`], one error type whose messages say what to do.
 //!
-//! Later modules (nice, cgroups, scheduling classes) live here too, so that the engine, the
-//! middleware and the lab share one implementation of each mechanism.
+//! The mechanisms act on threads of *other* processes (Flink JVMs, moirai engines): every call
+//! takes the pid and tid explicitly, and the changing ones that the middleware uses go through
+//! a [`RestoreLog`] so that nothing is changed without a record of how to undo it.
 #![forbid(missing_docs)]
 
+pub mod caps;
+pub mod cgroup;
+pub mod error;
+pub mod nice;
 pub mod proc;
+pub mod realtime;
+pub mod restore;
+#[cfg(test)]
+mod testutil;
 
+pub use caps::{has_capability, is_root, preflight, Cap, Need};
+pub use cgroup::{CgroupLayout, CgroupTree, CgroupVersion, Hierarchy};
+pub use error::OsError;
+pub use nice::{get_nice, set_nice};
 pub use proc::{current_tid, ThreadStat, Tid};
+pub use realtime::SchedClass;
+pub use restore::{RestoreLog, RestoreReport};

@@ -1,0 +1,126 @@
+//! Progress of a sweep on stderr: one updating line with a bar and the time left when stderr is
+//! a terminal, one plain log line per point otherwise (CI logs, files).
+//!
+//! Hand-rolled rather than `indicatif`: one line and an estimate are all a sweep needs.
+
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+use crate::point::Point;
+use crate::spec::fmt_rate;
+use crate::sweep::describe_point;
+
+/// Width of the bar, in characters.
+const BAR: usize = 24;
+
+/// Progress of a sweep.
+pub struct Progress {
+    total: usize,
+    done: usize,
+    started: Instant,
+    /// Guess of one point's wall time until one has run: the run plus start-up.
+    first_guess: Duration,
+    tty: bool,
+    current: String,
+}
+
+impl Progress {
+    /// Progress over `total` points of about `duration` each.
+    pub fn new(total: usize, duration: Duration) -> Progress {
+        Progress {
+            total,
+            done: 0,
+            started: Instant::now(),
+            first_guess: duration + Duration::from_millis(300),
+            tty: std::io::stderr().is_terminal(),
+            current: String::new(),
+        }
+    }
+
+    /// Time left, estimated from the mean wall time of the points done so far.
+    pub fn eta(&self) -> Duration {
+        let left = self.total.saturating_sub(self.done) as u32;
+        if self.done == 0 {
+            self.first_guess * left
+        } else {
+            self.started.elapsed() / self.done as u32 * left
+        }
+    }
+
+    /// A point starts.
+    pub fn start(&mut self, label: &str, rate: f64, rep: u32, reps: u32) {
+        self.current = format!("{label} @ {} tuples/s rep {rep}/{reps}", fmt_rate(rate));
+        if self.tty {
+            self.draw();
+        }
+    }
+
+    /// A point ended.
+    pub fn done(&mut self, point: &Point) {
+        self.done += 1;
+        if self.tty {
+            // Failures stay on screen above the bar; measured points only move it.
+            if point.failure.is_some() {
+                eprint!("\r\x1b[2K");
+                eprintln!("moirai bench: {}", describe_point(point));
+            }
+            self.draw();
+        } else {
+            eprintln!(
+                "moirai bench: [{}/{}] {} (about {} left)",
+                self.done,
+                self.total,
+                describe_point(point),
+                clock(self.eta())
+            );
+        }
+    }
+
+    /// The sweep ended: clear the bar.
+    pub fn finish(&mut self) {
+        if self.tty {
+            eprint!("\r\x1b[2K");
+        }
+    }
+
+    fn draw(&self) {
+        let filled = (self.done * BAR).checked_div(self.total).unwrap_or(BAR);
+        eprint!(
+            "\r\x1b[2K[{}{}] {}/{} points, {} left — {}",
+            "#".repeat(filled),
+            " ".repeat(BAR - filled),
+            self.done,
+            self.total,
+            clock(self.eta()),
+            self.current
+        );
+    }
+}
+
+/// `h:mm:ss` or `m:ss`.
+pub fn clock(d: Duration) -> String {
+    let s = d.as_secs();
+    if s >= 3600 {
+        format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+    } else {
+        format!("{}:{:02}", s / 60, s % 60)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clocks_read_naturally() {
+        assert_eq!(clock(Duration::from_secs(5)), "0:05");
+        assert_eq!(clock(Duration::from_secs(125)), "2:05");
+        assert_eq!(clock(Duration::from_secs(3725)), "1:02:05");
+    }
+
+    #[test]
+    fn the_first_estimate_uses_the_run_length() {
+        let p = Progress::new(4, Duration::from_secs(10));
+        assert_eq!(p.eta(), Duration::from_millis(10_300) * 4);
+    }
+}

@@ -1,0 +1,333 @@
+//! What a sweep is asked to do: the offered rates and the configurations compared.
+//!
+//! Both are parsed from the command line into plain values here, with errors that say what was
+//! wrong and how to write it, so that a typo fails at start-up and not an hour into a sweep.
+
+use std::fmt;
+
+use crate::BenchError;
+
+/// Most rate points one sweep may have: a sweep of more points is almost surely a typo in STEP.
+pub const MAX_RATE_POINTS: usize = 1000;
+
+/// Middleware policies a configuration may name. They are the policies of the Lachesis
+/// evaluation (Queue-Size, Highest-Rate, First-Come-First-Served, Random); `moirai schedule`
+/// checks the name again when it starts, so a policy listed here but not yet implemented there
+/// fails the point with the middleware's own message.
+pub const KNOWN_POLICIES: &[&str] = &["qs", "hr", "fcfs", "random"];
+
+/// Parses the offered rates of a sweep, in tuples/s, into an ascending list.
+///
+/// Two forms: `FROM:TO:STEP` (FROM, FROM+STEP, ... up to TO inclusive) and a comma list
+/// `1000,2000,5000`. Numbers may carry a `k`, `M` or `G` suffix (×10³, ×10⁶, ×10⁹) and `_`
+/// separators: `1M:9M:2M`, `250_000`.
+///
+/// ```
+/// assert_eq!(moirai_bench::parse_rates("1k:3k:1k").unwrap(), vec![1000.0, 2000.0, 3000.0]);
+/// assert_eq!(moirai_bench::parse_rates("5000,1000").unwrap(), vec![1000.0, 5000.0]);
+/// assert!(moirai_bench::parse_rates("3000:1000:500").is_err());
+/// ```
+pub fn parse_rates(text: &str) -> Result<Vec<f64>, BenchError> {
+    let bad = |why: String| BenchError::Rates { text: text.to_string(), why };
+    let text_t = text.trim();
+    if text_t.is_empty() {
+        return Err(bad("it is empty".into()));
+    }
+    let mut rates = if text_t.contains(':') {
+        let parts: Vec<&str> = text_t.split(':').collect();
+        if parts.len() != 3 {
+            return Err(bad("a range has three parts FROM:TO:STEP".into()));
+        }
+        let from = parse_rate(parts[0]).map_err(&bad)?;
+        let to = parse_rate(parts[1]).map_err(&bad)?;
+        let step = parse_rate(parts[2]).map_err(&bad)?;
+        if from > to {
+            return Err(bad(format!("FROM {} is above TO {}", fmt_rate(from), fmt_rate(to))));
+        }
+        let count = ((to - from) / step + 1e-9).floor() + 1.0;
+        if count > MAX_RATE_POINTS as f64 {
+            return Err(bad(format!("it makes {count} rate points, more than {MAX_RATE_POINTS}; use a larger STEP")));
+        }
+        // Multiply rather than accumulate, so that 0.1-style steps do not drift past TO.
+        (0..count as usize).map(|i| from + step * i as f64).collect::<Vec<f64>>()
+    } else {
+        let mut list = Vec::new();
+        for part in text_t.split(',') {
+            list.push(parse_rate(part).map_err(&bad)?);
+        }
+        list
+    };
+    rates.sort_by(f64::total_cmp);
+    if let Some(w) = rates.windows(2).find(|w| w[0] == w[1]) {
+        return Err(bad(format!("rate {} is listed twice", fmt_rate(w[0]))));
+    }
+    if rates.len() > MAX_RATE_POINTS {
+        return Err(bad(format!("{} rate points are more than {MAX_RATE_POINTS}", rates.len())));
+    }
+    Ok(rates)
+}
+
+/// One positive rate with an optional k/M/G suffix.
+fn parse_rate(part: &str) -> Result<f64, String> {
+    let p = part.trim().replace('_', "");
+    let (digits, scale) = match p.chars().last() {
+        Some('k' | 'K') => (&p[..p.len() - 1], 1e3),
+        Some('M' | 'm') => (&p[..p.len() - 1], 1e6),
+        Some('G' | 'g') => (&p[..p.len() - 1], 1e9),
+        _ => (p.as_str(), 1.0),
+    };
+    let value: f64 = digits
+        .parse()
+        .map_err(|_| format!("'{}' is not a number of tuples/s (e.g. 250000, 250k, 1.5M)", part.trim()))?;
+    let value = value * scale;
+    if !(value.is_finite() && value > 0.0) {
+        return Err(format!("'{}' must be a positive number of tuples/s", part.trim()));
+    }
+    Ok(value)
+}
+
+/// Formats a rate compactly for tables and axes: `2.5M`, `250k`, `900`.
+pub fn fmt_rate(rate: f64) -> String {
+    let (v, suffix) = if rate.abs() >= 1e9 {
+        (rate / 1e9, "G")
+    } else if rate.abs() >= 1e6 {
+        (rate / 1e6, "M")
+    } else if rate.abs() >= 1e3 {
+        (rate / 1e3, "k")
+    } else {
+        (rate, "")
+    };
+    let s = format!("{v:.3}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    format!("{s}{suffix}")
+}
+
+/// The stream processing system a configuration runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum System {
+    /// moirai's own engine, as `moirai run <workload>`.
+    Moirai,
+    /// Apache Flink, running the workload's job (not implemented yet in the lab).
+    Flink,
+}
+
+/// Who decides which thread gets the CPU.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scheduler {
+    /// The Linux scheduler alone, no middleware: the baseline of the papers.
+    Os,
+    /// The middleware `moirai schedule --policy <name>` steers the Linux scheduler.
+    Policy(String),
+}
+
+/// One configuration of a side-by-side comparison.
+///
+/// Written `[SYSTEM:]SCHEDULER[@THREADING][#TAG]`: `os`, `qs`, `os@dynamic`, `flink:qs`,
+/// `os#b`. SYSTEM is `moirai` (the default) or `flink`; SCHEDULER is `os` or a middleware policy
+/// ([`KNOWN_POLICIES`]); THREADING is an engine threading model passed as `--threading`; TAG
+/// only tells apart configurations that are otherwise the same (an A/A comparison shows the
+/// noise of the machine).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Configuration {
+    /// The unique name used in tables, plots and files: as written, with `#2`, `#3`, ... added to
+    /// repeats.
+    pub label: String,
+    /// The system that runs the workload.
+    pub system: System,
+    /// The scheduler in charge.
+    pub scheduler: Scheduler,
+    /// The engine's threading model, when not the engine's default.
+    pub threading: Option<String>,
+}
+
+impl Configuration {
+    /// Parses one configuration; `label` is set to the text itself.
+    pub fn parse(text: &str) -> Result<Configuration, BenchError> {
+        let bad = |why: String| BenchError::Configuration { text: text.to_string(), why };
+        let t = text.trim();
+        // The tag only makes the label unique; it changes nothing in how the point runs.
+        let body = match t.split_once('#') {
+            Some((b, tag)) if is_name(tag) => b,
+            Some(_) => return Err(bad("the #TAG after '#' must be letters, digits, '-' or '_'".into())),
+            None => t,
+        };
+        let (system, rest) = match body.split_once(':') {
+            Some(("moirai", r)) => (System::Moirai, r),
+            Some(("flink", r)) => (System::Flink, r),
+            Some((s, _)) => return Err(bad(format!("unknown system '{s}'; known: moirai (default), flink"))),
+            None => (System::Moirai, body),
+        };
+        let (sched, threading) = match rest.split_once('@') {
+            Some((s, th)) if is_name(th) => (s, Some(th.to_string())),
+            Some((_, th)) => return Err(bad(format!("'{th}' after '@' is not a threading model name"))),
+            None => (rest, None),
+        };
+        let scheduler = match sched {
+            "os" => Scheduler::Os,
+            p if KNOWN_POLICIES.contains(&p) => Scheduler::Policy(p.to_string()),
+            "" => return Err(bad("it names no scheduler; write os or a policy".into())),
+            other => {
+                return Err(bad(format!(
+                    "unknown scheduler '{other}'; write os (Linux alone) or a policy: {}",
+                    KNOWN_POLICIES.join(", ")
+                )))
+            }
+        };
+        if system == System::Flink && threading.is_some() {
+            return Err(bad("@THREADING names a threading model of moirai's engine, not of Flink".into()));
+        }
+        Ok(Configuration { label: t.to_string(), system, scheduler, threading })
+    }
+
+    /// The middleware policy, if the configuration runs one.
+    pub fn policy(&self) -> Option<&str> {
+        match &self.scheduler {
+            Scheduler::Os => None,
+            Scheduler::Policy(p) => Some(p),
+        }
+    }
+
+    /// Whether this build of the lab can run the configuration; a clear error if not.
+    ///
+    /// The threading model is checked against the engine's own parser, so a model the engine
+    /// gains is accepted here without a change. Whether `moirai schedule` exists is checked
+    /// separately, against the binary that will run ([`crate::sweep::preflight`]).
+    pub fn check_implemented(&self) -> Result<(), BenchError> {
+        let not = |why: String| BenchError::Unsupported { label: self.label.clone(), why };
+        if self.system == System::Flink {
+            return Err(not("the lab cannot run Flink jobs yet (Flink configurations are parsed, not run)".into()));
+        }
+        if let Some(th) = &self.threading {
+            th.parse::<moirai_engine::Threading>().map_err(not)?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Configuration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.label)
+    }
+}
+
+fn is_name(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+/// Parses `--compare A,B,...` into configurations with unique labels: a repeat of the same text
+/// gets `#2`, `#3`, ... so that `os,os` is an A/A comparison.
+pub fn parse_configurations(text: &str) -> Result<Vec<Configuration>, BenchError> {
+    let mut out: Vec<Configuration> = Vec::new();
+    for part in text.split(',') {
+        if part.trim().is_empty() {
+            return Err(BenchError::Configuration {
+                text: text.to_string(),
+                why: "an empty name in the list; write e.g. --compare os,qs".into(),
+            });
+        }
+        let mut c = Configuration::parse(part)?;
+        if out.iter().any(|o| o.label == c.label) {
+            let base = c.label.clone();
+            let mut n = 2;
+            while out.iter().any(|o| o.label == format!("{base}#{n}")) {
+                n += 1;
+            }
+            c.label = format!("{base}#{n}");
+        }
+        out.push(c);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_include_both_ends() {
+        assert_eq!(parse_rates("2000:6000:2000").unwrap(), vec![2000.0, 4000.0, 6000.0]);
+        assert_eq!(parse_rates("1M:9M:2M").unwrap(), vec![1e6, 3e6, 5e6, 7e6, 9e6]);
+        assert_eq!(parse_rates("1000:1000:1").unwrap(), vec![1000.0]);
+        // TO need not be on the grid.
+        assert_eq!(parse_rates("1000:2500:1000").unwrap(), vec![1000.0, 2000.0]);
+        // Fractional steps do not drift past TO.
+        assert_eq!(parse_rates("0.1:0.3:0.1").unwrap().len(), 3);
+    }
+
+    #[test]
+    fn lists_are_sorted_and_accept_suffixes() {
+        assert_eq!(parse_rates("5000, 1k,250_000").unwrap(), vec![1000.0, 5000.0, 250_000.0]);
+        assert_eq!(parse_rates("1.5M").unwrap(), vec![1.5e6]);
+    }
+
+    #[test]
+    fn bad_rates_say_what_is_wrong() {
+        let msg = |s: &str| parse_rates(s).unwrap_err().to_string();
+        assert!(msg("").contains("empty"));
+        assert!(msg("6000:2000:1000").contains("FROM 6k is above TO 2k"));
+        assert!(msg("1000:2000").contains("FROM:TO:STEP"));
+        assert!(msg("1000:2000:0").contains("positive"));
+        assert!(msg("-5:10:1").contains("positive"));
+        assert!(msg("1000,abc").contains("'abc' is not a number"));
+        assert!(msg("1000,1k").contains("listed twice"));
+        assert!(msg("1:1000000:1").contains("more than"));
+        assert!(msg("1000,,2000").contains("not a number"));
+        assert!(msg("inf").contains("positive"));
+    }
+
+    #[test]
+    fn formats_rates_compactly() {
+        assert_eq!(fmt_rate(2_500_000.0), "2.5M");
+        assert_eq!(fmt_rate(250_000.0), "250k");
+        assert_eq!(fmt_rate(900.0), "900");
+        assert_eq!(fmt_rate(1e9), "1G");
+    }
+
+    #[test]
+    fn parses_configurations() {
+        let c = Configuration::parse("os").unwrap();
+        assert_eq!((c.system, c.scheduler, c.threading), (System::Moirai, Scheduler::Os, None));
+        let c = Configuration::parse("qs").unwrap();
+        assert_eq!(c.policy(), Some("qs"));
+        let c = Configuration::parse("os@dynamic").unwrap();
+        assert_eq!(c.threading.as_deref(), Some("dynamic"));
+        let c = Configuration::parse("flink:qs").unwrap();
+        assert_eq!((c.system, c.policy()), (System::Flink, Some("qs")));
+        let c = Configuration::parse("moirai:hr@dedicated#b").unwrap();
+        assert_eq!(
+            (c.label.as_str(), c.policy(), c.threading.as_deref()),
+            ("moirai:hr@dedicated#b", Some("hr"), Some("dedicated"))
+        );
+    }
+
+    #[test]
+    fn rejects_unknown_configurations() {
+        let msg = |s: &str| Configuration::parse(s).unwrap_err().to_string();
+        assert!(msg("xyz").contains("unknown scheduler 'xyz'"));
+        assert!(msg("storm:os").contains("unknown system 'storm'"));
+        assert!(msg("os@").contains("threading"));
+        assert!(msg("flink:os@dynamic").contains("not of Flink"));
+        assert!(msg("os#").contains("#TAG"));
+        assert!(parse_configurations("os,,qs").unwrap_err().to_string().contains("empty"));
+    }
+
+    #[test]
+    fn repeats_get_unique_labels() {
+        let labels: Vec<String> = parse_configurations("os,os,qs,os").unwrap().into_iter().map(|c| c.label).collect();
+        assert_eq!(labels, ["os", "os#2", "qs", "os#3"]);
+        let labels: Vec<String> = parse_configurations("os#2,os,os").unwrap().into_iter().map(|c| c.label).collect();
+        assert_eq!(labels, ["os#2", "os", "os#3"]);
+    }
+
+    #[test]
+    fn unimplemented_configurations_fail_before_running() {
+        assert!(Configuration::parse("os").unwrap().check_implemented().is_ok());
+        assert!(Configuration::parse("os@dedicated").unwrap().check_implemented().is_ok());
+        let flink = Configuration::parse("flink:os").unwrap().check_implemented().unwrap_err().to_string();
+        assert!(flink.contains("flink:os") && flink.contains("Flink"), "{flink}");
+        let th = Configuration::parse("os@nosuchmodel").unwrap().check_implemented().unwrap_err().to_string();
+        assert!(th.contains("nosuchmodel"), "{th}");
+    }
+}

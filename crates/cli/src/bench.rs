@@ -1,0 +1,130 @@
+//! `moirai bench <workload>`: sweep offered rates, compare configurations side by side, report.
+//!
+//! The command line is turned into a [`moirai_bench::SweepSpec`] here; everything else (start-up
+//! checks, the points as child processes, files, the table) is `moirai_bench`'s.
+//!
+//! Exit codes: 0 the sweep ran (failed points are recorded, not fatal); 1 it was aborted (the
+//! engine rejected its arguments) or results could not be written; 2 bad command line; 130
+//! stopped by Ctrl-C (results of what was measured are written).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use moirai_bench::{parse_configurations, parse_rates, BenchError, Criteria, SweepEnd, SweepSpec};
+
+/// Options of `moirai bench`.
+#[derive(Args, Debug)]
+#[command(after_help = "Example:\n  moirai bench syn --rates 1M:9M:2M --duration 4s --reps 2 --compare os,qs \
+    --out results/syn -- --ops 5\n\n\
+    CONFIG is [SYSTEM:]SCHEDULER[@THREADING][#TAG]: os (Linux alone), qs/hr/fcfs/random (the middleware \
+    `moirai schedule --policy NAME`), os@dynamic (an engine threading model), flink:os (Flink; not yet), \
+    os#b (a tag; repeats get #2, #3 automatically, so `--compare os,os` is an A/A run).\n\n\
+    A rate is sustainable when every repetition ran, median ingress >= 98 % of offered, and median \
+    end-to-end p99 <= --p99-bound.")]
+pub struct BenchArgs {
+    /// Workload, as `moirai run <WORKLOAD>` names it (syn, ...).
+    workload: String,
+    /// Offered rates in tuples/s: FROM:TO:STEP (e.g. 1M:9M:2M) or a list (e.g. 1000,2000,5000).
+    #[arg(long)]
+    rates: String,
+    /// How long each point runs, warm-up included (e.g. 10s).
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    duration: Duration,
+    /// Share of each run discarded as warm-up.
+    #[arg(long, default_value_t = 0.2)]
+    warmup: f64,
+    /// Repetitions of every (configuration, rate); figures are medians over them.
+    #[arg(long, default_value_t = 3)]
+    reps: u32,
+    /// Configurations compared, comma-separated; the first is the baseline of ratios.
+    #[arg(long, default_value = "os", value_name = "CONFIG,...")]
+    compare: String,
+    /// Directory for results.csv, results.json and report.html (created if missing).
+    #[arg(long)]
+    out: PathBuf,
+    /// Largest median end-to-end p99 of a sustainable rate (e.g. 1s, 200ms).
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    p99_bound: Duration,
+    /// Arguments after `--` are passed to `moirai run <WORKLOAD>` (e.g. -- --ops 3 --cost-ns 500).
+    #[arg(last = true, value_name = "RUN ARGS")]
+    extra: Vec<String>,
+}
+
+/// Runs `moirai bench`; returns the exit code.
+pub fn run(args: BenchArgs) -> i32 {
+    let spec = match spec(args) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("moirai bench: {e}");
+            return 2;
+        }
+    };
+    let stop = match moirai_bench::stop_on_signals() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("moirai bench: {e}");
+            return 1;
+        }
+    };
+    eprintln!(
+        "moirai bench: {} points ({} rates x {} reps x {} configurations) of {:?} each, about {} in all",
+        spec.total_points(),
+        spec.rates.len(),
+        spec.reps,
+        spec.configurations.len(),
+        spec.duration,
+        moirai_bench::progress::clock(spec.duration.mul_f64(spec.total_points() as f64 * 1.05)),
+    );
+    let done = match moirai_bench::run(&spec, &stop) {
+        Ok(d) => d,
+        Err(e @ (BenchError::Write { .. } | BenchError::Spawn { .. } | BenchError::Signals(_))) => {
+            eprintln!("moirai bench: {e}");
+            return 1;
+        }
+        Err(e) => {
+            eprintln!("moirai bench: {e}");
+            return 2;
+        }
+    };
+    println!("{}", done.summary.render_table());
+    let failed = done.points.iter().filter(|p| p.failure.is_some()).count();
+    if failed > 0 {
+        println!("{failed} of {} points failed; see report.html or results.csv for why", done.points.len());
+    }
+    for f in &done.files {
+        println!("wrote {}", f.display());
+    }
+    match done.end {
+        SweepEnd::Completed => 0,
+        SweepEnd::Interrupted => {
+            eprintln!("moirai bench: interrupted; the results above cover the points measured before Ctrl-C");
+            130
+        }
+        SweepEnd::Aborted(why) => {
+            eprintln!("moirai bench: sweep aborted: {why}");
+            1
+        }
+    }
+}
+
+fn spec(args: BenchArgs) -> Result<SweepSpec, BenchError> {
+    let exe = std::env::current_exe()
+        .map_err(|e| BenchError::Spec(format!("cannot find the moirai binary itself (current_exe): {e}")))?;
+    let spec = SweepSpec {
+        exe,
+        rates: parse_rates(&args.rates)?,
+        configurations: parse_configurations(&args.compare)?,
+        grace: SweepSpec::default_grace(args.duration),
+        duration: args.duration,
+        warmup: args.warmup,
+        reps: args.reps,
+        extra_args: args.extra,
+        criteria: Criteria { p99_bound_ms: args.p99_bound.as_secs_f64() * 1e3, ..Criteria::default() },
+        out_dir: args.out,
+        workload: args.workload,
+        command_line: std::env::args().collect(),
+    };
+    spec.validate()?;
+    Ok(spec)
+}

@@ -1,0 +1,175 @@
+//! `moirai schedule`: the middleware, from a TOML file or flags.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use moirai_middleware::config::{parse_period, Config, DriverKind, PolicyConfig, SpeConfig, TranslatorKind, DEFAULT_STATE_FILE};
+use moirai_middleware::observe::Log;
+use moirai_middleware::{Daemon, DaemonError};
+use moirai_sched::{Level, PolicySpec};
+
+#[derive(Args, Debug)]
+pub struct ScheduleArgs {
+    /// A TOML configuration (SPEs, policies with periods, translators and scopes); see
+    /// docs/schedule.md. Flags below cover the common case instead.
+    #[arg(long, conflicts_with_all = ["engine", "policy", "script"])]
+    config: Option<PathBuf>,
+    /// A moirai engine's metrics endpoint, e.g. http://127.0.0.1:9464 (repeat for several).
+    #[arg(long)]
+    engine: Vec<String>,
+    /// The policy: qs (queue size), hr (highest rate), fcfs (head-of-queue wait), random, or
+    /// script (with --script).
+    #[arg(long)]
+    policy: Option<String>,
+    /// A user-defined priority per operator, e.g. "queue_size * cost" (implies --policy script).
+    #[arg(long)]
+    script: Option<String>,
+    /// Write priorities on logical operators (fused chains take the max, replicas inherit) or
+    /// physical ones.
+    #[arg(long, default_value = "physical")]
+    level: String,
+    /// How priorities reach Linux: nice (per thread) or cgroup (cpu.shares / cpu.weight per operator).
+    #[arg(long, default_value = "nice")]
+    translator: String,
+    /// How often the policy runs, e.g. 1s or 100ms.
+    #[arg(long, default_value = "1s")]
+    period: String,
+    /// Where original nice values and cgroups are recorded until restored.
+    #[arg(long)]
+    state_file: Option<PathBuf>,
+    /// Serve the middleware's own metrics here, e.g. 127.0.0.1:9465.
+    #[arg(long)]
+    metrics_addr: Option<std::net::SocketAddr>,
+    /// Stop after this many rounds (then restore), instead of running until SIGINT/SIGTERM.
+    #[arg(long)]
+    rounds: Option<u64>,
+    /// Undo what a crashed run left in the state file, then exit.
+    #[arg(long)]
+    restore_only: bool,
+    /// Log every decision.
+    #[arg(long, short)]
+    verbose: bool,
+    /// Log errors only.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+fn from_flags(a: &ScheduleArgs) -> Result<Config, String> {
+    let level = match a.level.as_str() {
+        "physical" => Level::Physical,
+        "logical" => Level::Logical,
+        other => return Err(format!("--level {other:?}: use physical or logical")),
+    };
+    let spec = match (a.policy.as_deref(), &a.script) {
+        (None | Some("script"), Some(script)) => PolicySpec::Script { script: script.clone(), level, max_operations: None },
+        (Some("script"), None) => return Err("--policy script needs --script \"<expression>\"".into()),
+        (Some(_), Some(_)) => return Err("--script implies --policy script; drop --policy".into()),
+        (None, None) => return Err("no policy: give --policy qs (or hr, fcfs, random), --script, or --config FILE".into()),
+        (Some("qs"), None) => PolicySpec::QueueSize { level },
+        (Some("hr"), None) => PolicySpec::HighestRate { level },
+        (Some("fcfs"), None) => PolicySpec::Fcfs { level },
+        (Some("random"), None) => PolicySpec::Random { seed: 0, level },
+        (Some(other), None) => {
+            return Err(format!("unknown policy {other:?}: use qs, hr, fcfs, random or script (more in a --config file)"))
+        }
+    };
+    let name = a.policy.clone().unwrap_or_else(|| "script".into());
+    let mut policy = PolicyConfig::new(&name, spec);
+    policy.period = parse_period(&a.period)?;
+    policy.translator = match a.translator.as_str() {
+        "nice" => TranslatorKind::Nice,
+        "cgroup" => TranslatorKind::Cgroup,
+        other => return Err(format!("--translator {other:?}: use nice or cgroup")),
+    };
+    if policy.translator == TranslatorKind::Cgroup {
+        policy.normalization = moirai_sched::Normalization::Logarithmic;
+    }
+    if a.engine.is_empty() {
+        return Err("no SPE: give --engine http://127.0.0.1:9464 (the engine's --metrics-addr), or --config FILE".into());
+    }
+    let spes = a
+        .engine
+        .iter()
+        .enumerate()
+        .map(|(i, url)| SpeConfig {
+            name: if a.engine.len() == 1 { "engine".into() } else { format!("engine{i}") },
+            driver: DriverKind::Moirai,
+            url: url.clone(),
+        })
+        .collect();
+    let config = Config {
+        state_file: a.state_file.clone().unwrap_or_else(|| DEFAULT_STATE_FILE.into()),
+        metrics_addr: a.metrics_addr,
+        spes,
+        policies: vec![policy],
+    };
+    config.validate()?;
+    Ok(config)
+}
+
+pub fn run(a: ScheduleArgs) -> i32 {
+    let log = Log::new(a.verbose, a.quiet);
+    if a.restore_only {
+        let path = a.state_file.clone().unwrap_or_else(|| DEFAULT_STATE_FILE.into());
+        return match moirai_os::RestoreLog::restore_from(&path) {
+            Ok(report) => {
+                log.info(format!("{}: {report}", path.display()));
+                0
+            }
+            Err(e) => {
+                log.error(e.to_string());
+                1
+            }
+        };
+    }
+    let config = match &a.config {
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))
+            .and_then(|text| Config::from_toml(&text).map_err(|e| format!("{}: {e}", path.display())))
+            .map(|mut c| {
+                if let Some(s) = &a.state_file {
+                    c.state_file = s.clone();
+                }
+                if a.metrics_addr.is_some() {
+                    c.metrics_addr = a.metrics_addr;
+                }
+                c
+            }),
+        None => from_flags(&a),
+    };
+    let config = match config {
+        Ok(c) => c,
+        Err(e) => {
+            log.error(e);
+            return 2;
+        }
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    if let Err(e) = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)) {
+        log.error(format!("cannot handle SIGINT/SIGTERM: {e}"));
+        return 1;
+    }
+    let daemon = match Daemon::new(config, log.clone()) {
+        Ok(d) => d,
+        Err(e @ DaemonError::Config(_)) => {
+            log.error(e.to_string());
+            return 2;
+        }
+        Err(e) => {
+            log.error(e.to_string());
+            return 1;
+        }
+    };
+    let report = daemon.run(&stop, a.rounds);
+    // Give the log a moment to flush before exit on slow terminals.
+    std::thread::sleep(Duration::from_millis(1));
+    if report.is_clean() {
+        0
+    } else {
+        1
+    }
+}

@@ -1,0 +1,254 @@
+//! `moirai bench` through the real binary: a short sweep of the real engine, Ctrl-C in the
+//! middle of a sweep, and the command-line errors.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const MOIRAI: &str = env!("CARGO_BIN_EXE_moirai");
+
+/// An output directory under the temp dir, removed on drop (also when the test fails).
+struct OutDir(PathBuf);
+
+impl OutDir {
+    fn new(name: &str) -> OutDir {
+        let p = std::env::temp_dir().join(format!("moirai-cli-bench-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        OutDir(p)
+    }
+}
+
+impl Drop for OutDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn moirai(args: &[&str]) -> Output {
+    Command::new(MOIRAI).args(args).stdin(Stdio::null()).output().expect("moirai runs")
+}
+
+fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("results.json exists")).expect("results.json is JSON")
+}
+
+fn num(v: &serde_json::Value, what: &str) -> f64 {
+    let x = v.as_f64().unwrap_or_else(|| panic!("{what} is not a number: {v}"));
+    assert!(x.is_finite(), "{what} = {x}");
+    x
+}
+
+#[test]
+fn a_short_sweep_writes_results_and_a_report() {
+    let out = OutDir::new("smoke");
+    let dir = out.0.to_str().unwrap();
+    let o = moirai(&[
+        "bench",
+        "syn",
+        "--rates",
+        "2000:6000:2000",
+        "--duration",
+        "2s",
+        "--reps",
+        "1",
+        "--compare",
+        "os,os",
+        "--out",
+        dir,
+        "--",
+        "--ops",
+        "2",
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    // The side-by-side table and the sustainable rates.
+    assert!(stdout.contains("ingress/s") && stdout.contains("e2e p99 ms") && stdout.contains("x first"), "{stdout}");
+    assert!(stdout.contains("sustainable rate (") && stdout.contains("os#2:"), "{stdout}");
+    // Progress went to stderr as plain lines (not a terminal here), one per point.
+    assert_eq!(stderr.matches("moirai bench: [").count(), 6, "{stderr}");
+
+    let json = read_json(&out.0.join("results.json"));
+    assert_eq!(json["end"], "completed");
+    assert_eq!(json["command_line"][1], "bench");
+    assert!(num(&json["machine"]["nproc"], "nproc") >= 1.0);
+    let points = json["points"].as_array().unwrap();
+    assert_eq!(points.len(), 6);
+    let order: Vec<(f64, &str)> =
+        points.iter().map(|p| (num(&p["rate"], "rate"), p["configuration"].as_str().unwrap())).collect();
+    assert_eq!(order[..2], [(2000.0, "os"), (2000.0, "os#2")], "interleaved A B at each rate");
+    for p in points {
+        assert!(p["failure"].is_null(), "a point failed: {p}");
+        let run = &p["run"];
+        let offered = num(&run["offered_rate"], "offered_rate");
+        assert_eq!(offered, num(&p["rate"], "rate"));
+        let ingress = num(&run["ingress_tps"], "ingress_tps");
+        assert!(ingress <= offered * 1.05, "ingress {ingress} above offered {offered}");
+        num(&run["egress_tps"], "egress_tps");
+        num(&run["cpu_cores"], "cpu_cores");
+        for lat in ["latency_ms", "e2e_latency_ms"] {
+            let l = &run[lat];
+            let (p50, p99, p999, max) =
+                (num(&l["p50"], "p50"), num(&l["p99"], "p99"), num(&l["p999"], "p999"), num(&l["max"], "max"));
+            assert!(p50 <= p99 && p99 <= p999 && p999 <= max, "{lat}: {l}");
+            num(&l["mean"], "mean");
+        }
+        let q = &run["queue_len"];
+        assert!(num(&q["p50"], "queue p50") <= num(&q["max"], "queue max"));
+    }
+    assert_eq!(json["summary"]["configurations"].as_array().unwrap().len(), 2);
+
+    let csv = std::fs::read_to_string(out.0.join("results.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 7, "a header and one row per point:\n{csv}");
+    assert!(csv.starts_with("configuration,rate,rep,ok,"));
+
+    let html = std::fs::read_to_string(out.0.join("report.html")).unwrap();
+    assert!(html.matches("<svg").count() >= 6, "charts missing");
+    for title in [
+        "Throughput vs offered rate",
+        "End-to-end latency vs offered rate",
+        "Processing latency vs offered rate",
+        "Latency distribution at",
+        "Queue sizes vs offered rate",
+        "CPU use vs offered rate",
+        "Sustainable rates",
+    ] {
+        assert!(html.contains(title), "report lacks '{title}'");
+    }
+    assert!(!html.contains("src=\"http") && !html.contains("href=\"http"), "the report must be self-contained");
+}
+
+/// Engine processes (`moirai run ...`) whose arguments include `marker`.
+fn engines_with(marker: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let Ok(raw) = std::fs::read(format!("/proc/{pid}/cmdline")) else { return false };
+            let text = String::from_utf8_lossy(&raw);
+            let args: Vec<&str> = text.split('\0').collect();
+            args.get(1) == Some(&"run") && args.contains(&marker)
+        })
+        .collect()
+}
+
+#[test]
+fn ctrl_c_stops_the_sweep_kills_the_engine_and_keeps_what_was_measured() {
+    let out = OutDir::new("interrupt");
+    // A seed no one else uses marks this test's engine processes.
+    let seed = format!("{}", 900_000_000 + std::process::id());
+    let mut child = Command::new(MOIRAI)
+        .args(["bench", "syn", "--rates", "1000,2000,3000", "--duration", "2s", "--reps", "1", "--out"])
+        .arg(&out.0)
+        .args(["--", "--ops", "1", "--seed", &seed])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Interrupt while the second point's engine runs: the first point's results must survive.
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut log = Vec::new();
+    while !log.iter().any(|l: &String| l.contains("[1/3]")) {
+        log.push(rx.recv_timeout(Duration::from_secs(60)).expect("the first point ends"));
+    }
+    let until = Instant::now() + Duration::from_secs(30);
+    while engines_with(&seed).is_empty() {
+        assert!(Instant::now() < until, "the second point's engine never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let sent = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(sent.success());
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    log.extend(rx.try_iter());
+    let stderr = log.join("\n");
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("stopping"), "{stderr}");
+    let json = read_json(&out.0.join("results.json"));
+    assert_eq!(json["end"], "interrupted");
+    // The first point was measured; the second was stopped mid-run and is not recorded.
+    let points = json["points"].as_array().unwrap();
+    assert_eq!(points.len(), 1, "{points:?}");
+    assert!(points[0]["failure"].is_null(), "{points:?}");
+    assert!(std::fs::read_to_string(out.0.join("report.html")).unwrap().contains("interrupted"));
+    assert_eq!(engines_with(&seed), Vec::<u32>::new(), "an engine child outlived the lab");
+}
+
+#[test]
+fn bad_command_lines_are_explained() {
+    let out = OutDir::new("errors");
+    let dir = out.0.to_str().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (&["--rates", "6000:2000:1000"], "FROM 6k is above TO 2k"),
+        (&["--rates", "1000:x:10"], "'x' is not a number"),
+        (&["--rates", "1000", "--reps", "0"], "--reps must be at least 1"),
+        (&["--rates", "1000", "--compare", "os,nosuch"], "unknown scheduler 'nosuch'"),
+        (&["--rates", "1000", "--compare", "os,flink:os"], "configuration 'flink:os' cannot run"),
+        (&["--rates", "1000", "--compare", "os@nosuchmodel"], "unknown threading model 'nosuchmodel'"),
+        (&["--rates", "1000", "--duration", "100ms"], "--duration"),
+        (&["--rates", "1000", "--", "--rate", "5"], "--rate cannot be passed"),
+    ];
+    for (args, expected) in cases {
+        let mut all = vec!["bench", "syn", "--out", dir];
+        all.extend_from_slice(args);
+        let o = moirai(&all);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: expected '{expected}' in: {stderr}");
+    }
+    let o = moirai(&["bench", "nosuchworkload", "--rates", "1000", "--out", dir]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown workload 'nosuchworkload'"));
+    // An output directory below a regular file cannot be created, even by root.
+    let file = std::env::temp_dir().join(format!("moirai-cli-bench-file-{}", std::process::id()));
+    std::fs::write(&file, b"x").unwrap();
+    let below = file.join("out");
+    let o = moirai(&["bench", "syn", "--rates", "1000", "--out", below.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&file);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot write there"));
+}
+
+#[test]
+fn a_policy_configuration_runs_the_middleware_beside_the_engine() {
+    let out = OutDir::new("policy");
+    let dir = out.0.to_str().unwrap();
+    let o = moirai(&[
+        "bench",
+        "syn",
+        "--rates",
+        "3000",
+        "--duration",
+        "2s",
+        "--reps",
+        "1",
+        "--compare",
+        "os,qs",
+        "--out",
+        dir,
+        "--",
+        "--ops",
+        "2",
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let json = read_json(&out.0.join("results.json"));
+    let points = json["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    for p in points {
+        assert!(p["failure"].is_null(), "a point failed: {p}");
+    }
+    // Only the configuration with a policy had a middleware, and its CPU share was measured.
+    assert!(points[0]["middleware_cpu"].is_null());
+    let share = num(&points[1]["middleware_cpu"], "middleware_cpu");
+    assert!((0.0..=2.0).contains(&share), "{share}");
+    assert!(stderr.contains("middleware"), "{stderr}");
+}

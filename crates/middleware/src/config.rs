@@ -1,0 +1,330 @@
+//! The configuration of `moirai schedule`: the SPEs to attach to and the policies to run, from a
+//! TOML file or, for the common cases, from flags.
+//!
+//! ```toml
+//! state_file = "/run/moirai/schedule.json"   # where original nice values / cgroups are kept
+//! metrics_addr = "127.0.0.1:9465"            # the middleware's own /metrics (optional)
+//!
+//! [[spe]]
+//! name = "engine"
+//! driver = "moirai"                          # moirai (flink comes next)
+//! url = "http://127.0.0.1:9464"
+//!
+//! [[policy]]
+//! name = "shares"
+//! type = "groups"                            # CPU shares per query ...
+//! by = "query"
+//! priority = { constant = { values = { q1 = 4, q2 = 1 } } }
+//! translator = "cgroup"
+//! period = "5s"
+//!
+//! [[policy]]
+//! name = "qs"
+//! type = "qs"                                # ... and queue-size nice per operator inside
+//! translator = "nice"
+//! period = "1s"
+//! queries = ["q1"]                           # scope (also: spes = ["engine"])
+//! ```
+//!
+//! A policy table holds the policy itself (`type` and its fields, see
+//! [`moirai_sched::PolicySpec`]: `qs`, `hr`, `fcfs`, `metric`, `random`, `constant`, `script`,
+//! `groups`) and how it is run: `name`, `period`, `translator`, `normalization`, `nice_best`,
+//! `nice_worst`, `weight_min`, `weight_max`, `spes`, `queries`. Unknown keys are errors.
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use moirai_sched::{NiceRange, Normalization, PolicySpec, Scope};
+use serde::Deserialize;
+
+/// The whole configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The state file of the restore log.
+    pub state_file: PathBuf,
+    /// Where to serve the middleware's own metrics.
+    pub metrics_addr: Option<SocketAddr>,
+    /// SPEs to attach to.
+    pub spes: Vec<SpeConfig>,
+    /// Policies to run.
+    pub policies: Vec<PolicyConfig>,
+}
+
+/// The default state file.
+pub const DEFAULT_STATE_FILE: &str = "/run/moirai/schedule-state.json";
+
+/// Which driver talks to an SPE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DriverKind {
+    /// moirai's engine, through its `/topology` and `/metrics` endpoint.
+    Moirai,
+}
+
+/// One SPE.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SpeConfig {
+    /// Its name in scopes, logs and metrics.
+    pub name: String,
+    /// The driver.
+    pub driver: DriverKind,
+    /// The SPE's endpoint, e.g. `http://127.0.0.1:9464`.
+    pub url: String,
+}
+
+/// How a policy's schedule reaches the OS.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TranslatorKind {
+    /// A nice value per thread.
+    Nice,
+    /// A cpu cgroup per group (or per operator for a single-priority policy), with a weight.
+    Cgroup,
+}
+
+/// One policy and how it is run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PolicyConfig {
+    /// Name in logs and metrics.
+    pub name: String,
+    /// The policy.
+    pub spec: PolicySpec,
+    /// How often it runs.
+    pub period: Duration,
+    /// How its schedule is enforced.
+    pub translator: TranslatorKind,
+    /// How priorities map to nice values / weights.
+    pub normalization: Normalization,
+    /// Nice range for the nice translator.
+    pub nice: NiceRange,
+    /// Weight range for the cgroup translator (`None`: the whole range of the host's cgroup
+    /// version).
+    pub weights: Option<(u64, u64)>,
+    /// The operators it governs.
+    pub scope: Scope,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    state_file: Option<PathBuf>,
+    metrics_addr: Option<SocketAddr>,
+    #[serde(default)]
+    spe: Vec<SpeConfig>,
+    #[serde(default)]
+    policy: Vec<toml::Table>,
+}
+
+/// The keys of a policy table that are not the policy's own.
+const RUN_KEYS: [&str; 10] =
+    ["name", "period", "translator", "normalization", "nice_best", "nice_worst", "weight_min", "weight_max", "spes", "queries"];
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunKeys {
+    name: Option<String>,
+    period: Option<String>,
+    translator: Option<TranslatorKind>,
+    normalization: Option<Normalization>,
+    nice_best: Option<i32>,
+    nice_worst: Option<i32>,
+    weight_min: Option<u64>,
+    weight_max: Option<u64>,
+    spes: Option<Vec<String>>,
+    queries: Option<Vec<String>>,
+}
+
+/// Parses a duration such as `1s`, `250ms`; a clear error otherwise.
+pub fn parse_period(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text).map_err(|e| format!("period {text:?}: {e} (write e.g. \"1s\" or \"100ms\")"))
+}
+
+impl PolicyConfig {
+    /// A policy of type `spec` with the defaults: 1 s, nice translator, ratio normalisation,
+    /// the whole nice range, every operator.
+    pub fn new(name: &str, spec: PolicySpec) -> Self {
+        PolicyConfig {
+            name: name.to_string(),
+            spec,
+            period: Duration::from_secs(1),
+            translator: TranslatorKind::Nice,
+            normalization: Normalization::Ratio,
+            nice: NiceRange::default(),
+            weights: None,
+            scope: Scope::all(),
+        }
+    }
+
+    fn from_table(index: usize, mut table: toml::Table) -> Result<PolicyConfig, String> {
+        let whose = |name: &Option<String>| match name {
+            Some(n) => format!("policy '{n}'"),
+            None => format!("policy #{}", index + 1),
+        };
+        let mut run = toml::Table::new();
+        for key in RUN_KEYS {
+            if let Some(v) = table.remove(key) {
+                run.insert(key.to_string(), v);
+            }
+        }
+        let run: RunKeys = toml::Value::Table(run)
+            .try_into()
+            .map_err(|e: toml::de::Error| format!("policy #{}: {}", index + 1, e.message()))?;
+        let who = whose(&run.name);
+        let spec: PolicySpec = toml::Value::Table(table.clone())
+            .try_into()
+            .map_err(|e: toml::de::Error| format!("{who}: {}", e.message()))?;
+        // PolicySpec ignores unknown keys (so it can be embedded); reject them here by comparing
+        // with what the parsed policy serialises back to.
+        let known = toml::Value::try_from(&spec).map_err(|e| format!("{who}: {e}"))?;
+        let known: BTreeSet<String> = known.as_table().map(|t| t.keys().cloned().collect()).unwrap_or_default();
+        if let Some(unknown) = table.keys().find(|k| !known.contains(*k)) {
+            return Err(format!(
+                "{who}: unknown key '{unknown}'; this policy takes {:?} and the run keys {:?}",
+                known, RUN_KEYS
+            ));
+        }
+        let name = run.name.clone().unwrap_or_else(|| spec_name(&spec, index));
+        let mut policy = PolicyConfig::new(&name, spec);
+        if let Some(p) = run.period {
+            policy.period = parse_period(&p).map_err(|e| format!("{who}: {e}"))?;
+        }
+        if let Some(t) = run.translator {
+            policy.translator = t;
+        }
+        policy.normalization = run.normalization.unwrap_or(match policy.translator {
+            TranslatorKind::Nice => Normalization::Ratio,
+            TranslatorKind::Cgroup => Normalization::Logarithmic,
+        });
+        policy.nice = NiceRange { best: run.nice_best.unwrap_or(-20), worst: run.nice_worst.unwrap_or(19) };
+        policy.nice.validate().map_err(|e| format!("{who}: {e}"))?;
+        policy.weights = match (run.weight_min, run.weight_max) {
+            (None, None) => None,
+            (Some(a), Some(b)) if a >= 1 && a <= b => Some((a, b)),
+            (a, b) => return Err(format!("{who}: weight_min ({a:?}) and weight_max ({b:?}) must both be set, 1 <= min <= max")),
+        };
+        policy.scope = Scope { spes: run.spes, queries: run.queries };
+        Ok(policy)
+    }
+}
+
+fn spec_name(spec: &PolicySpec, index: usize) -> String {
+    let kind = toml::Value::try_from(spec)
+        .ok()
+        .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_string))
+        .unwrap_or_else(|| "policy".into());
+    format!("{kind}{}", if index == 0 { String::new() } else { format!("-{}", index + 1) })
+}
+
+impl Config {
+    /// Parses a TOML configuration; errors name the key and how to fix it.
+    pub fn from_toml(text: &str) -> Result<Config, String> {
+        let file: FileConfig = toml::from_str(text).map_err(|e| e.to_string())?;
+        let policies =
+            file.policy.into_iter().enumerate().map(|(i, t)| PolicyConfig::from_table(i, t)).collect::<Result<_, _>>()?;
+        let config = Config {
+            state_file: file.state_file.unwrap_or_else(|| DEFAULT_STATE_FILE.into()),
+            metrics_addr: file.metrics_addr,
+            spes: file.spe,
+            policies,
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks what the parser cannot: at least one SPE and policy, unique names, scopes that
+    /// name configured SPEs, no SPE driven by two nice policies of overlapping scope.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.spes.is_empty() {
+            return Err("no SPE to schedule: add an [[spe]] table or --engine http://127.0.0.1:9464".into());
+        }
+        if self.policies.is_empty() {
+            return Err("no policy: add a [[policy]] table or --policy qs".into());
+        }
+        let mut names = BTreeSet::new();
+        for s in &self.spes {
+            if !names.insert(&s.name) {
+                return Err(format!("two SPEs are named '{}'; give each its own name", s.name));
+            }
+            if !(s.url.starts_with("http://") || s.url.starts_with("https://")) {
+                return Err(format!("SPE '{}': url {:?} must start with http://", s.name, s.url));
+            }
+        }
+        let mut policy_names = BTreeSet::new();
+        for p in &self.policies {
+            if !policy_names.insert(&p.name) {
+                return Err(format!("two policies are named '{}'; give each its own name", p.name));
+            }
+            for spe in p.scope.spes.iter().flatten() {
+                if !names.contains(spe) {
+                    return Err(format!("policy '{}' names SPE '{spe}', which is not configured; SPEs: {names:?}", p.name));
+                }
+            }
+            if p.period.is_zero() {
+                return Err(format!("policy '{}': period must be positive", p.name));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FULL: &str = r#"
+        state_file = "/tmp/x.json"
+        metrics_addr = "127.0.0.1:9465"
+        [[spe]]
+        name = "engine"
+        driver = "moirai"
+        url = "http://127.0.0.1:9464"
+        [[policy]]
+        name = "shares"
+        type = "groups"
+        by = "query"
+        priority = { constant = { values = { q1 = 4, q2 = 1 } } }
+        translator = "cgroup"
+        period = "5s"
+        [[policy]]
+        type = "qs"
+        period = "250ms"
+        queries = ["q1"]
+        spes = ["engine"]
+    "#;
+
+    #[test]
+    fn parses_a_full_file() {
+        let c = Config::from_toml(FULL).unwrap();
+        assert_eq!(c.state_file, PathBuf::from("/tmp/x.json"));
+        assert_eq!(c.spes.len(), 1);
+        assert_eq!(c.policies.len(), 2);
+        assert_eq!(c.policies[0].translator, TranslatorKind::Cgroup);
+        assert_eq!(c.policies[0].normalization, Normalization::Logarithmic);
+        assert_eq!(c.policies[0].period, Duration::from_secs(5));
+        assert_eq!(c.policies[1].name, "queue_size-2");
+        assert_eq!(c.policies[1].period, Duration::from_millis(250));
+        assert_eq!(c.policies[1].scope.queries, Some(vec!["q1".to_string()]));
+        assert_eq!(c.policies[1].normalization, Normalization::Ratio);
+    }
+
+    #[test]
+    fn mistakes_are_named() {
+        let e = Config::from_toml(&FULL.replace("type = \"qs\"", "type = \"qs\"\nlevle = \"logical\"")).unwrap_err();
+        assert!(e.contains("unknown key 'levle'"), "{e}");
+        let e = Config::from_toml(&FULL.replace("\"250ms\"", "\"fast\"")).unwrap_err();
+        assert!(e.contains("period \"fast\""), "{e}");
+        let e = Config::from_toml(&FULL.replace("spes = [\"engine\"]", "spes = [\"flink\"]")).unwrap_err();
+        assert!(e.contains("SPE 'flink'"), "{e}");
+        let e = Config::from_toml(&FULL.replace("driver = \"moirai\"", "driver = \"storm\"")).unwrap_err();
+        assert!(e.contains("storm"), "{e}");
+        let e = Config::from_toml(&FULL.replace("type = \"qs\"", "type = \"sjf\"")).unwrap_err();
+        assert!(e.contains("sjf"), "{e}");
+        let e = Config::from_toml("[[policy]]\ntype = \"qs\"\n").unwrap_err();
+        assert!(e.contains("no SPE"), "{e}");
+        let e = Config::from_toml(&FULL.replace("period = \"250ms\"", "nice_best = 5\nnice_worst = -3")).unwrap_err();
+        assert!(e.contains("policy 'queue_size-2'") || e.contains("policy #2"), "{e}");
+    }
+}

@@ -1,0 +1,32 @@
+//! Drivers: the bridge to one SPE each, through its public APIs only.
+//!
+//! Every round a driver reports the SPE's topology — rediscovered each time, since threads come
+//! and go — and samples the primitive metrics it can provide.
+
+pub mod moirai;
+
+use std::collections::BTreeSet;
+
+use moirai_sched::{Metric, SpeTopology};
+
+/// What a driver saw in one round.
+#[derive(Clone, Debug)]
+pub struct Observation {
+    /// The SPE's topology, with thread ids and start times.
+    pub topology: SpeTopology,
+    /// Primitive metric values: (physical operator index, metric, value).
+    pub samples: Vec<(usize, Metric, f64)>,
+}
+
+/// A driver.
+pub trait Driver: Send {
+    /// The SPE's configured name.
+    fn spe(&self) -> &str;
+    /// The driver's kind, e.g. `moirai`.
+    fn kind(&self) -> &'static str;
+    /// The primitive metrics it can sample.
+    fn provides(&self) -> BTreeSet<Metric>;
+    /// Reads topology and the `needed` metrics now. An error (the SPE is down, answers garbage)
+    /// is reported and retried next round.
+    fn observe(&mut self, needed: &[Metric]) -> Result<Observation, String>;
+}

@@ -1,0 +1,247 @@
+//! Translators: a policy's schedule → OS parameters (Lachesis §5.3).
+//!
+//! - [`NiceTranslator`]: normalises priorities into nice values and sets them per thread with
+//!   `setpriority(2)`, only where the value changed since the last round.
+//! - [`CgroupTranslator`]: one cpu cgroup per group of a grouping schedule (or per operator of a
+//!   single-priority one), weights `cpu.shares` (v1) or `cpu.weight` (v2) from the priorities,
+//!   threads moved in when their group changes.
+//!
+//! Every change goes through the [`RestoreLog`], which records the original first.
+
+use std::collections::{BTreeMap, HashMap};
+
+use moirai_os::cgroup::{sanitize_group_name, CgroupTree, CgroupVersion, Hierarchy};
+use moirai_os::{OsError, RestoreLog, Tid};
+use moirai_sched::normalize::{to_nice, to_weights, NiceRange, Normalization, WeightRange};
+use moirai_sched::{Cluster, OpRef, Schedule};
+
+/// One thread a schedule reaches.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Target {
+    /// Process.
+    pub pid: u32,
+    /// Thread.
+    pub tid: Tid,
+    /// Its start time, guarding against tid reuse.
+    pub start_ticks: u64,
+    /// SPE name.
+    pub spe: String,
+    /// Query.
+    pub query: String,
+    /// Physical operator name.
+    pub operator: String,
+    /// The group (grouping schedules), or the operator's own group name.
+    pub group: String,
+    /// The priority the policy gave.
+    pub priority: f64,
+}
+
+/// The threads of a schedule with their priorities, in a stable order.
+pub fn targets(schedule: &Schedule, cluster: &Cluster) -> Vec<Target> {
+    let mut out = Vec::new();
+    let mut add = |op: OpRef, group: String, priority: f64| {
+        let spe = cluster.spe(op.spe);
+        let p = cluster.physical(op);
+        for t in cluster.threads(op) {
+            out.push(Target {
+                pid: spe.topology().pid,
+                tid: t.tid,
+                start_ticks: t.start_ticks,
+                spe: spe.name().to_string(),
+                query: p.query.clone(),
+                operator: p.name.clone(),
+                group: group.clone(),
+                priority,
+            });
+        }
+    };
+    match schedule {
+        Schedule::Single(map) => {
+            for (&op, &priority) in map {
+                let p = cluster.physical(op);
+                let group = format!("{}.{}.{}", cluster.spe(op.spe).name(), p.query, p.name);
+                add(op, group, priority);
+            }
+        }
+        Schedule::Grouping(groups) => {
+            for g in groups {
+                for &op in &g.members {
+                    add(op, g.name.clone(), g.priority);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// What a translator did in one round.
+#[derive(Clone, Debug, Default)]
+pub struct Applied {
+    /// Every thread with the value it now has (nice, or its group's weight).
+    pub values: Vec<(Target, i64)>,
+    /// How many OS calls changed something.
+    pub changed: usize,
+    /// Threads that ended before their turn (normal: threads come and go).
+    pub gone: usize,
+    /// Other failures, one line each.
+    pub errors: Vec<String>,
+}
+
+/// Nice values per thread.
+pub struct NiceTranslator {
+    normalization: Normalization,
+    range: NiceRange,
+    /// What was last set: (pid, tid) → (start ticks, nice).
+    applied: HashMap<(u32, Tid), (u64, i32)>,
+}
+
+impl NiceTranslator {
+    /// A translator normalising with `normalization` into `range`.
+    pub fn new(normalization: Normalization, range: NiceRange) -> Self {
+        NiceTranslator { normalization, range, applied: HashMap::new() }
+    }
+
+    /// Sets the nice values `schedule` asks for.
+    pub fn apply(&mut self, schedule: &Schedule, cluster: &Cluster, log: &mut RestoreLog) -> Applied {
+        let targets = targets(schedule, cluster);
+        let priorities: Vec<f64> = targets.iter().map(|t| t.priority).collect();
+        let nices = to_nice(&priorities, self.normalization, self.range);
+        let mut applied = Applied::default();
+        let mut changes = Vec::new();
+        let mut changed_targets = Vec::new();
+        for (t, &nice) in targets.iter().zip(&nices) {
+            if self.applied.get(&(t.pid, t.tid)) != Some(&(t.start_ticks, nice)) {
+                changes.push((t.pid, t.tid, nice));
+                changed_targets.push((t.clone(), nice));
+            } else {
+                applied.values.push((t.clone(), nice as i64));
+            }
+        }
+        for ((t, nice), result) in changed_targets.into_iter().zip(log.set_nices(&changes)) {
+            match result {
+                Ok(()) => {
+                    applied.changed += 1;
+                    self.applied.insert((t.pid, t.tid), (t.start_ticks, nice));
+                    applied.values.push((t, nice as i64));
+                }
+                Err(OsError::ThreadGone { .. }) => {
+                    applied.gone += 1;
+                    self.applied.remove(&(t.pid, t.tid));
+                }
+                Err(e) => applied.errors.push(format!("nice {nice} for thread {} ({}): {e}", t.tid, t.operator)),
+            }
+        }
+        // Forget threads that are no longer scheduled by this policy (they keep their value
+        // until restore; a thread that ended must not match a reused tid later).
+        let live: std::collections::HashSet<(u32, Tid)> = targets.iter().map(|t| (t.pid, t.tid)).collect();
+        self.applied.retain(|k, _| live.contains(k));
+        applied
+    }
+}
+
+/// cpu cgroups with weights.
+pub struct CgroupTranslator {
+    normalization: Normalization,
+    range: WeightRange,
+    tree: CgroupTree,
+    /// Group directory names by schedule group name.
+    dirs: BTreeMap<String, String>,
+    weights: HashMap<String, u64>,
+    /// (pid, tid) → (start ticks, group dir) where the thread was put.
+    placed: HashMap<(u32, Tid), (u64, String)>,
+}
+
+impl CgroupTranslator {
+    /// Creates this middleware's groups under `hierarchy` (named `instance`), normalising with
+    /// `normalization` into `weights` (default: the version's whole range).
+    pub fn new(
+        log: &mut RestoreLog,
+        hierarchy: &Hierarchy,
+        instance: &str,
+        normalization: Normalization,
+        weights: Option<(u64, u64)>,
+    ) -> Result<Self, String> {
+        let limits = match hierarchy.version {
+            CgroupVersion::V1 => WeightRange::CPU_SHARES,
+            CgroupVersion::V2 => WeightRange::CPU_WEIGHT,
+        };
+        let range = weights.map(|(min, max)| WeightRange { min, max }).unwrap_or(limits);
+        range.validate(limits)?;
+        let tree = CgroupTree::create(log, hierarchy, instance).map_err(|e| e.to_string())?;
+        Ok(CgroupTranslator {
+            normalization,
+            range,
+            tree,
+            dirs: BTreeMap::new(),
+            weights: HashMap::new(),
+            placed: HashMap::new(),
+        })
+    }
+
+    fn dir_name(&mut self, group: &str) -> String {
+        if let Some(d) = self.dirs.get(group) {
+            return d.clone();
+        }
+        let mut name = sanitize_group_name(group);
+        // Two groups may sanitise to the same name: number the later ones.
+        let base = name.clone();
+        let mut n = 2;
+        while self.dirs.values().any(|d| *d == name) {
+            name = format!("{}-{n}", &base[..base.len().min(58)]);
+            n += 1;
+        }
+        self.dirs.insert(group.to_string(), name.clone());
+        name
+    }
+
+    /// Places threads and sets weights as `schedule` asks.
+    pub fn apply(&mut self, schedule: &Schedule, cluster: &Cluster, log: &mut RestoreLog) -> Applied {
+        let targets = targets(schedule, cluster);
+        let mut groups: BTreeMap<String, f64> = BTreeMap::new();
+        for t in &targets {
+            groups.insert(t.group.clone(), t.priority);
+        }
+        let names: Vec<String> = groups.keys().cloned().collect();
+        let priorities: Vec<f64> = groups.values().copied().collect();
+        let weights = to_weights(&priorities, self.normalization, self.range);
+        let mut applied = Applied::default();
+        let mut weight_of = HashMap::new();
+        for (group, weight) in names.iter().zip(weights) {
+            let dir = self.dir_name(group);
+            weight_of.insert(group.clone(), weight);
+            if let Err(e) = self.tree.ensure_group(log, &dir) {
+                applied.errors.push(format!("group {dir}: {e}"));
+                continue;
+            }
+            if self.weights.get(&dir) != Some(&weight) {
+                match self.tree.set_weight(&dir, weight) {
+                    Ok(()) => {
+                        applied.changed += 1;
+                        self.weights.insert(dir, weight);
+                    }
+                    Err(e) => applied.errors.push(format!("weight {weight} for group {dir}: {e}")),
+                }
+            }
+        }
+        for t in targets {
+            let dir = self.dir_name(&t.group);
+            let weight = weight_of.get(&t.group).copied().unwrap_or(0);
+            if self.placed.get(&(t.pid, t.tid)) == Some(&(t.start_ticks, dir.clone())) {
+                applied.values.push((t, weight as i64));
+                continue;
+            }
+            match self.tree.move_thread(log, t.pid, t.tid, &dir) {
+                Ok(()) => {
+                    applied.changed += 1;
+                    self.placed.insert((t.pid, t.tid), (t.start_ticks, dir));
+                    applied.values.push((t, weight as i64));
+                }
+                Err(OsError::ThreadGone { .. }) => {
+                    applied.gone += 1;
+                }
+                Err(e) => applied.errors.push(format!("moving thread {} ({}) to {dir}: {e}", t.tid, t.operator)),
+            }
+        }
+        applied
+    }
+}

@@ -1,0 +1,382 @@
+//! Linear Road (Arasu et al., VLDB 2004): variable tolling on a simulated network of expressways,
+//! the benchmark the Lachesis evaluation (and many SPE papers) ran.
+//!
+//! How it is organised:
+//!
+//! - [`model`]: constants, records, outputs and the shared formulas (toll, downstream).
+//! - [`generator`]: a seeded traffic generator (same seed, same records).
+//! - [`csv`]: the public 15-column file format: validating reader, writer, output lines.
+//! - [`query`]: the faithful query on moirai's engine; [`reference`]: the same semantics as a
+//!   plain single-threaded loop, to check the query against.
+//! - [`lachesis`]: the nine-operator load shape the Lachesis evaluation ran.
+//! - [`stats`]: outputs, deadline misses and errors of a run.
+//! - This file: the configuration and [`queries`], which the CLI and the lab call.
+//!
+//! # Semantics
+//!
+//! Input: position reports `(time, car, speed, xway, lane, dir, seg, pos)` in time order, time in
+//! seconds. Minute `m = time / 60 + 1`. A *segment* is `(xway, dir, seg)`.
+//!
+//! - **Stopped cars.** A car is stopped once it sent 4 consecutive reports at the same place
+//!   (xway, dir, lane, pos), from the time of the 4th until the time of its next report
+//!   elsewhere.
+//! - **Accidents.** An accident is in effect at a position `(xway, dir, pos)` while two or more
+//!   cars are stopped there (in any lane), judged after all reports of each second; it is in
+//!   effect *during minute k* if it was so at any instant of that minute.
+//! - **Segment statistics** of a segment and minute: NOV = the number of distinct cars that
+//!   reported there; the average speed = the mean over those cars of each car's mean speed there
+//!   (integer means, as LR implementations compute them).
+//! - **LAV** for minute `m` = the mean of the average speeds of minutes `m−5 … m−1` that had
+//!   traffic (0 if none did).
+//! - **Toll notification** (output type 0) for each report that is a car's first in a segment
+//!   (its first report, or a different segment than its previous one) and not on the exit ramp
+//!   (lane 4): `toll = 2 · (NOV − 50)²` with NOV of minute `m−1`, if LAV < 40 mph, NOV > 50 and
+//!   no accident was in effect during minute `m−1` in the car's segment or the 4 segments
+//!   downstream (higher segments eastbound, lower westbound); else 0.
+//! - **Accident alert** (output type 1) for the same reports, if such an accident exists: the
+//!   nearest one's segment.
+//! - **Toll assessment**: a car's last notified toll is charged when it gets its next
+//!   notification or sends its first report on the exit ramp; zero tolls are not charged.
+//!
+//! The deadline: toll notifications and accident alerts must leave within 5 s of the intended
+//! send time of the report that triggered them ([`stats`]).
+//!
+//! Left out of the benchmark: type-2/3 historical queries (account balance, daily expenditure)
+//! are read and dropped, never answered, and the generator makes none; type 4 was never part of
+//! any implementation; re-entering cars are not generated (a file may have them; they are then
+//! treated as one car continuing). The source replays one time-ordered stream, so it runs as one
+//! instance whatever the parallelism.
+
+pub mod csv;
+pub mod generator;
+pub mod lachesis;
+pub mod model;
+pub mod query;
+pub mod reference;
+pub mod stats;
+
+use std::fmt;
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use moirai_engine::{BuildError, BuiltQuery, Source};
+use serde::Serialize;
+
+pub use generator::{Generator, GeneratorConfig};
+pub use model::{AccidentAlert, LrOutput, PositionReport, Record, TollAssessment, TollNotification};
+pub use stats::{LinearRoadReport, LinearRoadStats};
+
+use self::csv::{line_time_ns, parse_record, record_line, RecordReader, RowError};
+
+/// Which query to run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Shape {
+    /// The benchmark's semantics: tolls, accidents, assessments ([`query`]).
+    #[default]
+    Faithful,
+    /// The nine-operator, selectivity-1 load shape of the Lachesis evaluation ([`lachesis`]).
+    Lachesis,
+}
+
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Shape::Faithful => "faithful",
+            Shape::Lachesis => "lachesis",
+        })
+    }
+}
+
+impl FromStr for Shape {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "faithful" => Ok(Shape::Faithful),
+            "lachesis" => Ok(Shape::Lachesis),
+            other => Err(format!("unknown Linear Road shape '{other}'; use 'faithful' or 'lachesis'")),
+        }
+    }
+}
+
+/// Why Linear Road could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum LinearRoadError {
+    /// A parameter is out of range.
+    #[error("invalid Linear Road configuration: {0}")]
+    Config(String),
+    /// A row of the input file is malformed.
+    #[error("{}: {error}; fix the row, or regenerate the file", path.display())]
+    Input {
+        /// The file.
+        path: PathBuf,
+        /// The row, column and problem.
+        error: RowError,
+    },
+    /// The input file cannot be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The output file cannot be written.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Something failed inside the running engine (an input file changed while it ran).
+    #[error("Linear Road run failed: {0}")]
+    Run(String),
+    /// The query could not be built.
+    #[error(transparent)]
+    Build(#[from] BuildError),
+}
+
+/// Parameters of a Linear Road run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LinearRoadConfig {
+    /// Expressways to generate (L).
+    pub xways: u16,
+    /// Simulated seconds to generate.
+    pub duration_s: u32,
+    /// Seed of the generator.
+    pub seed: u64,
+    /// Cars entering each expressway per second, on average (20 makes about the benchmark's
+    /// 20 M reports per expressway in three hours).
+    pub cars_per_second: f64,
+    /// Mean time between accidents per expressway, s (0 = none).
+    pub accident_interval_s: u32,
+    /// Shortest time the cars of an accident stay stopped, s.
+    pub accident_min_s: u32,
+    /// Longest time the cars of an accident stay stopped, s.
+    pub accident_max_s: u32,
+    /// Offered rate, records per second in total; 0 = as fast as the engine takes them.
+    pub rate: f64,
+    /// Instances of each keyed stage (faithful) or of each operator between source and sink
+    /// (Lachesis shape).
+    pub parallelism: usize,
+    /// Replay this file (the 15-column format) instead of generating.
+    pub input: Option<PathBuf>,
+    /// Write the outputs here (faithful shape only).
+    pub output: Option<PathBuf>,
+    /// Which query.
+    pub shape: Shape,
+    /// Keep every output in memory for [`LinearRoadStats::take_outputs`] (for checking).
+    pub collect_outputs: bool,
+}
+
+impl Default for LinearRoadConfig {
+    /// One expressway for the benchmark's three hours, generated, as fast as possible.
+    fn default() -> Self {
+        let g = GeneratorConfig::default();
+        LinearRoadConfig {
+            xways: g.xways,
+            duration_s: g.duration_s,
+            seed: g.seed,
+            cars_per_second: g.cars_per_second,
+            accident_interval_s: g.accident_interval_s,
+            accident_min_s: g.accident_min_s,
+            accident_max_s: g.accident_max_s,
+            rate: 0.0,
+            parallelism: 1,
+            input: None,
+            output: None,
+            shape: Shape::Faithful,
+            collect_outputs: false,
+        }
+    }
+}
+
+impl LinearRoadConfig {
+    /// The generator's part of the configuration.
+    pub fn generator(&self) -> GeneratorConfig {
+        GeneratorConfig {
+            xways: self.xways,
+            duration_s: self.duration_s,
+            seed: self.seed,
+            cars_per_second: self.cars_per_second,
+            accident_interval_s: self.accident_interval_s,
+            accident_min_s: self.accident_min_s,
+            accident_max_s: self.accident_max_s,
+        }
+    }
+
+    /// Checks the parameters (not the input file); the message says what to change.
+    pub fn validate(&self) -> Result<(), LinearRoadError> {
+        let bad = |m: String| Err(LinearRoadError::Config(m));
+        if self.parallelism == 0 || self.parallelism > 256 {
+            return bad(format!("parallelism must be in 1..=256, not {}", self.parallelism));
+        }
+        if !(self.rate.is_finite() && self.rate >= 0.0) {
+            return bad(format!("rate must be a finite number of records per second >= 0, not {}", self.rate));
+        }
+        if self.shape == Shape::Lachesis && self.output.is_some() {
+            return bad(
+                "the Lachesis shape emits only dummy notifications; write outputs with the faithful shape".into()
+            );
+        }
+        if self.input.is_none() {
+            if self.duration_s == 0 {
+                return bad("duration must be at least 1 s".into());
+            }
+            self.generator().validate().map_err(LinearRoadError::Config)?;
+        }
+        Ok(())
+    }
+}
+
+/// Builds the Linear Road query for `config`, and the handle that reports its outputs and
+/// deadline misses after (or during) the run. An input file is checked row by row first, so a
+/// malformed file fails here, with its line and column.
+pub fn queries(config: &LinearRoadConfig) -> Result<(Vec<BuiltQuery>, LinearRoadStats), LinearRoadError> {
+    config.validate()?;
+    if let Some(path) = &config.input {
+        check_input(path)?;
+    }
+    let stats = LinearRoadStats::new(config.shape, config.collect_outputs, config.output.clone())?;
+    let source = lines(config, &stats).rate(config.rate);
+    let query = match config.shape {
+        Shape::Faithful => {
+            // Event time is the report's time; the stream is in time order, so no lateness.
+            let source = source.event_time(|line: &String| line_time_ns(line), Duration::ZERO);
+            query::build(source, config.parallelism, &stats)?
+        }
+        Shape::Lachesis => lachesis::build(source, config.parallelism, &stats)?,
+    };
+    Ok((vec![query], stats))
+}
+
+/// The source's lines: the input file's, or the generator's records formatted as the file has
+/// them (a Kafka consumer hands the engine bytes to parse, and the dispatcher parses them).
+fn lines(config: &LinearRoadConfig, stats: &LinearRoadStats) -> Source<String> {
+    let stats = stats.clone();
+    match config.input.clone() {
+        Some(path) => Source::new(move |_, _| -> Box<dyn Iterator<Item = String> + Send> {
+            match File::open(&path) {
+                Ok(file) => Box::new(RawLines {
+                    input: Some(BufReader::new(file)),
+                    path: path.clone(),
+                    line: 0,
+                    stats: stats.clone(),
+                }),
+                Err(source) => {
+                    stats.fail(LinearRoadError::Read { path: path.clone(), source });
+                    Box::new(std::iter::empty())
+                }
+            }
+        }),
+        None => {
+            let generator = config.generator();
+            Source::new(move |_, _| -> Box<dyn Iterator<Item = String> + Send> {
+                match Generator::new(generator.clone()) {
+                    Ok(g) => Box::new(g.map(|p| record_line(&Record::Position(p)))),
+                    Err(e) => {
+                        stats.fail(LinearRoadError::Config(e));
+                        Box::new(std::iter::empty())
+                    }
+                }
+            })
+        }
+    }
+}
+
+/// The record lines of a file, as they are (checked before the run; the dispatcher parses them).
+struct RawLines {
+    input: Option<BufReader<File>>,
+    path: PathBuf,
+    line: u64,
+    stats: LinearRoadStats,
+}
+
+impl Iterator for RawLines {
+    type Item = String;
+
+    fn next(&mut self) -> Option<String> {
+        let input = self.input.as_mut()?;
+        loop {
+            let mut line = String::new();
+            self.line += 1;
+            match input.read_line(&mut line) {
+                Ok(0) => {
+                    self.input = None;
+                    return None;
+                }
+                Ok(_) => {}
+                Err(source) => {
+                    self.stats.fail(LinearRoadError::Read { path: self.path.clone(), source });
+                    self.input = None;
+                    return None;
+                }
+            }
+            let text = line.trim_end_matches(['\n', '\r']);
+            if text.trim().is_empty() || (self.line == 1 && text.trim_start().starts_with("type")) {
+                continue;
+            }
+            line.truncate(text.len());
+            return Some(line);
+        }
+    }
+}
+
+/// Parses a line for a dispatcher: position reports go on, other records are counted and
+/// dropped, a malformed line (the file changed since it was checked) fails the run.
+pub(crate) fn dispatch(line: &str, stats: &LinearRoadStats) -> Option<PositionReport> {
+    match parse_record(line) {
+        Ok(Record::Position(p)) => {
+            stats.position_report();
+            Some(p)
+        }
+        Ok(Record::Query(_)) => {
+            stats.other_record();
+            None
+        }
+        Err(e) => {
+            stats.fail(LinearRoadError::Run(format!("dispatcher: {} in '{line}'", e.message)));
+            None
+        }
+    }
+}
+
+/// Reads and checks a whole input file; returns how many records it holds.
+pub fn check_input(path: &Path) -> Result<u64, LinearRoadError> {
+    let mut n = 0;
+    for record in RecordReader::new(open(path)?) {
+        record.map_err(|error| LinearRoadError::Input { path: path.to_path_buf(), error })?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// Reads a whole input file into memory.
+pub fn read_input(path: &Path) -> Result<Vec<Record>, LinearRoadError> {
+    RecordReader::new(open(path)?)
+        .map(|r| r.map_err(|error| LinearRoadError::Input { path: path.to_path_buf(), error }))
+        .collect()
+}
+
+fn open(path: &Path) -> Result<BufReader<File>, LinearRoadError> {
+    File::open(path).map(BufReader::new).map_err(|source| LinearRoadError::Read { path: path.to_path_buf(), source })
+}
+
+/// Generates the records of `config` into a file in the 15-column format; returns how many.
+pub fn write_input(config: &GeneratorConfig, path: &Path) -> Result<u64, LinearRoadError> {
+    let generator = Generator::new(config.clone()).map_err(LinearRoadError::Config)?;
+    let write_error = |source| LinearRoadError::Write { path: path.to_path_buf(), source };
+    let mut out = BufWriter::new(File::create(path).map_err(write_error)?);
+    let mut n = 0;
+    for p in generator {
+        csv::write_records(&mut out, [&Record::Position(p)]).map_err(write_error)?;
+        n += 1;
+    }
+    out.flush().map_err(write_error)?;
+    Ok(n)
+}

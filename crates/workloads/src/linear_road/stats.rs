@@ -1,0 +1,248 @@
+//! What a Linear Road run produced: outputs by kind, deadline misses, the output file, and the
+//! errors the engine's threads could not return.
+//!
+//! The sinks record every output here as it leaves the engine. An output misses its deadline when
+//! its end-to-end latency — egress minus the intended send time of the position report that
+//! triggered it, so the wait in the source's queue counts — exceeds the benchmark's 5 s. Toll
+//! notifications and accident alerts have that deadline; toll assessments have none (they are
+//! internal accounting in the benchmark) and are counted apart.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use moirai_engine::{now_ns, Tuple};
+use serde::Serialize;
+
+use super::csv::format_output;
+use super::model::{LrOutput, DEADLINE_S};
+use super::{LinearRoadError, Shape};
+
+/// The end-to-end latency above which an output misses the deadline, ns.
+pub const DEADLINE_NS: u64 = DEADLINE_S * 1_000_000_000;
+
+/// The counts of a run, as [`LinearRoadStats::report`] gives them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct LinearRoadReport {
+    /// Position reports the dispatcher passed on.
+    pub position_reports: u64,
+    /// Type-2/3/4 records the dispatcher dropped.
+    pub other_records: u64,
+    /// Toll notifications out (faithful shape).
+    pub toll_notifications: u64,
+    /// Accident alerts out (faithful shape).
+    pub accident_alerts: u64,
+    /// Toll assessments out (faithful shape).
+    pub toll_assessments: u64,
+    /// Notifications out of each toll operator of the Lachesis shape: `[pos, cv, las]`.
+    pub lachesis_notifications: [u64; 3],
+    /// Outputs that have a deadline.
+    pub deadline_outputs: u64,
+    /// Of those, the ones whose end-to-end latency exceeded 5 s.
+    pub deadline_misses: u64,
+    /// `deadline_misses / deadline_outputs` (0 with no outputs).
+    pub deadline_miss_share: f64,
+    /// The largest end-to-end latency of an output with a deadline, ms.
+    pub max_latency_ms: f64,
+}
+
+/// The output file and the first error writing it.
+struct OutputFile {
+    path: PathBuf,
+    out: BufWriter<File>,
+    line: String,
+    error: Option<std::io::Error>,
+}
+
+#[derive(Default)]
+struct Counters {
+    position_reports: AtomicU64,
+    other_records: AtomicU64,
+    tolls: AtomicU64,
+    alerts: AtomicU64,
+    assessments: AtomicU64,
+    lachesis: [AtomicU64; 3],
+    deadline_outputs: AtomicU64,
+    deadline_misses: AtomicU64,
+    max_latency_ns: AtomicU64,
+}
+
+struct Inner {
+    shape: Shape,
+    counters: Counters,
+    collected: Option<Mutex<Vec<LrOutput>>>,
+    output: Option<Mutex<OutputFile>>,
+    /// The first error met inside the engine (an input file that changed since it was checked).
+    error: Mutex<Option<LinearRoadError>>,
+}
+
+/// A handle on the counts and outputs of a run; clones share them.
+#[derive(Clone)]
+pub struct LinearRoadStats(Arc<Inner>);
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic in a sink thread is reported by the engine; the data here stays usable.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl LinearRoadStats {
+    /// Stats for a run of `shape`, keeping outputs in memory if `collect`, writing them to
+    /// `output` if given (the file is created now, so a bad path fails before the run).
+    pub(crate) fn new(shape: Shape, collect: bool, output: Option<PathBuf>) -> Result<Self, LinearRoadError> {
+        let output = match output {
+            Some(path) => {
+                let file =
+                    File::create(&path).map_err(|source| LinearRoadError::Write { path: path.clone(), source })?;
+                Some(Mutex::new(OutputFile { path, out: BufWriter::new(file), line: String::new(), error: None }))
+            }
+            None => None,
+        };
+        Ok(LinearRoadStats(Arc::new(Inner {
+            shape,
+            counters: Counters::default(),
+            collected: collect.then(|| Mutex::new(Vec::new())),
+            output,
+            error: Mutex::new(None),
+        })))
+    }
+
+    /// The shape of the query these stats belong to.
+    pub fn shape(&self) -> Shape {
+        self.0.shape
+    }
+
+    pub(crate) fn position_report(&self) {
+        self.0.counters.position_reports.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn other_record(&self) {
+        self.0.counters.other_records.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Records the first error met inside the engine.
+    pub(crate) fn fail(&self, error: LinearRoadError) {
+        lock(&self.0.error).get_or_insert(error);
+    }
+
+    fn latency(&self, now_ns: u64, intended_ns: u64, deadline: bool) -> u64 {
+        let c = &self.0.counters;
+        let latency = now_ns.saturating_sub(intended_ns);
+        if deadline {
+            c.deadline_outputs.fetch_add(1, Ordering::Relaxed);
+            if latency > DEADLINE_NS {
+                c.deadline_misses.fetch_add(1, Ordering::Relaxed);
+            }
+            c.max_latency_ns.fetch_max(latency, Ordering::Relaxed);
+        }
+        latency
+    }
+
+    /// Records one output of the faithful query as it leaves the engine.
+    pub(crate) fn output(&self, t: &Tuple<LrOutput>) {
+        self.output_at(t, now_ns());
+    }
+
+    /// Records one output that leaves the engine at `now_ns`.
+    fn output_at(&self, t: &Tuple<LrOutput>, now_ns: u64) {
+        let c = &self.0.counters;
+        let counter = match t.data {
+            LrOutput::Toll(_) => &c.tolls,
+            LrOutput::Alert(_) => &c.alerts,
+            LrOutput::Assessment(_) => &c.assessments,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        let latency = self.latency(now_ns, t.intended_ns, t.data.has_deadline());
+        if let Some(collected) = &self.0.collected {
+            lock(collected).push(t.data);
+        }
+        if let Some(output) = &self.0.output {
+            let mut file = lock(output);
+            let file = &mut *file;
+            if file.error.is_none() {
+                file.line.clear();
+                format_output(&t.data, latency, &mut file.line);
+                if let Err(e) = file.out.write_all(file.line.as_bytes()) {
+                    file.error = Some(e);
+                }
+            }
+        }
+    }
+
+    /// Records one (dummy) notification of the Lachesis shape's toll operator `branch`
+    /// (0 = pos, 1 = cv, 2 = las); every one has the deadline.
+    pub(crate) fn lachesis_output(&self, branch: usize, intended_ns: u64) {
+        self.0.counters.lachesis[branch].fetch_add(1, Ordering::Relaxed);
+        self.latency(now_ns(), intended_ns, true);
+    }
+
+    /// The counts so far.
+    pub fn report(&self) -> LinearRoadReport {
+        let c = &self.0.counters;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let (outputs, misses) = (get(&c.deadline_outputs), get(&c.deadline_misses));
+        LinearRoadReport {
+            position_reports: get(&c.position_reports),
+            other_records: get(&c.other_records),
+            toll_notifications: get(&c.tolls),
+            accident_alerts: get(&c.alerts),
+            toll_assessments: get(&c.assessments),
+            lachesis_notifications: [get(&c.lachesis[0]), get(&c.lachesis[1]), get(&c.lachesis[2])],
+            deadline_outputs: outputs,
+            deadline_misses: misses,
+            deadline_miss_share: if outputs == 0 { 0.0 } else { misses as f64 / outputs as f64 },
+            max_latency_ms: get(&c.max_latency_ns) as f64 / 1e6,
+        }
+    }
+
+    /// Takes the outputs collected so far (empty unless the run was configured to collect).
+    pub fn take_outputs(&self) -> Vec<LrOutput> {
+        self.0.collected.as_ref().map(|c| std::mem::take(&mut *lock(c))).unwrap_or_default()
+    }
+
+    /// Call after the run: flushes the output file and reports the counts, or the first error
+    /// the run met (an input file that changed under it, a full disk).
+    pub fn finish(&self) -> Result<LinearRoadReport, LinearRoadError> {
+        if let Some(error) = lock(&self.0.error).take() {
+            return Err(error);
+        }
+        if let Some(output) = &self.0.output {
+            let mut file = lock(output);
+            let file = &mut *file;
+            let result = match file.error.take() {
+                Some(e) => Err(e),
+                None => file.out.flush(),
+            };
+            result.map_err(|source| LinearRoadError::Write { path: file.path.clone(), source })?;
+        }
+        Ok(self.report())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::linear_road::model::{TollAssessment, TollNotification};
+
+    fn at(intended_ns: u64, data: LrOutput) -> Tuple<LrOutput> {
+        Tuple { event_ns: 0, intended_ns, ingress_ns: intended_ns, data }
+    }
+
+    #[test]
+    fn outputs_later_than_five_seconds_miss_the_deadline() {
+        let stats = LinearRoadStats::new(Shape::Faithful, true, None).unwrap();
+        let toll = LrOutput::Toll(TollNotification { car: 1, time: 0, lav: 0, toll: 0 });
+        let start = 1_000_000;
+        stats.output_at(&at(start, toll), start + 4_999_000_000);
+        stats.output_at(&at(start, toll), start + 5_001_000_000);
+        // Assessments have no deadline: neither counted as outputs with one nor as misses.
+        let charged = LrOutput::Assessment(TollAssessment { car: 1, time: 30, toll: 2 });
+        stats.output_at(&at(start, charged), start + 60_000_000_000);
+        let r = stats.finish().unwrap();
+        assert_eq!((r.toll_notifications, r.toll_assessments), (2, 1));
+        assert_eq!((r.deadline_outputs, r.deadline_misses, r.deadline_miss_share), (2, 1, 0.5));
+        assert_eq!(r.max_latency_ms, 5001.0);
+        assert_eq!(stats.take_outputs(), vec![toll, toll, charged]);
+    }
+}

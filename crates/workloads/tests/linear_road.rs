@@ -1,0 +1,360 @@
+//! Linear Road: generator, file format, the engine query against the reference, hand-made
+//! scenarios with known answers, and the Lachesis load shape.
+
+use std::path::PathBuf;
+
+use moirai_engine::{Engine, EngineConfig};
+use moirai_workloads::linear_road::model::{PositionReport, QueryKind, QueryRecord, EXIT_LANE};
+use moirai_workloads::linear_road::{
+    check_input, csv, generator, queries, read_input, reference, write_input, AccidentAlert, GeneratorConfig,
+    LinearRoadConfig, LinearRoadError, LinearRoadReport, LrOutput, Record, Shape, TollAssessment, TollNotification,
+};
+
+/// A file in the temp directory, removed when dropped (also when the test fails).
+struct TempFile(PathBuf);
+
+impl TempFile {
+    fn new(name: &str) -> Self {
+        TempFile(std::env::temp_dir().join(format!("moirai-lr-{}-{name}", std::process::id())))
+    }
+
+    fn with(name: &str, text: &str) -> Self {
+        let f = TempFile::new(name);
+        std::fs::write(&f.0, text).unwrap();
+        f
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn traffic(seed: u64, cars_per_second: f64, duration_s: u32) -> GeneratorConfig {
+    GeneratorConfig {
+        seed,
+        cars_per_second,
+        duration_s,
+        accident_interval_s: 150,
+        accident_min_s: 240,
+        accident_max_s: 420,
+        ..GeneratorConfig::default()
+    }
+}
+
+fn config(g: &GeneratorConfig, parallelism: usize) -> LinearRoadConfig {
+    LinearRoadConfig {
+        xways: g.xways,
+        duration_s: g.duration_s,
+        seed: g.seed,
+        cars_per_second: g.cars_per_second,
+        accident_interval_s: g.accident_interval_s,
+        accident_min_s: g.accident_min_s,
+        accident_max_s: g.accident_max_s,
+        parallelism,
+        collect_outputs: true,
+        ..LinearRoadConfig::default()
+    }
+}
+
+/// Runs `config` on the engine; returns the sorted outputs and the report.
+fn run(config: &LinearRoadConfig) -> (Vec<LrOutput>, LinearRoadReport) {
+    let (queries, stats) = queries(config).unwrap();
+    Engine::start(EngineConfig::default(), queries).unwrap().wait().unwrap();
+    let report = stats.finish().unwrap();
+    let mut outputs = stats.take_outputs();
+    outputs.sort();
+    (outputs, report)
+}
+
+fn sorted(mut outputs: Vec<LrOutput>) -> Vec<LrOutput> {
+    outputs.sort();
+    outputs
+}
+
+fn positions(records: &[Record]) -> Vec<PositionReport> {
+    records.iter().filter_map(|r| if let Record::Position(p) = r { Some(*p) } else { None }).collect()
+}
+
+#[test]
+fn generator_is_deterministic_and_follows_the_rules_of_the_road() {
+    let a = generator::generate(&traffic(7, 3.0, 600)).unwrap();
+    assert_eq!(a, generator::generate(&traffic(7, 3.0, 600)).unwrap(), "same seed, same records");
+    assert_ne!(a, generator::generate(&traffic(8, 3.0, 600)).unwrap(), "another seed, other records");
+    let reports = positions(&a);
+    assert!(reports.len() > 5000, "{} reports", reports.len());
+    assert!(reports.windows(2).all(|w| w[0].time <= w[1].time), "in time order");
+    assert!(reports.iter().all(|p| p.time < 600));
+    let mut by_car: std::collections::BTreeMap<u32, Vec<PositionReport>> = Default::default();
+    for p in &reports {
+        // Every record is valid in the file format.
+        assert_eq!(csv::parse_record(&csv::record_line(&Record::Position(*p))), Ok(Record::Position(*p)));
+        by_car.entry(p.car).or_default().push(*p);
+    }
+    let mut exited = 0;
+    for trip in by_car.values() {
+        assert_eq!(trip[0].lane, 0, "a car enters on the ramp: {trip:?}");
+        assert!(trip.windows(2).all(|w| w[1].time == w[0].time + 30), "a report every 30 s: {trip:?}");
+        assert!(trip.iter().all(|p| p.xway == trip[0].xway && p.dir == trip[0].dir));
+        if let Some(exit) = trip.iter().position(|p| p.lane == EXIT_LANE) {
+            assert_eq!(exit, trip.len() - 1, "the exit report is the last: {trip:?}");
+            exited += 1;
+        }
+    }
+    assert!(exited > 100, "{exited} cars left the road");
+}
+
+#[test]
+fn records_survive_a_round_trip_through_the_file_format() {
+    let mut records = generator::generate(&traffic(3, 2.0, 300)).unwrap();
+    let query = |kind, time| {
+        Record::Query(QueryRecord { kind, time, car: 5, xway: 0, qid: 9, sinit: 3, send: 7, dow: 2, tod: 600, day: 12 })
+    };
+    records.insert(0, query(QueryKind::AccountBalance, 0));
+    records.push(query(QueryKind::DailyExpenditure, 299));
+    records.push(query(QueryKind::TravelTime, 299));
+    let file = TempFile::new("roundtrip.csv");
+    let mut out = Vec::new();
+    csv::write_records(&mut out, &records).unwrap();
+    std::fs::write(&file.0, out).unwrap();
+    assert_eq!(read_input(&file.0).unwrap(), records);
+    assert_eq!(check_input(&file.0).unwrap(), records.len() as u64);
+
+    let generated = TempFile::new("generated.csv");
+    let n = write_input(&traffic(3, 2.0, 300), &generated.0).unwrap();
+    assert_eq!(read_input(&generated.0).unwrap(), generator::generate(&traffic(3, 2.0, 300)).unwrap());
+    assert_eq!(n as usize, records.len() - 3);
+}
+
+/// The error `queries` gives for a file with `text`.
+fn input_error(text: &str) -> String {
+    let file = TempFile::with("bad.csv", text);
+    let cfg = LinearRoadConfig { input: Some(file.0.clone()), ..LinearRoadConfig::default() };
+    match queries(&cfg) {
+        Err(e @ LinearRoadError::Input { .. }) => e.to_string(),
+        Err(e) => panic!("expected an input error, got {e}"),
+        Ok(_) => panic!("accepted a malformed file: {text}"),
+    }
+}
+
+#[test]
+fn malformed_rows_are_reported_with_line_and_column() {
+    let good = "0,0,1,30,0,0,0,0,100,-1,-1,-1,-1,-1,-1\n";
+    let e = input_error(&format!("{good}0,1,2,fast,0,0,0,0,100,-1,-1,-1,-1,-1,-1\n"));
+    assert!(e.contains("line 2, column 4 (speed): 'fast' is not an integer"), "{e}");
+    let e = input_error(&format!("{good}{good}0,2,2,30,0,0,0,0,100\n"));
+    assert!(e.contains("line 3: expected 15 columns"), "{e}");
+    assert!(e.contains("found 9"), "{e}");
+    let e = input_error(&format!("0,5,1,30,0,0,0,0,100,-1,-1,-1,-1,-1,-1\n{good}"));
+    assert!(e.contains("line 2, column 2 (time): time 0 is before time 5 on line 1"), "{e}");
+    let e = input_error("0,0,1,30,0,0,2,0,100,-1,-1,-1,-1,-1,-1\n");
+    assert!(e.contains("line 1, column 7 (dir): 2 is out of range 0..=1"), "{e}");
+    let e = input_error("0,0,1,30,0,0,0,3,100,-1,-1,-1,-1,-1,-1\n");
+    assert!(e.contains("column 8 (seg): segment 3 does not hold position 100"), "{e}");
+    let e = input_error("7,0,1,30,0,0,0,0,100,-1,-1,-1,-1,-1,-1\n");
+    assert!(e.contains("column 1 (type): 7 is not a Linear Road record type"), "{e}");
+    let e = input_error("0,-3,1,30,0,0,0,0,100,-1,-1,-1,-1,-1,-1\n");
+    assert!(e.contains("column 2 (time): -3 is out of range"), "{e}");
+
+    let missing = LinearRoadConfig { input: Some("/nonexistent/lr.csv".into()), ..LinearRoadConfig::default() };
+    let e = queries(&missing).err().expect("a missing file is an error").to_string();
+    assert!(e.starts_with("cannot read /nonexistent/lr.csv"), "{e}");
+}
+
+#[test]
+fn bad_configurations_are_refused_with_a_reason() {
+    let refused = |cfg: LinearRoadConfig| queries(&cfg).err().expect("refused").to_string();
+    assert!(refused(LinearRoadConfig { parallelism: 0, ..Default::default() }).contains("parallelism"));
+    assert!(refused(LinearRoadConfig { rate: f64::NAN, ..Default::default() }).contains("rate"));
+    assert!(refused(LinearRoadConfig { xways: 0, ..Default::default() }).contains("xways"));
+    assert!(refused(LinearRoadConfig { accident_min_s: 60, ..Default::default() }).contains("at least 120 s"));
+    let e = refused(LinearRoadConfig { shape: Shape::Lachesis, output: Some("x.csv".into()), ..Default::default() });
+    assert!(e.contains("faithful"), "{e}");
+    let e = refused(LinearRoadConfig { output: Some("/nonexistent/out.csv".into()), ..Default::default() });
+    assert!(e.starts_with("cannot write /nonexistent/out.csv"), "{e}");
+    assert_eq!("lachesis".parse::<Shape>(), Ok(Shape::Lachesis));
+    assert!("fast".parse::<Shape>().unwrap_err().contains("'faithful' or 'lachesis'"));
+}
+
+/// The central check: on generated traffic the engine query gives exactly the reference's
+/// outputs, at parallelism 1 and above, with the generator in the source and with a file.
+#[test]
+fn engine_query_equals_the_reference() {
+    // One run long and busy enough for queues, tolls and assessments; shorter ones on more seeds.
+    let cases = [(traffic(11, 6.0, 1200), 3), (traffic(1, 3.0, 600), 1), (traffic(2, 3.0, 600), 2)];
+    for (g, parallelism) in cases {
+        let want = sorted(reference::run(generator::generate(&g).unwrap()));
+        let (got, report) = run(&config(&g, parallelism));
+        assert_eq!(got.len(), want.len(), "seed {} at parallelism {parallelism}", g.seed);
+        assert!(got == want, "seed {} at parallelism {parallelism}: outputs differ", g.seed);
+        assert_eq!(report.toll_notifications as usize, got.iter().filter(|o| matches!(o, LrOutput::Toll(_))).count());
+        assert_eq!(report.deadline_outputs, report.toll_notifications + report.accident_alerts);
+        assert!(report.deadline_misses <= report.deadline_outputs);
+        assert!(report.accident_alerts > 0, "seed {}: the traffic has accidents", g.seed);
+    }
+    // The busy run exercises every rule: non-zero tolls and their assessment.
+    let busy = sorted(reference::run(generator::generate(&traffic(11, 6.0, 1200)).unwrap()));
+    assert!(busy.iter().filter(|o| matches!(o, LrOutput::Toll(n) if n.toll > 0)).count() > 100);
+    assert!(busy.iter().filter(|o| matches!(o, LrOutput::Assessment(_))).count() > 10);
+}
+
+#[test]
+fn replayed_file_at_a_rate_gives_the_reference_outputs_and_an_output_file() {
+    let g = traffic(5, 3.0, 480);
+    let input = TempFile::new("replay.csv");
+    let n = write_input(&g, &input.0).unwrap();
+    let output = TempFile::new("replay-out.csv");
+    let cfg = LinearRoadConfig {
+        input: Some(input.0.clone()),
+        output: Some(output.0.clone()),
+        rate: 100_000.0,
+        parallelism: 2,
+        collect_outputs: true,
+        ..LinearRoadConfig::default()
+    };
+    let (got, report) = run(&cfg);
+    assert_eq!(report.position_reports, n);
+    assert_eq!(got, sorted(reference::run(read_input(&input.0).unwrap())));
+    let written = std::fs::read_to_string(&output.0).unwrap();
+    assert_eq!(written.lines().count(), got.len());
+    for line in written.lines() {
+        let fields: Vec<&str> = line.split(',').collect();
+        let emit: f64 = fields[3].parse().unwrap();
+        let time: f64 = fields[2].parse().unwrap();
+        assert!(emit >= time, "emit is time plus latency: {line}");
+        assert!(matches!((fields[0], fields.len()), ("0", 6) | ("1", 5) | ("5", 5)), "{line}");
+    }
+}
+
+fn report(time: u32, car: u32, speed: u8, lane: u8, dir: u8, pos: u32) -> PositionReport {
+    PositionReport { time, car, speed, xway: 0, lane, dir, seg: (pos / 5280) as u8, pos }
+}
+
+/// Runs hand-made reports through the reference and the engine (parallelism 1 and 3); all must give
+/// `want`.
+fn check_scenario(mut reports: Vec<PositionReport>, want: &[LrOutput], name: &str) {
+    reports.sort_by_key(|p| (p.time, p.car));
+    let records: Vec<Record> = reports.into_iter().map(Record::Position).collect();
+    let want = sorted(want.to_vec());
+    let got = sorted(reference::run(records.clone()));
+    assert_eq!(got, want, "reference, {name}");
+    let file = TempFile::new(name);
+    let mut text = Vec::new();
+    csv::write_records(&mut text, &records).unwrap();
+    std::fs::write(&file.0, text).unwrap();
+    for parallelism in [1, 3] {
+        let cfg =
+            LinearRoadConfig { input: Some(file.0.clone()), parallelism, collect_outputs: true, ..Default::default() };
+        assert_eq!(run(&cfg).0, want, "engine at parallelism {parallelism}, {name}");
+    }
+}
+
+fn toll(car: u32, time: u32, lav: u32, toll: u32) -> LrOutput {
+    LrOutput::Toll(TollNotification { car, time, lav, toll })
+}
+
+#[test]
+fn a_congested_segment_charges_the_toll_formula_and_assesses_it_on_the_next_segment() {
+    let mut reports = Vec::new();
+    let mut want = Vec::new();
+    // Minute 1: 60 cars crawl through segment 10 (one report each, speeds 15..=24: LAV 19).
+    for car in 0..60 {
+        reports.push(report(car, car, 15 + (car % 10) as u8, 1, 0, 10 * 5280 + car * 10));
+        want.push(toll(car, car, 0, 0));
+    }
+    // Minute 2: car 100 enters segment 10: NOV 60, LAV 19 → toll 2·(60−50)² = 200.
+    reports.push(report(65, 100, 20, 1, 0, 10 * 5280 + 2000));
+    want.push(toll(100, 65, 19, 200));
+    // It moves on to segment 11: a new notification (no traffic there, toll 0), and the 200 is
+    // charged.
+    reports.push(report(95, 100, 60, 1, 0, 11 * 5280 + 100));
+    want.push(toll(100, 95, 0, 0));
+    want.push(LrOutput::Assessment(TollAssessment { car: 100, time: 95, toll: 200 }));
+    // Car 103 also pays 200 for segment 10, and leaves by its exit ramp there: charged on exit.
+    reports.push(report(66, 103, 20, 2, 0, 10 * 5280 + 2100));
+    want.push(toll(103, 66, 19, 200));
+    reports.push(report(96, 103, 20, EXIT_LANE, 0, 10 * 5280 + 3000));
+    want.push(LrOutput::Assessment(TollAssessment { car: 103, time: 96, toll: 200 }));
+    // Car 101 enters segment 10 westbound: statistics are per direction, no toll.
+    reports.push(report(70, 101, 20, 1, 1, 10 * 5280 + 3000));
+    want.push(toll(101, 70, 0, 0));
+    // Car 102 enters segment 10 in minute 3: minute 2 had 2 cars (100 and 103, both at 20 mph),
+    // no toll; LAV over minutes 1-2 = (19 + 20) / 2.
+    reports.push(report(125, 102, 20, 1, 0, 10 * 5280 + 4000));
+    want.push(toll(102, 125, 19, 0));
+    // Car 102 exits in the same segment: nothing charged (its toll was 0).
+    reports.push(report(155, 102, 10, EXIT_LANE, 0, 10 * 5280 + 4500));
+    check_scenario(reports, &want, "toll.csv");
+}
+
+#[test]
+fn two_cars_stopped_together_are_an_accident_for_four_segments_upstream() {
+    let p = 20 * 5280 + 700;
+    let mut reports = Vec::new();
+    let mut want = Vec::new();
+    // Cars 1 and 2 stand at the same place eastbound in segment 20 from t = 0: both stopped at
+    // their 4th report (t = 90), an accident in effect from 90; car 1 drives off at t = 120.
+    for t in [0, 30, 60, 90] {
+        reports.push(report(t, 1, 0, 1, 0, p));
+        reports.push(report(t + 1, 2, 0, 2, 0, p));
+    }
+    reports.push(report(120, 1, 30, 1, 0, p + 1320));
+    reports.push(report(121, 2, 0, 2, 0, p));
+    want.push(toll(1, 0, 0, 0));
+    want.push(toll(2, 1, 0, 0));
+    // Minute 3 (t = 125): the accident was in effect during minute 2 ([90, 120)).
+    reports.push(report(125, 3, 50, 1, 0, 17 * 5280)); // 3 segments upstream: alert
+    want.push(LrOutput::Alert(AccidentAlert { car: 3, time: 125, seg: 20 }));
+    want.push(toll(3, 125, 0, 0));
+    reports.push(report(126, 4, 50, 1, 0, 15 * 5280)); // 5 upstream: too far
+    want.push(toll(4, 126, 0, 0));
+    reports.push(report(127, 5, 50, 1, 0, 21 * 5280)); // downstream of it: no
+    want.push(toll(5, 127, 0, 0));
+    reports.push(report(128, 6, 50, 1, 1, 18 * 5280)); // the other direction: no
+    want.push(toll(6, 128, 0, 0));
+    reports.push(report(129, 7, 50, 1, 0, 20 * 5280 + 100)); // its own segment: alert
+    want.push(LrOutput::Alert(AccidentAlert { car: 7, time: 129, seg: 20 }));
+    want.push(toll(7, 129, 0, 0));
+    // Minute 4: the accident ended at 120, in effect no instant of minute 3: no alert.
+    reports.push(report(185, 8, 50, 1, 0, 18 * 5280));
+    want.push(toll(8, 185, 0, 0));
+    // A car that stands alone at one place for 4 reports is no accident.
+    for t in [200, 230, 260, 290] {
+        reports.push(report(t, 9, 0, 3, 0, 40 * 5280));
+    }
+    want.push(toll(9, 200, 0, 0));
+    reports.push(report(305, 10, 50, 1, 0, 38 * 5280));
+    want.push(toll(10, 305, 0, 0));
+    // In one second car 11 becomes stopped where car 12 was stopped and drives off: after that
+    // second only one car stands there, so there is no accident (whatever order the two reports
+    // are processed in).
+    for t in [310, 340, 370, 400] {
+        reports.push(report(t, 12, 0, 1, 0, 45 * 5280));
+    }
+    for t in [340, 370, 400, 430] {
+        reports.push(report(t, 11, 0, 2, 0, 45 * 5280));
+    }
+    reports.push(report(430, 12, 40, 1, 0, 45 * 5280 + 1760));
+    want.push(toll(12, 310, 0, 0));
+    want.push(toll(11, 340, 0, 0));
+    reports.push(report(485, 13, 50, 1, 0, 43 * 5280));
+    want.push(toll(13, 485, 0, 0));
+    check_scenario(reports, &want, "accident.csv");
+}
+
+#[test]
+fn lachesis_shape_passes_every_tuple_to_the_sink() {
+    for parallelism in [1, 2] {
+        let g = traffic(4, 2.0, 300);
+        let cfg = LinearRoadConfig { shape: Shape::Lachesis, ..config(&g, parallelism) };
+        let (queries, stats) = queries(&cfg).unwrap();
+        assert_eq!(queries[0].graph().nodes.len(), 10, "9 operators and the sink's merge");
+        Engine::start(EngineConfig::default(), queries).unwrap().wait().unwrap();
+        let report = stats.finish().unwrap();
+        let n = positions(&generator::generate(&g).unwrap()).len() as u64;
+        assert_eq!(report.position_reports, n);
+        assert_eq!(report.lachesis_notifications, [n, n, n], "one notification per report on each branch");
+        assert_eq!(report.deadline_outputs, 3 * n);
+    }
+}

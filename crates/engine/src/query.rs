@@ -20,7 +20,7 @@
 //! ```
 //!
 //! Every operator has a name (unique in its query) and a parallelism (`.parallelism(n)` after
-//! it; 1 by default). How a stream is spread over the next operator's instances is set before
+//! it; 1 by default; a sink runs as many instances as its input). How a stream is spread over the next operator's instances is set before
 //! that operator: `.rebalance()`, `.shuffle()`, `.broadcast()`, `.forward()`, or `.key_by(..)`;
 //! by default forward where parallelisms are equal, else rebalance. Mistakes are collected and
 //! reported by [`Query::build`].
@@ -381,6 +381,12 @@ impl<T: Data> Stream<T> {
             _ => Some(Box::new(Typed::<U>(PhantomData))),
         };
         let id = self.query().add(name, kind, 1, code, output);
+        if kind == NodeKind::Sink {
+            // A sink has no stream to call `.parallelism` on: it runs as many instances as its
+            // input, so that it can be chained and no single sink thread bottlenecks the query.
+            let mut g = lock(&self.graph);
+            g.nodes[id].node.parallelism = g.nodes[self.node].node.parallelism;
+        }
         self.connect(id, 0);
         Stream::new(self.graph, id)
     }

@@ -220,13 +220,13 @@ fn topology_names_live_threads_of_this_process() {
     let logical_names: Vec<&str> = logical.iter().map(|n| n["name"].as_str().unwrap()).collect();
     assert_eq!(logical_names, ["ticks", "a_rather_long_operator_name", "count", "out"]);
     let parallelism: Vec<u64> = logical.iter().map(|n| n["parallelism"].as_u64().unwrap()).collect();
-    assert_eq!(parallelism, [2, 3, 2, 1]);
+    assert_eq!(parallelism, [2, 3, 2, 2], "a sink runs as many instances as its input");
     let partitionings: Vec<&str> =
         topo["logical"]["edges"].as_array().unwrap().iter().map(|e| e["partitioning"].as_str().unwrap()).collect();
-    assert_eq!(partitionings, ["rebalance", "key_by", "rebalance"]);
+    assert_eq!(partitionings, ["rebalance", "key_by", "forward"]);
 
     let physical = topo["physical"].as_array().unwrap();
-    assert_eq!(physical.len(), 2 + 3 + 2 + 1, "chaining is off: one physical operator per instance");
+    assert_eq!(physical.len(), 2 + 3 + 2 + 2, "chaining is off: one physical operator per instance");
     let mut tids = BTreeSet::new();
     for (k, op) in physical.iter().enumerate() {
         assert_eq!(op["id"].as_u64(), Some(k as u64));
@@ -312,13 +312,13 @@ fn metrics_are_prometheus_text_and_counters_grow() {
             assert_eq!(s.labels, want, "{name}");
         }
     }
-    // The sink's summaries: three quantiles, _sum and _count.
+    // The sinks' summaries (one per sink instance): three quantiles, _sum and _count.
     for name in [names::LATENCY, names::E2E_LATENCY] {
         let quantiles: BTreeSet<&str> =
             first.samples.iter().filter(|s| s.name == name).map(|s| s.labels["quantile"].as_str()).collect();
         assert_eq!(quantiles, BTreeSet::from(["0.5", "0.99", "0.999"]), "{name}");
         for suffix in ["_sum", "_count"] {
-            assert_eq!(first.samples.iter().filter(|s| s.name == format!("{name}{suffix}")).count(), 1);
+            assert_eq!(first.samples.iter().filter(|s| s.name == format!("{name}{suffix}")).count(), 2);
         }
     }
 

@@ -19,18 +19,6 @@ fn spin_iterations(n: u64) -> u64 {
     x
 }
 
-/// CPU time this thread has used, ns.
-fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `ts` is a valid, writable timespec for the duration of the call, and
-    // CLOCK_THREAD_CPUTIME_ID is supported by every Linux kernel moirai runs on.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return 0;
-    }
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 /// Loop iterations per nanosecond on this machine, measured once per process: the fastest of a
 /// few runs of a million iterations, timed in *thread CPU time*, so that a run preempted by other
 /// threads (a loaded machine, a test running beside others) does not make the loop look slower.
@@ -40,10 +28,10 @@ pub fn iterations_per_ns() -> f64 {
         let n = 1_000_000;
         let mut best = f64::MAX;
         for _ in 0..7 {
-            let (cpu, wall) = (thread_cpu_ns(), Instant::now());
+            let (cpu, wall) = (moirai_os::proc::current_thread_cpu_ns(), Instant::now());
             black_box(spin_iterations(n));
             // Without a thread CPU clock (never on Linux), wall time is the fallback.
-            let took = match thread_cpu_ns().saturating_sub(cpu) {
+            let took = match moirai_os::proc::current_thread_cpu_ns().saturating_sub(cpu) {
                 0 => wall.elapsed().as_nanos() as f64,
                 ns => ns as f64,
             };
@@ -95,9 +83,9 @@ mod tests {
         // CPU time, not wall time, so a preempted thread does not fail this; and only a loose
         // lower bound, since a faster clock than at calibration runs the loop sooner.
         let spin = Spin::new(5_000_000);
-        let before = thread_cpu_ns();
+        let before = moirai_os::proc::current_thread_cpu_ns();
         spin.run(1);
-        let used = thread_cpu_ns() - before;
+        let used = moirai_os::proc::current_thread_cpu_ns() - before;
         assert!(used > 1_000_000, "5 ms of spinning used {used} ns of CPU");
     }
 }

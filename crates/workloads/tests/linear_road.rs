@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use moirai_engine::plan::PhysicalPlan;
 use moirai_engine::{Engine, EngineConfig};
 use moirai_workloads::linear_road::model::{PositionReport, QueryKind, QueryRecord, EXIT_LANE};
 use moirai_workloads::linear_road::{
@@ -350,6 +351,10 @@ fn lachesis_shape_passes_every_tuple_to_the_sink() {
         let cfg = LinearRoadConfig { shape: Shape::Lachesis, ..config(&g, parallelism) };
         let (queries, stats) = queries(&cfg).unwrap();
         assert_eq!(queries[0].graph().nodes.len(), 10, "9 operators and the sink's merge");
+        // With chaining on, the merge runs on the sink's thread: the paper's nine threads (at
+        // parallelism 1; the seven operators between source and sink have `parallelism` each).
+        let plan = PhysicalPlan::new(queries[0].graph(), true);
+        assert_eq!(plan.operators.len(), 2 + 7 * parallelism);
         Engine::start(EngineConfig::default(), queries).unwrap().wait().unwrap();
         let report = stats.finish().unwrap();
         let n = positions(&generator::generate(&g).unwrap()).len() as u64;

@@ -239,8 +239,8 @@ impl Operator<PositionReport, Notification> for TollNotificationPos {
                     .filter_map(downstream)
                     .any(|seg| self.buffers.accidents[1].contains(&SegmentId { seg, ..segment }));
                 if !accident {
-                    let excess = (cars - 50) as u64;
-                    toll = (2 * excess * excess).min(u32::MAX as u64) as u32;
+                    let excess = (cars - 50) as u128;
+                    toll = (2 * excess * excess).min(u32::MAX as u128) as u32;
                 }
             }
         }

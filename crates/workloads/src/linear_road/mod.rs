@@ -6,7 +6,7 @@
 //! - [`model`]: constants, records, outputs and the shared formulas (toll, downstream).
 //! - [`generator`]: a seeded traffic generator (same seed, same records).
 //! - [`csv`]: the public 15-column file format: validating reader, writer, output lines.
-//! - [`query`]: the faithful query on moirai's engine; [`reference`]: the same semantics as a
+//! - [`query`]: the faithful query on moirai's engine; [`reference`](mod@reference): the same semantics as a
 //!   plain single-threaded loop, to check the query against.
 //! - [`lachesis`]: the nine-operator load shape the Lachesis evaluation ran.
 //! - [`stats`]: outputs, deadline misses and errors of a run.

@@ -241,8 +241,8 @@ pub fn minute_start(m: u32) -> u32 {
 /// near, else 0.
 pub fn toll(lav: u32, nov: u32, accident_near: bool) -> u32 {
     if lav < TOLL_LAV_MPH && nov > TOLL_MIN_CARS && !accident_near {
-        let excess = (nov - TOLL_MIN_CARS) as u64;
-        (2 * excess * excess).min(u32::MAX as u64) as u32
+        let excess = (nov - TOLL_MIN_CARS) as u128;
+        (2 * excess * excess).min(u32::MAX as u128) as u32
     } else {
         0
     }

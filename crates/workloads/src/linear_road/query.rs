@@ -24,7 +24,7 @@
 //! Order across instances is restored by event time (the report's time): a stage that merges
 //! streams from several instances acts on a minute, a second or a car's next event only when the
 //! watermark says everything before it has arrived. Results are therefore the same at any
-//! parallelism and any speed, and equal to [`super::reference`]'s. What waits on watermarks:
+//! parallelism and any speed, and equal to [`super::reference`](mod@super::reference)'s. What waits on watermarks:
 //! segment statistics (until the minute is over), accident spans (until their second is over),
 //! toll requests (until the previous minute's statistics are in: right away in practice, the
 //! watermark crosses the minute with the request's own report), and assessments (until the
@@ -289,8 +289,8 @@ impl Operator<SegmentEvent, TollEvent> for Segments {
     fn process(&mut self, t: Tuple<SegmentEvent>, out: &mut Output<'_, TollEvent>) {
         match t.data {
             SegmentEvent::Report { report: p, request } => {
-                let car = self.speeds.entry(p.segment()).or_default().entry(p.minute()).or_default();
-                let speeds = car.entry(p.car).or_default();
+                let cars = self.speeds.entry(p.segment()).or_default().entry(p.minute()).or_default();
+                let speeds = cars.entry(p.car).or_default();
                 speeds.0 = speeds.0.saturating_add(p.speed as u32);
                 speeds.1 = speeds.1.saturating_add(1);
                 match request {

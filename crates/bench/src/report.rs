@@ -76,7 +76,8 @@ pub fn render(r: &Results<'_>) -> String {
          figures are medians over repetitions.</dd>\
          <dt>Definitions</dt><dd>Processing latency = egress time − ingress time; end-to-end latency = egress \
          time − the tuple's intended send time (open loop: includes the wait in the source queue); throughput = \
-         ingress tuples/s in the measured window. <b>Sustainable</b>: {crit}. The saturation point is the first \
+         ingress tuples/s in the measured window (it can exceed the offered rate when the engine \
+         catches up a backlog left by the warm-up). <b>Sustainable</b>: {crit}. The saturation point is the first \
          swept rate that is not sustainable; the sustainable rate is the highest rate below it.</dd></dl>",
         cmd = escape(&shell_words(r.command_line)),
         nproc = r.machine.nproc,

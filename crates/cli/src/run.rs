@@ -5,20 +5,36 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
 use moirai_engine::metrics::LatencySummary;
-use moirai_engine::{BuildError, BuiltQuery, Engine, EngineConfig, EngineError, Threading};
+use std::path::PathBuf;
+
+use moirai_engine::{BuiltQuery, Engine, EngineConfig, EngineError, Threading};
+use moirai_workloads::linear_road::{self, LinearRoadConfig};
 use moirai_workloads::syn::{self, SynConfig};
+use moirai_workloads::wordcount::{self, WordCountConfig};
+use moirai_workloads::ysb::{self, YsbConfig};
 use serde::Serialize;
 
 #[derive(Subcommand)]
 pub enum Workload {
     /// Synthetic pipelines: source → N operators (CPU cost, selectivity) → sink.
     Syn(SynArgs),
+    /// Linear Road: the faithful benchmark query, or the 9-operator shape of the Lachesis
+    /// evaluation (--shape lachesis).
+    #[command(name = "linear-road", alias = "lr")]
+    LinearRoad(LinearRoadArgs),
+    /// WordCount (Hone): sentences split into words, counted per word, with shuffle, key or
+    /// partial key grouping.
+    #[command(name = "wordcount", alias = "wc")]
+    WordCount(WordCountArgs),
+    /// Yahoo Streaming Benchmark: JSON ad events, filter, join ad → campaign, 10 s windows.
+    Ysb(YsbArgs),
 }
 
 /// Options every workload shares: how the engine runs and for how long.
 #[derive(Args, Clone, Debug)]
 pub struct EngineArgs {
-    /// Offered rate per query in tuples/s (0 = as fast as possible).
+    /// Offered rate in tuples/s (0 = as fast as possible): per query for syn, in total for the
+    /// other workloads.
     #[arg(long, default_value_t = 0.0)]
     rate: f64,
     /// How long the sources produce (e.g. 5s, 1m).
@@ -31,7 +47,8 @@ pub struct EngineArgs {
     #[arg(long, default_value = "dedicated")]
     threading: Threading,
     /// Fuse forward-connected operators onto one thread. Off by default here, so that every
-    /// operator has its own thread, as the papers (and Flink with chaining off) run SYN.
+    /// operator has its own thread, as the papers run their workloads on Storm (and Flink with
+    /// chaining off), and as the middleware schedules them.
     #[arg(long, default_value_t = false)]
     chaining: bool,
     /// Capacity of each channel, in tuples.
@@ -50,19 +67,107 @@ pub struct EngineArgs {
 
 #[derive(Args, Clone, Debug)]
 pub struct SynArgs {
-    /// Independent queries.
-    #[arg(long, default_value_t = 1)]
-    queries: usize,
-    /// Operators between source and sink, per query.
-    #[arg(long, default_value_t = 5)]
-    ops: usize,
-    /// CPU time per tuple and operator, in ns (a calibrated busy loop).
+    /// Start from the Lachesis evaluation's SYN (20 queries x 3 operators, per-query cost
+    /// c*2^U{0..5} with +-10 % per operator, drawn selectivities, sinks with cost); the flags
+    /// below override it.
+    #[arg(long)]
+    lachesis: bool,
+    /// Independent queries [default: 1; 20 with --lachesis].
+    #[arg(long)]
+    queries: Option<usize>,
+    /// Operators between source and sink, per query [default: 5; 3 with --lachesis].
+    #[arg(long)]
+    ops: Option<usize>,
+    /// CPU time per tuple and operator, in ns, a calibrated busy loop [default: 0; 1000 with
+    /// --lachesis].
+    #[arg(long)]
+    cost_ns: Option<u64>,
+    /// Output tuples per input tuple of each operator [default: 1].
+    #[arg(long)]
+    selectivity: Option<f64>,
+    /// Make 10 % of the operators block (sleep up to 200 ms with probability 0.001 per tuple).
+    #[arg(long)]
+    blocking: bool,
+    /// Seed of the parameter and selectivity draws.
     #[arg(long, default_value_t = 0)]
-    cost_ns: u64,
-    /// Output tuples per input tuple of each operator.
-    #[arg(long, default_value_t = 1.0)]
-    selectivity: f64,
-    /// Seed of the selectivity draws.
+    seed: u64,
+    #[command(flatten)]
+    engine: EngineArgs,
+}
+
+#[derive(Args, Clone, Debug)]
+pub struct LinearRoadArgs {
+    /// faithful (the benchmark's query) or lachesis (the Lachesis evaluation's 9-operator shape).
+    #[arg(long, default_value = "faithful")]
+    shape: linear_road::Shape,
+    /// Expressways to generate.
+    #[arg(long, default_value_t = 1)]
+    xways: u16,
+    /// Simulated traffic to generate (the benchmark runs 3 hours).
+    #[arg(long, default_value = "3h", value_parser = humantime::parse_duration)]
+    traffic: Duration,
+    /// Cars entering each expressway per second.
+    #[arg(long, default_value_t = LinearRoadConfig::default().cars_per_second)]
+    cars_per_second: f64,
+    /// Replay this file (type,time,carid,speed,xway,lane,dir,seg,pos,qid,sinit,send,dow,tod,day)
+    /// instead of generating.
+    #[arg(long)]
+    input: Option<PathBuf>,
+    /// Write toll notifications, accident alerts and toll assessments here (faithful shape).
+    #[arg(long)]
+    output: Option<PathBuf>,
+    /// Instances of each keyed stage.
+    #[arg(long, default_value_t = 1)]
+    parallelism: usize,
+    /// Seed of the generator.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    #[command(flatten)]
+    engine: EngineArgs,
+}
+
+#[derive(Args, Clone, Debug)]
+pub struct WordCountArgs {
+    /// shuffle, key or pkg (partial key grouping).
+    #[arg(long, default_value = "pkg")]
+    grouping: wordcount::Grouping,
+    /// Instances of split and count.
+    #[arg(long, default_value_t = WordCountConfig::default().parallelism)]
+    parallelism: usize,
+    /// Sentences to generate (0 = endless).
+    #[arg(long, default_value_t = 0)]
+    sentences: u64,
+    /// Vocabulary size of the Zipf generator.
+    #[arg(long, default_value_t = WordCountConfig::default().vocabulary)]
+    vocabulary: usize,
+    /// Zipf exponent.
+    #[arg(long, default_value_t = WordCountConfig::default().zipf_exponent)]
+    zipf: f64,
+    /// Read sentences (lines) from this file instead.
+    #[arg(long)]
+    text: Option<PathBuf>,
+    /// Seed of the generator.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    #[command(flatten)]
+    engine: EngineArgs,
+}
+
+#[derive(Args, Clone, Debug)]
+pub struct YsbArgs {
+    /// Instances of each operator.
+    #[arg(long, default_value_t = YsbConfig::default().parallelism)]
+    parallelism: usize,
+    /// Campaigns (10 ads each).
+    #[arg(long, default_value_t = YsbConfig::default().campaigns)]
+    campaigns: usize,
+    /// Events to generate (0 = endless).
+    #[arg(long, default_value_t = 0)]
+    events: u64,
+    /// Window length in ms.
+    #[arg(long, default_value_t = YsbConfig::default().window_ms)]
+    window_ms: u64,
+    /// Seed of the generator.
     #[arg(long, default_value_t = 0)]
     seed: u64,
     #[command(flatten)]
@@ -110,22 +215,116 @@ struct Report {
     rss_end_bytes: u64,
     #[serde(flatten)]
     params: serde_json::Value,
+    /// What the workload itself measured or checked (Linear Road's deadline misses, YSB's window
+    /// latency, WordCount's check).
+    #[serde(skip_serializing_if = "serde_json::Value::is_null")]
+    workload_stats: serde_json::Value,
 }
+
+/// Workload-specific results, read after the run.
+type After = Box<dyn FnOnce() -> serde_json::Value>;
 
 pub fn run(workload: Workload) -> i32 {
     match workload {
-        Workload::Syn(args) => {
-            let config = SynConfig {
-                queries: args.queries,
-                ops: args.ops,
-                cost_ns: args.cost_ns,
-                selectivity: args.selectivity,
-                rate: args.engine.rate,
-                seed: args.seed,
-                ..SynConfig::default()
-            };
+        Workload::Syn(a) => {
+            let mut config = if a.lachesis { SynConfig::lachesis() } else { SynConfig::default() };
+            config.queries = a.queries.unwrap_or(config.queries);
+            config.ops = a.ops.unwrap_or(config.ops);
+            config.cost_ns = a.cost_ns.unwrap_or(config.cost_ns);
+            config.selectivity = a.selectivity.unwrap_or(config.selectivity);
+            config.blocking = a.blocking;
+            config.rate = a.engine.rate;
+            config.seed = a.seed;
             let params = serde_json::to_value(&config).unwrap_or_default();
-            execute("syn", &args.engine, syn::queries(&config), params)
+            let after: After = Box::new(|| serde_json::Value::Null);
+            execute("syn", &a.engine, syn::queries(&config).map(|q| (q, after)).map_err(|e| e.to_string()), params)
+        }
+        Workload::LinearRoad(a) => {
+            let config = LinearRoadConfig {
+                xways: a.xways,
+                duration_s: a.traffic.as_secs().min(u32::MAX as u64) as u32,
+                seed: a.seed,
+                cars_per_second: a.cars_per_second,
+                rate: a.engine.rate,
+                parallelism: a.parallelism,
+                input: a.input.clone(),
+                output: a.output.clone(),
+                shape: a.shape,
+                ..LinearRoadConfig::default()
+            };
+            let params = serde_json::json!({
+                "shape": a.shape.to_string(), "xways": a.xways, "traffic_s": config.duration_s,
+                "cars_per_second": a.cars_per_second, "parallelism": a.parallelism, "seed": a.seed,
+                "input": a.input, "output": a.output,
+            });
+            let built = linear_road::queries(&config).map_err(|e| e.to_string()).map(|(q, stats)| {
+                let after: After = Box::new(move || match stats.finish() {
+                    Ok(report) => serde_json::to_value(report).unwrap_or_default(),
+                    Err(e) => serde_json::json!({ "error": e.to_string() }),
+                });
+                (q, after)
+            });
+            execute("linear-road", &a.engine, built, params)
+        }
+        Workload::WordCount(a) => {
+            let config = WordCountConfig {
+                rate: a.engine.rate,
+                seed: a.seed,
+                parallelism: a.parallelism,
+                sentences: a.sentences,
+                vocabulary: a.vocabulary,
+                zipf_exponent: a.zipf,
+                text: a.text.clone(),
+                grouping: a.grouping,
+                ..WordCountConfig::default()
+            };
+            let params = serde_json::json!({
+                "grouping": format!("{:?}", a.grouping), "parallelism": a.parallelism, "sentences": a.sentences,
+                "vocabulary": a.vocabulary, "zipf": a.zipf, "seed": a.seed, "text": a.text,
+            });
+            let built = wordcount::queries(&config).map_err(|e| e.to_string()).map(|(q, handle)| {
+                let after: After = Box::new(move || {
+                    let loads = handle.instance_loads();
+                    let check = match handle.check() {
+                        Ok(()) => "counts equal a naive count".to_string(),
+                        Err(e) => e.to_string(),
+                    };
+                    serde_json::json!({ "distinct_words": handle.counts().len(), "count_instance_loads": loads, "check": check })
+                });
+                (q, after)
+            });
+            execute("wordcount", &a.engine, built, params)
+        }
+        Workload::Ysb(a) => {
+            let config = YsbConfig {
+                rate: a.engine.rate,
+                seed: a.seed,
+                parallelism: a.parallelism,
+                events: a.events,
+                campaigns: a.campaigns,
+                window_ms: a.window_ms,
+                ..YsbConfig::default()
+            };
+            let params = serde_json::json!({
+                "parallelism": a.parallelism, "campaigns": a.campaigns, "events": a.events,
+                "window_ms": a.window_ms, "seed": a.seed,
+            });
+            let built = ysb::queries(&config).map_err(|e| e.to_string()).map(|(q, handle)| {
+                let after: After = Box::new(move || {
+                    let check = match handle.check() {
+                        Ok(()) => "window counts equal a naive count".to_string(),
+                        Err(e) => e.to_string(),
+                    };
+                    serde_json::json!({
+                        "window_latency_ms": handle.window_latency_ms(),
+                        "windows_closed_early": handle.early_windows(),
+                        "malformed_events": handle.malformed(),
+                        "check": check,
+                    })
+                });
+                (q, after)
+            });
+            execute("ysb", &a.engine, built, params)
         }
     }
 }
@@ -146,14 +345,14 @@ fn check(args: &EngineArgs) -> Result<(), String> {
 fn execute(
     name: &'static str,
     args: &EngineArgs,
-    queries: Result<Vec<BuiltQuery>, BuildError>,
+    queries: Result<(Vec<BuiltQuery>, After), String>,
     params: serde_json::Value,
 ) -> i32 {
     if let Err(e) = check(args) {
         eprintln!("moirai: {e}");
         return 2;
     }
-    let queries = match queries {
+    let (queries, workload_after) = match queries {
         Ok(q) => q,
         Err(e) => {
             eprintln!("moirai: {e}");
@@ -218,6 +417,7 @@ fn execute(
         }
     };
     let cpu: u64 = end.operators.iter().map(|o| o.cpu_ns).sum();
+    let workload_stats = workload_after();
     let report = Report {
         workload: name,
         threading: args.threading,
@@ -239,6 +439,7 @@ fn execute(
         rss_warm_bytes: rss_warm,
         rss_end_bytes: rss_end,
         params,
+        workload_stats,
     };
     print_report(&report, args.json);
     0
@@ -308,6 +509,9 @@ fn print_report(r: &Report, json: bool) {
         r.rss_warm_bytes / 1024,
         r.rss_end_bytes / 1024
     );
+    if !r.workload_stats.is_null() {
+        println!("{:<18}{}", r.workload, r.workload_stats);
+    }
     if json {
         println!("{}", serde_json::to_string(r).unwrap_or_default());
     }

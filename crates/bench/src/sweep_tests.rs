@@ -1,0 +1,273 @@
+//! Tests of the orchestrator against a stand-in `moirai` binary (a Python script), so that
+//! failures, hangs, usage errors, the middleware's plumbing and Ctrl-C are exercised with real
+//! processes without the engine's cost.
+
+use super::*;
+use crate::output::tests::TempDir;
+use crate::spec::parse_configurations;
+use std::sync::Arc;
+
+/// A stand-in for the `moirai` binary, in Python: `run syn ...` behaves as the mode given by
+/// `--fake MODE` after the lab's arguments, `schedule` behaves as a middleware.
+const FAKE: &str = r#"#!/usr/bin/env python3
+import json, os, signal, socket, sys, time
+here = os.path.dirname(os.path.abspath(__file__))
+args = sys.argv[1:]
+def opt(name, default=None):
+    return args[args.index(name) + 1] if name in args else default
+if args[:1] == ["schedule"]:
+    if "--help" in args:
+        sys.exit(0)
+    if os.path.exists(os.path.join(here, "mw-fail")):
+        time.sleep(0.1)
+        print("policy crashed", file=sys.stderr)
+        sys.exit(3)
+    log = open(os.path.join(here, "middleware.log"), "a")
+    port = int(opt("--engine").rsplit(":", 1)[1])
+    socket.create_connection(("127.0.0.1", port), timeout=5).close()
+    log.write("engine %s policy %s answered\n" % (opt("--engine"), opt("--policy")))
+    log.flush()
+    def on_int(sig, frame):
+        log.write("SIGINT\n")
+        log.close()
+        sys.exit(0)
+    signal.signal(signal.SIGINT, on_int)
+    while True:
+        sum(range(20000))
+        time.sleep(0.001)
+if args[:1] != ["run"]:
+    sys.exit(2)
+if "--help" in args:
+    if args[1] == "syn":
+        sys.exit(0)
+    print("error: unrecognized subcommand '%s'" % args[1], file=sys.stderr)
+    sys.exit(2)
+mode = opt("--fake", "ok")
+rate = float(opt("--rate"))
+with open(os.path.join(here, "engine.log"), "a") as log:
+    log.write(" ".join(args) + "\n")
+if mode == "fail":
+    print("thread 'op1' panicked: boom", file=sys.stderr)
+    sys.exit(1)
+if mode == "usage":
+    print("error: unexpected argument '--bogus' found", file=sys.stderr)
+    sys.exit(2)
+if mode == "nojson":
+    print("hello")
+    sys.exit(0)
+if mode == "hang":
+    time.sleep(300)
+host, port = opt("--metrics-addr").rsplit(":", 1)
+server = socket.socket()
+server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+server.bind((host, int(port)))
+server.listen(16)
+time.sleep(float(opt("--duration").rstrip("ms")) / 1000)
+lat = {"count": 10, "mean": 0.5, "p50": 0.4, "p99": 2.0, "p999": 3.0, "max": 4.0}
+print("workload syn")
+print(json.dumps({"workload": "syn", "offered_rate": rate, "ingress_tps": rate * 0.99, "egress_tps": rate * 0.99,
+    "latency_ms": lat, "e2e_latency_ms": lat, "cpu_cores": 0.25, "threads": 7,
+    "queue_len": {"samples": 3, "mean": 1.5, "p50": 1, "p90": 2, "p99": 3, "max": 3, "per_operator": {}}}))
+"#;
+
+/// A temp dir holding the fake binary.
+pub(crate) struct Fake {
+    pub(crate) dir: TempDir,
+}
+
+impl Fake {
+    pub(crate) fn new(name: &str) -> Fake {
+        let dir = TempDir::new(name);
+        let exe = dir.0.join("moirai");
+        std::fs::write(&exe, FAKE).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Fake { dir }
+    }
+
+    fn spec(&self, compare: &str, rates: &[f64], mode: &str) -> SweepSpec {
+        SweepSpec {
+            exe: self.dir.0.join("moirai"),
+            configurations: parse_configurations(compare).unwrap(),
+            rates: rates.to_vec(),
+            extra_args: vec!["--fake".into(), mode.into()],
+            out_dir: self.dir.0.join("out"),
+            ..spec(&self.dir.0)
+        }
+    }
+
+    fn log(&self, name: &str) -> String {
+        std::fs::read_to_string(self.dir.0.join(name)).unwrap_or_default()
+    }
+}
+
+/// A valid spec for tests; the binary does not exist.
+pub(crate) fn spec(dir: &std::path::Path) -> SweepSpec {
+    SweepSpec {
+        exe: dir.join("no-such-moirai"),
+        workload: "syn".into(),
+        rates: vec![1000.0],
+        duration: Duration::from_secs(1),
+        warmup: 0.2,
+        reps: 1,
+        configurations: parse_configurations("os").unwrap(),
+        extra_args: Vec::new(),
+        criteria: Criteria::default(),
+        grace: Duration::from_secs(10),
+        out_dir: dir.join("out"),
+        command_line: vec!["moirai".into(), "bench".into()],
+    }
+}
+
+#[test]
+fn validation_rejects_bad_values() {
+    let dir = TempDir::new("validate");
+    let ok = spec(&dir.0);
+    assert!(ok.validate().is_ok());
+    let msg = |s: SweepSpec| s.validate().unwrap_err().to_string();
+    assert!(msg(SweepSpec { reps: 0, ..ok.clone() }).contains("--reps"));
+    assert!(msg(SweepSpec { duration: Duration::from_millis(200), ..ok.clone() }).contains("--duration"));
+    assert!(msg(SweepSpec { warmup: 0.95, ..ok.clone() }).contains("--warmup"));
+    let extra = vec!["--cost-ns".to_string(), "100".to_string(), "--rate=5".to_string()];
+    assert!(msg(SweepSpec { extra_args: extra, ..ok.clone() }).contains("--rate cannot be passed"));
+    let criteria = Criteria { p99_bound_ms: 0.0, ..Criteria::default() };
+    assert!(msg(SweepSpec { criteria, ..ok }).contains("bound"));
+}
+
+#[test]
+fn engine_arguments_carry_the_point() {
+    let dir = TempDir::new("args");
+    let s = SweepSpec { extra_args: vec!["--ops".into(), "3".into()], ..spec(&dir.0) };
+    let c = Configuration::parse("os@dedicated").unwrap();
+    let args = engine_args(&s, &c, 2500.0, 9999).join(" ");
+    assert_eq!(
+        args,
+        "run syn --rate 2500 --duration 1000ms --warmup 0.2 --json --metrics-addr 127.0.0.1:9999 \
+         --threading dedicated --ops 3"
+    );
+}
+
+#[test]
+fn preflight_catches_what_would_fail_every_point() {
+    let fake = Fake::new("preflight");
+    let mut s = fake.spec("os", &[1000.0], "ok");
+    assert!(preflight(&s).is_ok());
+    s.workload = "nosuch".into();
+    let e = preflight(&s).unwrap_err().to_string();
+    assert!(e.contains("unknown workload 'nosuch'") && e.contains("unrecognized subcommand"), "{e}");
+    s.workload = "syn".into();
+    // A binary without `schedule`.
+    let no_mw = SweepSpec { exe: "/bin/false".into(), ..fake.spec("os,qs", &[1000.0], "ok") };
+    let e = preflight(&no_mw).unwrap_err().to_string();
+    assert_eq!(e, "configuration 'qs' needs `moirai schedule`, which this build does not have");
+    let flink = fake.spec("os,flink:qs", &[1000.0], "ok");
+    assert!(preflight(&flink).unwrap_err().to_string().contains("configuration 'flink:qs' cannot run"));
+    // An output directory below a regular file cannot be created, even by root.
+    std::fs::write(fake.dir.0.join("file"), b"x").unwrap();
+    let blocked = SweepSpec { out_dir: fake.dir.0.join("file/out"), ..fake.spec("os", &[1000.0], "ok") };
+    assert!(preflight(&blocked).unwrap_err().to_string().contains("cannot write there"));
+}
+
+#[test]
+fn a_sweep_interleaves_configurations_and_writes_everything() {
+    let fake = Fake::new("sweep");
+    let s = fake.spec("os,os", &[1000.0, 2000.0], "ok");
+    let done = crate::run(&s, &AtomicBool::new(false)).unwrap();
+    assert_eq!(done.end, SweepEnd::Completed);
+    let order: Vec<(f64, &str)> = done.points.iter().map(|p| (p.rate, p.configuration.as_str())).collect();
+    assert_eq!(order, [(1000.0, "os"), (1000.0, "os#2"), (2000.0, "os"), (2000.0, "os#2")]);
+    for p in &done.points {
+        assert_eq!(p.failure, None);
+        assert_eq!(p.run.as_ref().unwrap().ingress_tps, p.rate * 0.99);
+        assert_eq!(p.middleware_cpu, None);
+    }
+    // Every point had its own metrics endpoint and the lab's arguments.
+    let log = fake.log("engine.log");
+    assert_eq!(log.lines().count(), 4);
+    assert!(log.lines().all(|l| l.contains("--json") && l.contains("--fake ok")), "{log}");
+    assert_eq!(done.summary.configurations[0].sustainable_rate, Some(2000.0));
+    for f in &done.files {
+        assert!(std::fs::metadata(f).unwrap().len() > 200, "{} is too small", f.display());
+    }
+}
+
+#[test]
+fn failed_points_are_recorded_and_the_sweep_goes_on() {
+    let fake = Fake::new("failures");
+    let stop = AtomicBool::new(false);
+    let (points, end) = run_sweep(&fake.spec("os", &[1000.0, 2000.0], "fail"), &stop);
+    assert_eq!(end, SweepEnd::Completed);
+    assert_eq!(points.len(), 2);
+    for p in &points {
+        let f = p.failure.as_deref().unwrap();
+        assert!(f.contains("exit code 1") && f.contains("panicked: boom"), "{f}");
+    }
+    let (points, _) = run_sweep(&fake.spec("os", &[1000.0], "nojson"), &stop);
+    assert!(points[0].failure.as_deref().unwrap().contains("not its JSON summary"), "{:?}", points[0].failure);
+}
+
+#[test]
+fn a_hanging_engine_is_killed_at_the_deadline() {
+    let fake = Fake::new("hang");
+    let s = SweepSpec { grace: Duration::from_millis(300), ..fake.spec("os", &[1000.0], "hang") };
+    let (points, end) = run_sweep(&s, &AtomicBool::new(false));
+    assert_eq!(end, SweepEnd::Completed);
+    let f = points[0].failure.as_deref().unwrap();
+    assert!(f.contains("did not finish") && f.contains("killed"), "{f}");
+}
+
+#[test]
+fn a_usage_error_ends_the_sweep() {
+    let fake = Fake::new("usage");
+    let (points, end) = run_sweep(&fake.spec("os", &[1000.0, 2000.0], "usage"), &AtomicBool::new(false));
+    assert!(points.is_empty());
+    assert!(matches!(&end, SweepEnd::Aborted(m) if m.contains("unexpected argument '--bogus'")), "{end:?}");
+}
+
+#[test]
+fn a_policy_starts_the_middleware_against_the_engine_and_stops_it_with_sigint() {
+    let fake = Fake::new("middleware");
+    let s = fake.spec("os,qs", &[1000.0], "ok");
+    preflight(&s).unwrap();
+    let (points, end) = run_sweep(&s, &AtomicBool::new(false));
+    assert_eq!(end, SweepEnd::Completed);
+    assert_eq!(points[0].middleware_cpu, None);
+    assert_eq!(points[1].failure, None);
+    let cpu = points[1].middleware_cpu.expect("middleware CPU measured");
+    assert!((0.0..=1.5).contains(&cpu), "{cpu}");
+    // The middleware reached the endpoint of that point's engine, and got SIGINT at the end.
+    let engine = fake.log("engine.log");
+    let port = engine.lines().nth(1).unwrap().split("--metrics-addr 127.0.0.1:").nth(1).unwrap();
+    let port = port.split_whitespace().next().unwrap();
+    assert_eq!(fake.log("middleware.log"), format!("engine http://127.0.0.1:{port} policy qs answered\nSIGINT\n"));
+}
+
+#[test]
+fn a_middleware_that_dies_fails_its_point() {
+    let fake = Fake::new("middleware-dies");
+    std::fs::write(fake.dir.0.join("mw-fail"), b"").unwrap();
+    let (points, _) = run_sweep(&fake.spec("qs", &[1000.0], "ok"), &AtomicBool::new(false));
+    let f = points[0].failure.as_deref().unwrap();
+    assert!(f.contains("middleware exited during the run (exit code 3)") && f.contains("policy crashed"), "{f}");
+}
+
+#[test]
+fn ctrl_c_stops_the_running_point_and_results_are_still_written() {
+    let fake = Fake::new("interrupt");
+    let s = fake.spec("os", &[1000.0, 2000.0, 3000.0], "ok");
+    let stop = Arc::new(AtomicBool::new(false));
+    let raiser = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(1500));
+            stop.store(true, Ordering::SeqCst);
+        })
+    };
+    let done = crate::run(&s, &stop).unwrap();
+    raiser.join().unwrap();
+    assert_eq!(done.end, SweepEnd::Interrupted);
+    assert!(done.points.len() < 3);
+    assert!(done.points.iter().all(|p| p.failure.is_none()));
+    let report = std::fs::read_to_string(&done.files[2]).unwrap();
+    assert!(report.contains("interrupted"));
+}

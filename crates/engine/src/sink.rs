@@ -15,23 +15,37 @@ pub type SinkFn<T> = Box<dyn FnMut(Tuple<T>) + Send>;
 /// path takes no lock.
 const PUBLISH_EVERY: usize = 8192;
 
+/// An idle sink publishes at most this often: merging walks every bucket of the histograms (some
+/// 60 000), which would cost far more than the tuples if done on every idle moment at low rates.
+const PUBLISH_INTERVAL_NS: u64 = 100_000_000;
+
 /// The last link of a chain that ends in a sink.
 pub(crate) struct SinkInput<T> {
     f: SinkFn<T>,
     processing: Histogram<u64>,
     e2e: Histogram<u64>,
     unpublished: usize,
+    published_ns: u64,
     shared: Arc<SinkMetrics>,
     metrics: Arc<OperatorMetrics>,
 }
 
 impl<T> SinkInput<T> {
     pub(crate) fn new(f: SinkFn<T>, shared: Arc<SinkMetrics>, metrics: Arc<OperatorMetrics>) -> Self {
-        SinkInput { f, processing: latency_histogram(), e2e: latency_histogram(), unpublished: 0, shared, metrics }
+        SinkInput {
+            f,
+            processing: latency_histogram(),
+            e2e: latency_histogram(),
+            unpublished: 0,
+            published_ns: 0,
+            shared,
+            metrics,
+        }
     }
 
     fn publish(&mut self) {
         if self.unpublished > 0 {
+            self.published_ns = now_ns();
             self.shared.merge(&self.processing, &self.e2e);
             self.processing.reset();
             self.e2e.reset();
@@ -64,7 +78,9 @@ impl<T> Control for SinkInput<T> {
         None
     }
     fn flush(&mut self) {
-        self.publish();
+        if now_ns().saturating_sub(self.published_ns) >= PUBLISH_INTERVAL_NS {
+            self.publish();
+        }
     }
     fn finish(&mut self) {
         self.publish();

@@ -62,6 +62,9 @@ pub struct SweepSpec {
     pub configurations: Vec<Configuration>,
     /// Arguments passed on to `moirai run <workload>`.
     pub extra_args: Vec<String>,
+    /// How often the middleware's policy runs, for configurations with a policy.
+    #[serde(serialize_with = "seconds")]
+    pub policy_period: Duration,
     /// What "sustainable" means.
     pub criteria: Criteria,
     /// Time a point may take beyond `duration` (start-up, drain) before it is killed; see
@@ -294,10 +297,24 @@ fn attempt_point(spec: &SweepSpec, config: &Configuration, rate: f64, stop: &Ato
     let mut failure = None;
     if let Some(policy) = config.policy() {
         if wait_for_port(port, &mut engine, ENDPOINT_TIMEOUT, stop) {
-            let args: Vec<String> = ["schedule", "--engine", &format!("http://127.0.0.1:{port}"), "--policy", policy]
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
+            // Its own state file in the output directory, so the lab never shares one with a
+            // middleware the user runs elsewhere on this machine.
+            let state = spec.out_dir.join("schedule-state.json");
+            let args: Vec<String> = [
+                "schedule",
+                "--engine",
+                &format!("http://127.0.0.1:{port}"),
+                "--policy",
+                policy,
+                "--period",
+                &format!("{}ms", spec.policy_period.as_millis().max(1)),
+                "--state-file",
+                &state.display().to_string(),
+                "--quiet",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
             match Child::spawn(&spec.exe, &args) {
                 Ok(m) => middleware = Some(m),
                 Err(e) => failure = Some(format!("cannot start the middleware: {e}")),

@@ -46,6 +46,9 @@ pub struct BenchArgs {
     /// Largest median end-to-end p99 of a sustainable rate (e.g. 1s, 200ms).
     #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
     p99_bound: Duration,
+    /// How often the middleware's policy runs, for configurations with a policy (e.g. 1s, 250ms).
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    policy_period: Duration,
     /// Arguments after `--` are passed to `moirai run <WORKLOAD>` (e.g. -- --ops 3 --cost-ns 500).
     #[arg(last = true, value_name = "RUN ARGS")]
     extra: Vec<String>,
@@ -112,6 +115,7 @@ fn spec(args: BenchArgs) -> Result<SweepSpec, BenchError> {
     let exe = std::env::current_exe()
         .map_err(|e| BenchError::Spec(format!("cannot find the moirai binary itself (current_exe): {e}")))?;
     let spec = SweepSpec {
+        policy_period: args.policy_period,
         exe,
         rates: parse_rates(&args.rates)?,
         configurations: parse_configurations(&args.compare)?,

@@ -34,6 +34,14 @@ pub struct ScheduleArgs {
     /// How priorities reach Linux: nice (per thread) or cgroup (cpu.shares / cpu.weight per operator).
     #[arg(long, default_value = "nice")]
     translator: String,
+    /// Nice value for the highest priority (the nice translator maps priorities into
+    /// [--nice-best, --nice-worst]; below 0 raises threads above every unscheduled thread of the
+    /// machine, the SPE's own metrics thread included).
+    #[arg(long, default_value_t = -20, allow_hyphen_values = true)]
+    nice_best: i32,
+    /// Nice value for the lowest priority.
+    #[arg(long, default_value_t = 19, allow_hyphen_values = true)]
+    nice_worst: i32,
     /// How often the policy runs, e.g. 1s or 100ms.
     #[arg(long, default_value = "1s")]
     period: String,
@@ -84,6 +92,8 @@ fn from_flags(a: &ScheduleArgs) -> Result<Config, String> {
         "cgroup" => TranslatorKind::Cgroup,
         other => return Err(format!("--translator {other:?}: use nice or cgroup")),
     };
+    policy.nice = moirai_sched::NiceRange { best: a.nice_best, worst: a.nice_worst };
+    policy.nice.validate()?;
     if policy.translator == TranslatorKind::Cgroup {
         policy.normalization = moirai_sched::Normalization::Logarithmic;
     }

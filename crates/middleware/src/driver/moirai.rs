@@ -111,7 +111,9 @@ impl EngineClient {
         if !(base.starts_with("http://") || base.starts_with("https://")) {
             return Err(format!("engine URL {base:?} must start with http://, e.g. http://127.0.0.1:9464"));
         }
-        let agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(2)).build();
+        // A fresh connection per request: on a reused one, the server's split writes meet the
+        // client's delayed ACK (Nagle) and each request stalls ~40 ms.
+        let agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(2)).max_idle_connections(0).build();
         Ok(EngineClient { base, agent })
     }
 

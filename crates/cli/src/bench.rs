@@ -63,6 +63,11 @@ pub fn run(args: BenchArgs) -> i32 {
             return 2;
         }
     };
+    execute(&spec)
+}
+
+/// Runs a sweep, prints the table and the files written; returns the exit code.
+pub fn execute(spec: &SweepSpec) -> i32 {
     let stop = match moirai_bench::stop_on_signals() {
         Ok(s) => s,
         Err(e) => {
@@ -79,7 +84,7 @@ pub fn run(args: BenchArgs) -> i32 {
         spec.duration,
         moirai_bench::progress::clock(spec.duration.mul_f64(spec.total_points() as f64 * 1.05)),
     );
-    let done = match moirai_bench::run(&spec, &stop) {
+    let done = match moirai_bench::run(spec, &stop) {
         Ok(d) => d,
         Err(e @ (BenchError::Write { .. } | BenchError::Spawn { .. } | BenchError::Signals(_))) => {
             eprintln!("moirai bench: {e}");

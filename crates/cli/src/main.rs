@@ -4,6 +4,7 @@
 //! listen); 2 bad command line or query (clap's own code for usage errors).
 
 mod bench;
+mod demo;
 mod run;
 mod schedule;
 
@@ -18,6 +19,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// The Lachesis experiment in a few minutes: SYN, the OS scheduler alone vs queue-size
+    /// scheduling by the middleware, side by side, with a table and report.html.
+    Demo(demo::DemoArgs),
     /// Run one workload on moirai's engine at one rate and report throughput and latency.
     Run {
         #[command(subcommand)]
@@ -35,6 +39,7 @@ fn main() {
     let cli = Cli::parse();
     let code = match cli.command {
         Command::Run { workload } => run::run(workload),
+        Command::Demo(args) => demo::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Schedule(args) => schedule::run(args),
     };

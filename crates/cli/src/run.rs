@@ -33,8 +33,8 @@ pub enum Workload {
 /// Options every workload shares: how the engine runs and for how long.
 #[derive(Args, Clone, Debug)]
 pub struct EngineArgs {
-    /// Offered rate in tuples/s (0 = as fast as possible): per query for syn, in total for the
-    /// other workloads.
+    /// Offered rate in tuples/s, in total over all queries and source instances (0 = as fast as
+    /// possible).
     #[arg(long, default_value_t = 0.0)]
     rate: f64,
     /// How long the sources produce (e.g. 5s, 1m).
@@ -233,7 +233,8 @@ pub fn run(workload: Workload) -> i32 {
             config.cost_ns = a.cost_ns.unwrap_or(config.cost_ns);
             config.selectivity = a.selectivity.unwrap_or(config.selectivity);
             config.blocking = a.blocking;
-            config.rate = a.engine.rate;
+            // SynConfig's rate is per query; the command line's, like every workload's, in total.
+            config.rate = a.engine.rate / config.queries.max(1) as f64;
             config.seed = a.seed;
             let params = serde_json::to_value(&config).unwrap_or_default();
             let after: After = Box::new(|| serde_json::Value::Null);

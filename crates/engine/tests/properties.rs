@@ -166,8 +166,9 @@ impl Dag {
         }
         let leaves: Vec<usize> = (0..dag.nodes.len()).filter(|&n| !dag.consumed(n)).collect();
         for (j, leaf) in leaves.into_iter().enumerate() {
-            // The API gives sinks parallelism 1.
-            dag.add(Kind::Sink, 1, vec![leaf], vec![spec.sink_parts[j % spec.sink_parts.len()]]);
+            // The API gives a sink its input's parallelism.
+            let parallelism = dag.nodes[leaf].parallelism;
+            dag.add(Kind::Sink, parallelism, vec![leaf], vec![spec.sink_parts[j % spec.sink_parts.len()]]);
         }
         dag
     }
@@ -248,7 +249,7 @@ fn tag(s: Stream<Item>, name: &str, node: usize) -> Stream<Item> {
     s.process(name, move |instance| Tag { node: node as u16, instance: instance as u16 })
 }
 
-/// Builds the query; returns a store per sink node (one instance each).
+/// Builds the query; returns a store per sink node (shared by its instances).
 fn build(dag: &Dag) -> (Query, BTreeMap<usize, Store>) {
     let q = Query::new("prop");
     let mut streams: Vec<Option<Stream<Item>>> = Vec::new();
@@ -373,7 +374,8 @@ fn check(dag: &Dag) -> Result<(), String> {
             if !routes.insert((it.seq, it.path.clone())) {
                 return Err(format!("sink n{sink}: tuple {} delivered twice along {:?}", it.seq, it.path));
             }
-            if it.path[0].0 != it.src || *it.path.last().unwrap() != (sink as u16, 0) {
+            let (last, instance) = *it.path.last().unwrap();
+            if it.path[0].0 != it.src || last != sink as u16 || instance as usize >= dag.nodes[sink].parallelism {
                 return Err(format!("sink n{sink}: bad route {:?} for source n{}", it.path, it.src));
             }
             for w in it.path.windows(2) {
@@ -540,7 +542,8 @@ fn a_dag_with_every_partitioning() {
         node(Kind::Pass, 2, vec![(0, Req::Default, Forward)]),
         // 7: closes the diamonds from source 0.
         node(Kind::Union, 2, vec![(5, ex(Broadcast), Broadcast), (6, ex(Forward), Forward)]),
-        node(Kind::Sink, 1, vec![(7, ex(Rebalance), Rebalance)]),
+        // A sink runs as many instances as its input (2).
+        node(Kind::Sink, 2, vec![(7, ex(Rebalance), Rebalance)]),
     ];
     for chaining in [false, true] {
         for (capacity, batch) in [(1, 1), (3, 7), (64, 32)] {

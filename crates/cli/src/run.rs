@@ -37,6 +37,10 @@ pub struct EngineArgs {
     /// possible).
     #[arg(long, default_value_t = 0.0)]
     rate: f64,
+    /// Ramp the offered rate linearly from --rate to this many tuples/s over the whole
+    /// --duration (the papers' increasing-rate runs).
+    #[arg(long)]
+    ramp_to: Option<f64>,
     /// How long the sources produce (e.g. 5s, 1m).
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     duration: Duration,
@@ -213,6 +217,11 @@ struct Report {
     /// RSS when the warm-up ended: compare with `rss_end_bytes` to see memory stay flat.
     rss_warm_bytes: u64,
     rss_end_bytes: u64,
+    /// The rate the run ramped to (from `offered_rate`), if it ramped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ramp_to: Option<f64>,
+    /// Per second: throughput, the sources' backlog, the engine's queued tuples.
+    timeline: Vec<TimelinePoint>,
     #[serde(flatten)]
     params: serde_json::Value,
     /// What the workload itself measured or checked (Linear Road's deadline misses, YSB's window
@@ -334,6 +343,11 @@ fn check(args: &EngineArgs) -> Result<(), String> {
     if !(args.rate.is_finite() && args.rate >= 0.0) {
         return Err(format!("--rate {} must be a number >= 0 (0 = as fast as possible)", args.rate));
     }
+    if let Some(to) = args.ramp_to {
+        if !(to.is_finite() && to > 0.0 && args.rate > 0.0) {
+            return Err(format!("--ramp-to {to} needs a positive target and a positive --rate to start from"));
+        }
+    }
     if args.duration.is_zero() {
         return Err("--duration must be positive, e.g. 5s".into());
     }
@@ -366,6 +380,7 @@ fn execute(
         channel_capacity: args.channel_capacity,
         batch_size: args.batch_size,
         metrics_addr: args.metrics_addr,
+        ramp: args.ramp_to.map(|to| (to / args.rate, args.duration)),
     };
     let pid = std::process::id();
     let rss_start = moirai_os::proc::process_rss_bytes(pid).unwrap_or(0);
@@ -392,21 +407,49 @@ fn execute(
             std::thread::sleep(Duration::from_millis(10).min(until.saturating_sub(start.elapsed())));
         }
     };
-    sleep_until(warmup);
-    let before = engine.summary();
-    engine.reset_latency();
-    let cpu_before = moirai_os::proc::process_cpu_ns(pid).unwrap_or(0);
-    let rss_warm = moirai_os::proc::process_rss_bytes(pid).unwrap_or(0);
-    let measure_start = Instant::now();
+    // Sample every 100 ms: queue lengths after the warm-up, and a per-second timeline of the
+    // whole run (throughput and the sources' backlog as the offered rate holds or ramps).
     let mut queues = QueueSampler::default();
-    let mut next_sample = warmup;
-    while start.elapsed() < args.duration && !engine.is_finished() {
+    let mut timeline: Vec<TimelinePoint> = Vec::new();
+    let mut last_point = (0.0, 0u64, 0u64);
+    let mut measured_from: Option<(moirai_engine::RunSummary, u64, u64, Instant)> = None;
+    let mut next_sample = Duration::ZERO;
+    let mut samples = 0u64;
+    loop {
+        if measured_from.is_none() && start.elapsed() >= warmup {
+            let before = engine.summary();
+            engine.reset_latency();
+            let cpu = moirai_os::proc::process_cpu_ns(pid).unwrap_or(0);
+            let rss = moirai_os::proc::process_rss_bytes(pid).unwrap_or(0);
+            measured_from = Some((before, cpu, rss, Instant::now()));
+        }
+        if start.elapsed() >= args.duration || engine.is_finished() {
+            break;
+        }
         next_sample += Duration::from_millis(100);
         sleep_until(next_sample.min(args.duration));
-        queues.sample(&engine.snapshot());
+        let ops = engine.snapshot();
+        if measured_from.is_some() {
+            queues.sample(&ops);
+        }
+        samples += 1;
+        if samples % 10 == 0 {
+            let s = engine.summary();
+            let t = start.elapsed().as_secs_f64();
+            let dt = (t - last_point.0).max(1e-9);
+            timeline.push(TimelinePoint {
+                t_s: t,
+                ingress_tps: (s.tuples_in - last_point.1) as f64 / dt,
+                egress_tps: (s.tuples_out - last_point.2) as f64 / dt,
+                backlog: ops.iter().map(|o| o.backlog).sum(),
+                queued: ops.iter().map(|o| o.queue_len).sum(),
+            });
+            last_point = (t, s.tuples_in, s.tuples_out);
+        }
     }
+    let (before, cpu_before, rss_warm, measure_start) = measured_from.expect("set before the loop ends");
     let after = engine.summary();
-    let measured = measure_start.elapsed().as_secs_f64();
+    let measured = measure_start.elapsed().as_secs_f64().max(1e-9);
     let cpu_after = moirai_os::proc::process_cpu_ns(pid).unwrap_or(0);
     let rss_end = moirai_os::proc::process_rss_bytes(pid).unwrap_or(0);
     engine.stop();
@@ -439,11 +482,28 @@ fn execute(
         rss_start_bytes: rss_start,
         rss_warm_bytes: rss_warm,
         rss_end_bytes: rss_end,
+        ramp_to: args.ramp_to,
+        timeline,
         params,
         workload_stats,
     };
     print_report(&report, args.json);
     0
+}
+
+/// One second of a run.
+#[derive(Serialize)]
+struct TimelinePoint {
+    /// Seconds since the start.
+    t_s: f64,
+    /// Tuples in per second over the last second.
+    ingress_tps: f64,
+    /// Tuples out per second over the last second.
+    egress_tps: f64,
+    /// Tuples the sources are behind their schedule (the external queue).
+    backlog: u64,
+    /// Tuples queued in the engine's channels.
+    queued: u64,
 }
 
 /// Collects queue-length samples.

@@ -30,6 +30,10 @@ pub struct EngineConfig {
     pub batch_size: usize,
     /// Serve `/metrics` and `/topology` here; off when `None`.
     pub metrics_addr: Option<SocketAddr>,
+    /// Ramp every rate-limited source: its rate rises (or falls) linearly from its own rate to
+    /// `factor` times it over the given time, then stays there — the papers' increasing-rate runs,
+    /// for any workload without changing it.
+    pub ramp: Option<(f64, std::time::Duration)>,
 }
 
 impl Default for EngineConfig {
@@ -40,6 +44,7 @@ impl Default for EngineConfig {
             channel_capacity: 8192,
             batch_size: 512,
             metrics_addr: None,
+            ramp: None,
         }
     }
 }
@@ -209,6 +214,14 @@ impl Engine {
         if queries.is_empty() {
             return Err(BuildError::Config("no query to run".into()).into());
         }
+        if let Some((factor, over)) = config.ramp {
+            if !(factor.is_finite() && factor > 0.0) || over.is_zero() {
+                return Err(BuildError::Config(format!(
+                    "ramp to {factor} x the rate over {over:?}: the factor must be positive and the time too"
+                ))
+                .into());
+            }
+        }
         // Merge the queries into one graph, shifting node ids.
         let mut graph = LogicalGraph::default();
         let mut entries: Vec<NodeEntry> = Vec::new();
@@ -276,6 +289,7 @@ impl Engine {
                 sink,
                 signal: signals[op.id].clone(),
                 stop: stop.clone(),
+                ramp: config.ramp,
             };
             // The router, over this instance's channels of each outgoing logical edge.
             let mut down: Option<AnyBox> = None;

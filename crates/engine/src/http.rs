@@ -80,7 +80,7 @@ pub(crate) fn prometheus(shared: &Shared) -> String {
         format!("query=\"{}\",operator=\"{}\",id=\"{}\",tid=\"{}\"", escape(&o.query), escape(&o.name), o.id, o.tid)
     };
     type Get = fn(&crate::metrics::OperatorSnapshot) -> f64;
-    let families: [(&str, &str, &str, Get); 8] = [
+    let families: [(&str, &str, &str, Get); 9] = [
         (
             names::TUPLES_IN,
             "counter",
@@ -99,6 +99,9 @@ pub(crate) fn prometheus(shared: &Shared) -> String {
         (names::SELECTIVITY, "gauge", "Output tuples per input tuple since start.", |o| o.selectivity()),
         (names::BLOCKED, "counter", "Time blocked on full output channels (backpressure), seconds.", |o| {
             o.blocked_ns as f64 / 1e9
+        }),
+        (names::BACKLOG, "gauge", "Tuples a source is behind its offered schedule (the external queue).", |o| {
+            o.backlog as f64
         }),
     ];
     for (name, kind, help, get) in families {

@@ -31,6 +31,9 @@ pub mod names {
     pub const SELECTIVITY: &str = "moirai_operator_selectivity";
     /// Counter: time the operator spent blocked on full output channels (backpressure), in seconds.
     pub const BLOCKED: &str = "moirai_operator_blocked_seconds_total";
+    /// Gauge: tuples a source is behind its offered schedule — the external queue, like a Kafka
+    /// consumer's lag (0 for other operators).
+    pub const BACKLOG: &str = "moirai_operator_backlog";
     /// Summary: processing latency at a sink (egress − ingress), in seconds.
     pub const LATENCY: &str = "moirai_sink_latency_seconds";
     /// Summary: end-to-end latency at a sink (egress − intended send time), in seconds.
@@ -52,6 +55,8 @@ pub struct OperatorMetrics {
     pub(crate) inputs: Vec<Arc<dyn Observe>>,
     /// Its output channels.
     pub(crate) outputs: Vec<Arc<dyn Observe>>,
+    /// For a source: when it started (0 before) and the schedule it offers.
+    pub(crate) offered: Mutex<Option<(u64, crate::source::Offered)>>,
 }
 
 impl OperatorMetrics {
@@ -148,6 +153,8 @@ pub struct OperatorSnapshot {
     pub cpu_ns: u64,
     /// Time blocked on backpressure, ns.
     pub blocked_ns: u64,
+    /// For a source, tuples due but not yet taken in (its external queue).
+    pub backlog: u64,
 }
 
 impl OperatorSnapshot {
@@ -197,5 +204,11 @@ pub(crate) fn snapshot(id: usize, query: &str, name: &str, m: &OperatorMetrics, 
         head_wait_ns,
         cpu_ns,
         blocked_ns: m.outputs.iter().map(|o| o.blocked_ns()).sum(),
+        backlog: match *lock(&m.offered) {
+            Some((start, offered)) if start > 0 && offered != crate::source::Offered::Unlimited => {
+                offered.due(now_ns.saturating_sub(start)).saturating_sub(m.tuples_in.load(Ordering::Relaxed))
+            }
+            _ => 0,
+        },
     }
 }

@@ -44,7 +44,7 @@ use crate::operator::{Input, Link, Operator, Output, TwoInputLink, TwoInputOpera
 use crate::ops::{Filter, FlatMap, Identity, KeyedProcess, Map};
 use crate::router::{KeyHash, Route, Router};
 use crate::sink::{SinkFn, SinkInput};
-use crate::source::{Source, SourceTask};
+use crate::source::{Offered, Source, SourceTask};
 use crate::task::{OneInputTask, Port, Progress, StopFlag, Task, TwoInputTask};
 use crate::tuple::{Data, Tuple};
 use crate::window::{Aggregate, Window, WindowAggregate, WindowResult};
@@ -61,6 +61,7 @@ pub(crate) struct InstanceContext {
     pub(crate) sink: Option<Arc<SinkMetrics>>,
     pub(crate) signal: Arc<Signal>,
     pub(crate) stop: Arc<StopFlag>,
+    pub(crate) ramp: Option<(f64, std::time::Duration)>,
 }
 
 /// The code of a logical operator, with its types erased.
@@ -178,8 +179,12 @@ impl<T: Data> NodeCode for SourceCode<T> {
         unreachable!("moirai bug: a source is always the head of its physical operator")
     }
     fn task(&self, ctx: &InstanceContext, _rx: Vec<Vec<AnyBox>>, d: Option<AnyBox>) -> Box<dyn Task> {
+        let mut source = self.0.clone();
+        if let (Some((factor, over)), Offered::Constant(r)) = (ctx.ramp, source.offered) {
+            source.offered = Offered::Ramp { from: r, to: r * factor, over };
+        }
         let task = SourceTask::new(
-            &self.0,
+            &source,
             ctx.instance,
             ctx.parallelism,
             down::<T>(d),

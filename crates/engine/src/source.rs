@@ -1,10 +1,16 @@
 //! Sources: where tuples enter the engine, stamped with their intended send time.
 //!
 //! A source instance draws data from a generator (any iterator) at an offered rate on its own
-//! clock: tuple *k* is intended to be sent at `start + k / rate`. When the engine cannot keep up
-//! the source falls behind its schedule, but the intended times stay on it, so end-to-end latency
-//! shows the delay (the source's lag is the stand-in for an external queue such as Kafka). At rate
-//! 0 it produces as fast as the engine takes tuples, and intended = ingress.
+//! clock: tuple *k* is intended to be sent at `start + k / rate` (or, on a ramp, when the ramp's
+//! cumulative rate reaches *k*). When the engine cannot keep up the source falls behind its
+//! schedule, but the intended times stay on it, so end-to-end latency shows the delay.
+//!
+//! The source's lag is the external queue (the stand-in for Kafka): the tuples that are due but
+//! not yet taken in are exactly those an external broker would hold, and each carries the time it
+//! was due. They are generated when the engine takes them rather than buffered, which is the same
+//! for latency and throughput and keeps memory bounded; the lag is exposed as the source's
+//! `backlog` metric, like a Kafka consumer's lag. At rate 0 the source produces as fast as the
+//! engine takes tuples, and intended = ingress.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,10 +27,103 @@ pub type Generator<T> = Arc<dyn Fn(usize, usize) -> Box<dyn Iterator<Item = T> +
 /// Extracts a tuple's event time, in nanoseconds.
 pub type EventTime<T> = Arc<dyn Fn(&T) -> u64 + Send + Sync>;
 
+/// The rate a source offers, over time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Offered {
+    /// As fast as the engine takes tuples.
+    Unlimited,
+    /// A constant rate, tuples/s.
+    Constant(f64),
+    /// A rate rising (or falling) linearly from `from` to `to` tuples/s over `over`, then
+    /// staying at `to`: the papers' increasing-rate runs.
+    Ramp {
+        /// Rate at the start, tuples/s.
+        from: f64,
+        /// Rate at the end of the ramp and after, tuples/s (> 0).
+        to: f64,
+        /// Length of the ramp.
+        over: Duration,
+    },
+}
+
+impl Offered {
+    /// The same schedule split evenly over `n` instances.
+    pub fn split(self, n: usize) -> Offered {
+        let n = n.max(1) as f64;
+        match self {
+            Offered::Unlimited => Offered::Unlimited,
+            Offered::Constant(r) => Offered::Constant(r / n),
+            Offered::Ramp { from, to, over } => Offered::Ramp { from: from / n, to: to / n, over },
+        }
+    }
+
+    /// Checks the rates; the message says how to fix them.
+    pub fn validate(&self) -> Result<(), String> {
+        match *self {
+            Offered::Unlimited => Ok(()),
+            Offered::Constant(r) if r.is_finite() && r > 0.0 => Ok(()),
+            Offered::Constant(r) => Err(format!("rate {r} must be a positive number of tuples/s")),
+            Offered::Ramp { from, to, over } => {
+                if !(from.is_finite() && from >= 0.0 && to.is_finite() && to > 0.0) {
+                    Err(format!("ramp {from} -> {to} tuples/s: rates must be finite, from >= 0 and to > 0"))
+                } else if over.is_zero() {
+                    Err("a ramp needs a positive length".into())
+                } else {
+                    Ok(())
+                }
+            }
+        }
+    }
+
+    /// How many tuples are due `elapsed_ns` after the start: those intended at or before it.
+    pub fn due(&self, elapsed_ns: u64) -> u64 {
+        let t = elapsed_ns as f64 / 1e9;
+        let cumulative = match *self {
+            Offered::Unlimited => return u64::MAX,
+            Offered::Constant(r) => r * t,
+            Offered::Ramp { from, to, over } => {
+                let len = over.as_secs_f64();
+                if t <= len {
+                    from * t + (to - from) * t * t / (2.0 * len)
+                } else {
+                    (from + to) * len / 2.0 + to * (t - len)
+                }
+            }
+        };
+        // Tuple k is intended at the moment the cumulative rate reaches k, so tuple 0 at once.
+        cumulative.floor() as u64 + 1
+    }
+
+    /// When tuple `k` is intended, in ns after the start.
+    pub fn intended(&self, k: u64) -> u64 {
+        let k = k as f64;
+        let secs = match *self {
+            Offered::Unlimited => 0.0,
+            Offered::Constant(r) => k / r,
+            Offered::Ramp { from, to, over } => {
+                let len = over.as_secs_f64();
+                let on_ramp = (from + to) * len / 2.0;
+                if k <= on_ramp {
+                    // Solve from·t + a·t²/2 = k with a = (to − from) / len.
+                    let a = (to - from) / len;
+                    if a.abs() < 1e-12 {
+                        k / from
+                    } else {
+                        (-from + (from * from + 2.0 * a * k).max(0.0).sqrt()) / a
+                    }
+                } else {
+                    len + (k - on_ramp) / to
+                }
+            }
+        };
+        (secs * 1e9) as u64
+    }
+}
+
 /// How a source produces its stream.
 pub struct Source<T> {
     pub(crate) generator: Generator<T>,
-    pub(crate) rate: f64,
+    pub(crate) offered: Offered,
     pub(crate) event_time: Option<EventTime<T>>,
     pub(crate) out_of_orderness_ns: u64,
 }
@@ -33,7 +132,7 @@ impl<T> Clone for Source<T> {
     fn clone(&self) -> Self {
         Source {
             generator: self.generator.clone(),
-            rate: self.rate,
+            offered: self.offered,
             event_time: self.event_time.clone(),
             out_of_orderness_ns: self.out_of_orderness_ns,
         }
@@ -51,7 +150,7 @@ impl<T: Send + 'static> Source<T> {
     {
         Source {
             generator: Arc::new(move |i, n| Box::new(generator(i, n).into_iter())),
-            rate: 0.0,
+            offered: Offered::Unlimited,
             event_time: None,
             out_of_orderness_ns: 0,
         }
@@ -60,8 +159,20 @@ impl<T: Send + 'static> Source<T> {
     /// Offers `tuples_per_second` in total, split evenly over the instances; 0 = as fast as
     /// possible.
     pub fn rate(mut self, tuples_per_second: f64) -> Self {
-        self.rate = tuples_per_second.max(0.0);
+        self.offered = if tuples_per_second > 0.0 { Offered::Constant(tuples_per_second) } else { Offered::Unlimited };
         self
+    }
+
+    /// Offers a rate rising linearly from `from` to `to` tuples/s in total over `over`, then
+    /// staying at `to`.
+    pub fn ramp(mut self, from: f64, to: f64, over: Duration) -> Self {
+        self.offered = Offered::Ramp { from, to, over };
+        self
+    }
+
+    /// The schedule it offers.
+    pub fn offered(&self) -> Offered {
+        self.offered
     }
 
     /// Takes event time from the data; watermarks then trail the largest event time seen by
@@ -86,8 +197,8 @@ const MIN_SLEEP_NS: u64 = 50_000;
 pub(crate) struct SourceTask<T> {
     generator: Box<dyn Iterator<Item = T> + Send>,
     head: Box<dyn Input<T>>,
-    /// Nanoseconds between intended send times; 0 = unlimited.
-    interval_ns: f64,
+    /// This instance's schedule.
+    offered: Offered,
     start_ns: u64,
     emitted: u64,
     batch: Vec<Tuple<T>>,
@@ -115,11 +226,12 @@ impl<T: Send + 'static> SourceTask<T> {
     ) -> Self {
         let signal = Arc::new(Signal::default());
         stop.register(signal.clone());
-        let per_instance = source.rate / parallelism as f64;
+        let offered = source.offered.split(parallelism);
+        *crate::channel::lock(&metrics.offered) = Some((0, offered));
         SourceTask {
             generator: (source.generator)(instance, parallelism),
             head,
-            interval_ns: if per_instance > 0.0 { 1e9 / per_instance } else { 0.0 },
+            offered,
             start_ns: 0,
             emitted: 0,
             batch: Vec::with_capacity(batch_size),
@@ -136,7 +248,7 @@ impl<T: Send + 'static> SourceTask<T> {
     }
 
     fn intended(&self, k: u64) -> u64 {
-        self.start_ns + (k as f64 * self.interval_ns) as u64
+        self.start_ns + self.offered.intended(k)
     }
 
     fn maybe_watermark(&mut self, now: u64) {
@@ -156,17 +268,18 @@ impl<T: Send + 'static> Task for SourceTask<T> {
         let now = now_ns();
         if self.start_ns == 0 {
             self.start_ns = now;
+            *crate::channel::lock(&self.metrics.offered) = Some((now, self.offered));
         }
         // Operators chained behind the source may have processing-time timers: this thread is
         // the only one that can fire them.
         if self.head.next_timer().is_some_and(|t| t <= now) {
             self.head.tick(now);
         }
-        let due = if self.interval_ns == 0.0 {
+        let unlimited = self.offered == Offered::Unlimited;
+        let due = if unlimited {
             self.batch_size as u64
         } else {
-            let elapsed = (now - self.start_ns) as f64;
-            ((elapsed / self.interval_ns) as u64 + 1).saturating_sub(self.emitted).min(self.batch_size as u64)
+            self.offered.due(now - self.start_ns).saturating_sub(self.emitted).min(self.batch_size as u64)
         };
         if due == 0 {
             self.maybe_watermark(now);
@@ -179,7 +292,7 @@ impl<T: Send + 'static> Task for SourceTask<T> {
                 self.exhausted = true;
                 break;
             };
-            let intended_ns = if self.interval_ns == 0.0 { now } else { self.intended(self.emitted) };
+            let intended_ns = if unlimited { now } else { self.intended(self.emitted) };
             let event_ns = self.event_time.as_ref().map_or(intended_ns, |f| f(&data));
             self.max_event_ns = self.max_event_ns.max(event_ns);
             self.batch.push(Tuple { event_ns, intended_ns, ingress_ns: now, data });
@@ -197,5 +310,52 @@ impl<T: Send + 'static> Task for SourceTask<T> {
 
     fn signal(&self) -> &Arc<Signal> {
         &self.signal
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constant_schedule() {
+        let o = Offered::Constant(1000.0);
+        assert_eq!(o.intended(0), 0);
+        assert_eq!(o.intended(5), 5_000_000);
+        assert_eq!(o.due(0), 1);
+        assert_eq!(o.due(4_999_999), 5);
+        assert_eq!(o.due(5_000_000), 6);
+        assert_eq!(o.split(4), Offered::Constant(250.0));
+    }
+
+    #[test]
+    fn ramp_schedule_is_consistent_and_monotone() {
+        let o = Offered::Ramp { from: 1000.0, to: 3000.0, over: Duration::from_secs(2) };
+        // On the ramp 2 s x (1000 + 3000) / 2 = 4000 tuples, then 3000/s.
+        assert_eq!(o.due(2_000_000_000), 4001);
+        assert_eq!(o.due(3_000_000_000), 7001);
+        let mut last = 0;
+        for k in 0..10_000u64 {
+            let t = o.intended(k);
+            assert!(t >= last, "intended times never go back");
+            last = t;
+            // Tuple k is due at its intended time and not before (up to rounding of 1 ns).
+            assert!(o.due(t + 1) > k, "k {k} at {t}");
+            assert!(t == 0 || o.due(t.saturating_sub(2)) <= k + 1, "k {k} at {t}");
+        }
+        // The rate rises: gaps between tuples shrink from ~1 ms towards ~0.33 ms.
+        let gap = |k: u64| o.intended(k + 1) - o.intended(k);
+        assert!(gap(10) > gap(3000) && gap(3000) > gap(9000));
+        let down = Offered::Ramp { from: 3000.0, to: 1000.0, over: Duration::from_secs(2) };
+        assert!(down.intended(100) < Offered::Constant(1000.0).intended(100));
+        assert!(Offered::Ramp { from: 0.0, to: 100.0, over: Duration::from_secs(1) }.intended(10) > 0);
+    }
+
+    #[test]
+    fn bad_schedules_are_explained() {
+        assert!(Offered::Constant(-1.0).validate().is_err());
+        assert!(Offered::Ramp { from: 10.0, to: 0.0, over: Duration::from_secs(1) }.validate().is_err());
+        assert!(Offered::Ramp { from: 10.0, to: 20.0, over: Duration::ZERO }.validate().is_err());
+        assert!(Offered::Ramp { from: 0.0, to: 20.0, over: Duration::from_secs(1) }.validate().is_ok());
     }
 }

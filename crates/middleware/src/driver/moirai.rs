@@ -96,6 +96,8 @@ pub struct EngineCounters {
     pub head_wait_s: f64,
     /// `moirai_operator_cpu_seconds_total`, in ns.
     pub cpu_ns: f64,
+    /// `moirai_operator_backlog`: how far a source is behind its schedule.
+    pub backlog: f64,
 }
 
 /// An HTTP client for one engine.
@@ -151,6 +153,7 @@ impl EngineClient {
                 "moirai_operator_queue_len" => c.queue_len = s.value,
                 "moirai_operator_head_wait_seconds" => c.head_wait_s = s.value,
                 "moirai_operator_cpu_seconds_total" => c.cpu_ns = s.value * 1e9,
+                "moirai_operator_backlog" => c.backlog = s.value,
                 _ => {}
             }
         }
@@ -231,6 +234,8 @@ impl Driver for MoiraiDriver {
             return Err(format!("{}/topology: physical ids are not 0..n in order", self.client.url()));
         }
         let topology = to_spe_topology(&self.name, &engine);
+        let is_source: Vec<bool> =
+            engine.physical.iter().map(|p| p.logical.first().and_then(|&n| engine.logical.nodes.get(n)).is_some_and(|n| n.kind == "source")).collect();
         let mut samples = Vec::new();
         if !needed.is_empty() {
             let counters = self.client.counters()?;
@@ -242,6 +247,11 @@ impl Driver for MoiraiDriver {
                     let v = match m {
                         Metric::TuplesIn => c.tuples_in,
                         Metric::TuplesOut => c.tuples_out,
+                        // A source's input queue is the external one (Kafka, or the engine's own
+                        // open-loop source lagging behind its schedule), as lachesis-mod's
+                        // external-queue metrics had it: without it a source always looks idle to
+                        // queue-size scheduling and gets the lowest priority, starving the query.
+                        Metric::QueueLen if is_source[op] => c.backlog,
                         Metric::QueueLen => c.queue_len,
                         Metric::HeadWait => c.head_wait_s,
                         Metric::CpuNs => c.cpu_ns,

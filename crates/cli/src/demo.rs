@@ -48,7 +48,9 @@ pub fn run(a: DemoArgs) -> i32 {
     };
     let privileged = moirai_os::caps::preflight(&[moirai_os::caps::Need::Nice]).is_ok();
     let compare = if privileged { "os,qs" } else { "os" };
-    println!("moirai demo: SYN as in the Lachesis evaluation (20 queries x 3 operators, per-query cost 1 us x 2^U{{0..5}}),");
+    println!(
+        "moirai demo: SYN as in the Lachesis evaluation (20 queries x 3 operators, per-query cost 1 us x 2^U{{0..5}}),"
+    );
     println!("  the Linux scheduler alone (os) vs queue-size scheduling through per-thread nice values (qs).");
     if !privileged {
         println!(

@@ -537,7 +537,11 @@ impl QueueSampler {
             p90: q(0.9),
             p99: q(0.99),
             max: self.all[n - 1],
-            per_operator: self.per_operator.into_iter().map(|(k, (sum, count))| (k, sum as f64 / count as f64)).collect(),
+            per_operator: self
+                .per_operator
+                .into_iter()
+                .map(|(k, (sum, count))| (k, sum as f64 / count as f64))
+                .collect(),
         }
     }
 }
@@ -563,7 +567,10 @@ fn print_report(r: &Report, json: bool) {
     println!("end-to-end (ms)   {}", l(&r.e2e_latency_ms));
     println!("CPU per tuple     {:.1} ns (all operator threads)", r.cpu_ns_per_tuple);
     println!("CPU use           {:.2} cores (engine process, measured window)", r.cpu_cores);
-    println!("queue lengths     mean {:.1}  p50 {}  p99 {}  max {} (tuples, {} samples)", r.queue_len.mean, r.queue_len.p50, r.queue_len.p99, r.queue_len.max, r.queue_len.samples);
+    println!(
+        "queue lengths     mean {:.1}  p50 {}  p99 {}  max {} (tuples, {} samples)",
+        r.queue_len.mean, r.queue_len.p50, r.queue_len.p99, r.queue_len.max, r.queue_len.samples
+    );
     println!(
         "RSS               {} KiB before start, {} KiB after warm-up, {} KiB at end",
         r.rss_start_bytes / 1024,

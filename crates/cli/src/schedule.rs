@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use moirai_middleware::config::{parse_period, Config, DriverKind, PolicyConfig, SpeConfig, TranslatorKind, DEFAULT_STATE_FILE};
+use moirai_middleware::config::{
+    parse_period, Config, DriverKind, PolicyConfig, SpeConfig, TranslatorKind, DEFAULT_STATE_FILE,
+};
 use moirai_middleware::observe::Log;
 use moirai_middleware::{Daemon, DaemonError};
 use moirai_sched::{Level, PolicySpec};
@@ -72,16 +74,22 @@ fn from_flags(a: &ScheduleArgs) -> Result<Config, String> {
         other => return Err(format!("--level {other:?}: use physical or logical")),
     };
     let spec = match (a.policy.as_deref(), &a.script) {
-        (None | Some("script"), Some(script)) => PolicySpec::Script { script: script.clone(), level, max_operations: None },
+        (None | Some("script"), Some(script)) => {
+            PolicySpec::Script { script: script.clone(), level, max_operations: None }
+        }
         (Some("script"), None) => return Err("--policy script needs --script \"<expression>\"".into()),
         (Some(_), Some(_)) => return Err("--script implies --policy script; drop --policy".into()),
-        (None, None) => return Err("no policy: give --policy qs (or hr, fcfs, random), --script, or --config FILE".into()),
+        (None, None) => {
+            return Err("no policy: give --policy qs (or hr, fcfs, random), --script, or --config FILE".into())
+        }
         (Some("qs"), None) => PolicySpec::QueueSize { level },
         (Some("hr"), None) => PolicySpec::HighestRate { level },
         (Some("fcfs"), None) => PolicySpec::Fcfs { level },
         (Some("random"), None) => PolicySpec::Random { seed: 0, level },
         (Some(other), None) => {
-            return Err(format!("unknown policy {other:?}: use qs, hr, fcfs, random or script (more in a --config file)"))
+            return Err(format!(
+                "unknown policy {other:?}: use qs, hr, fcfs, random or script (more in a --config file)"
+            ))
         }
     };
     let name = a.policy.clone().unwrap_or_else(|| "script".into());
@@ -98,7 +106,9 @@ fn from_flags(a: &ScheduleArgs) -> Result<Config, String> {
         policy.normalization = moirai_sched::Normalization::Logarithmic;
     }
     if a.engine.is_empty() {
-        return Err("no SPE: give --engine http://127.0.0.1:9464 (the engine's --metrics-addr), or --config FILE".into());
+        return Err(
+            "no SPE: give --engine http://127.0.0.1:9464 (the engine's --metrics-addr), or --config FILE".into()
+        );
     }
     let spes = a
         .engine

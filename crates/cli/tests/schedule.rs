@@ -108,7 +108,18 @@ fn state_file(test: &str) -> StateFile {
 fn engine(port: u16) -> Proc {
     let addr = format!("127.0.0.1:{port}");
     let p = Proc::spawn(&[
-        "run", "syn", "--ops", "3", "--cost-ns", "3000", "--rate", "50000", "--duration", "120s", "--metrics-addr", &addr,
+        "run",
+        "syn",
+        "--ops",
+        "3",
+        "--cost-ns",
+        "3000",
+        "--rate",
+        "50000",
+        "--duration",
+        "120s",
+        "--metrics-addr",
+        &addr,
     ]);
     wait_until("the engine's threads", || !engine_threads(port).is_empty());
     p
@@ -119,7 +130,8 @@ fn engine_threads(port: u16) -> Vec<(u32, i32)> {
     let Ok(resp) = ureq::get(&format!("http://127.0.0.1:{port}/topology")).call() else { return Vec::new() };
     let topo: serde_json::Value = resp.into_json().unwrap();
     let pid = topo["pid"].as_u64().unwrap() as u32;
-    let tids: Vec<i32> = topo["physical"].as_array().unwrap().iter().map(|o| o["tid"].as_i64().unwrap() as i32).collect();
+    let tids: Vec<i32> =
+        topo["physical"].as_array().unwrap().iter().map(|o| o["tid"].as_i64().unwrap() as i32).collect();
     if tids.iter().any(|&t| t == 0) {
         return Vec::new();
     }
@@ -178,7 +190,9 @@ fn is_root() -> bool {
 #[test]
 fn qs_sets_nice_values_and_restores_them_on_sigint() {
     if !is_root() {
-        eprintln!("SKIPPED qs_sets_nice_values_and_restores_them_on_sigint: needs root (CAP_SYS_NICE) to lower nice values");
+        eprintln!(
+            "SKIPPED qs_sets_nice_values_and_restores_them_on_sigint: needs root (CAP_SYS_NICE) to lower nice values"
+        );
         return;
     }
     let port = free_port();
@@ -195,7 +209,9 @@ fn qs_sets_nice_values_and_restores_them_on_sigint() {
     });
     wait_until("/proc to show the applied nice values", || {
         let a = applied(mw_port);
-        threads.iter().all(|&(pid, tid)| a.iter().find(|&&(t, _)| t == tid).is_some_and(|&(_, v)| v == nice(pid, tid) as i64))
+        threads
+            .iter()
+            .all(|&(pid, tid)| a.iter().find(|&&(t, _)| t == tid).is_some_and(|&(_, v)| v == nice(pid, tid) as i64))
     });
     let during = nices(&threads);
     assert_ne!(during, before, "QS on a loaded pipeline changes some nice value");
@@ -385,4 +401,107 @@ fn bad_policies_are_usage_errors() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(expect), "{args:?} should mention {expect:?}: {err}");
     }
+}
+
+#[test]
+fn shares_per_query_and_nice_inside_from_a_config_file() {
+    if !is_root() {
+        eprintln!("SKIPPED shares_per_query_and_nice_inside_from_a_config_file: needs root (cgroups, CAP_SYS_NICE)");
+        return;
+    }
+    let layout = moirai_os::CgroupLayout::detect().unwrap();
+    let h = layout.cpu().clone();
+    let port = free_port();
+    // Two queries: syn0 and syn1.
+    let addr = format!("127.0.0.1:{port}");
+    let eng = Proc::spawn(&[
+        "run",
+        "syn",
+        "--queries",
+        "2",
+        "--ops",
+        "2",
+        "--cost-ns",
+        "3000",
+        "--rate",
+        "40000",
+        "--duration",
+        "120s",
+        "--metrics-addr",
+        &addr,
+    ]);
+    wait_until("the engine's threads", || !engine_threads(port).is_empty());
+    let threads = engine_threads(port);
+    let nice_before = nices(&threads);
+    let cgroups_before: Vec<String> = threads.iter().map(|&(p, t)| cpu_cgroup(p, t)).collect();
+    let state = state_file("config");
+    let mw_port = free_port();
+    let config = state.with_file_name("schedule.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+state_file = "{}"
+metrics_addr = "127.0.0.1:{mw_port}"
+
+[[spe]]
+name = "engine"
+driver = "moirai"
+url = "http://127.0.0.1:{port}"
+
+[[policy]]
+name = "shares"
+type = "groups"
+by = "query"
+priority = {{ constant = {{ values = {{ syn0 = 4, syn1 = 1 }} }} }}
+translator = "cgroup"
+normalization = "linear"
+weight_min = 256
+weight_max = 1024
+period = "500ms"
+
+[[policy]]
+name = "qs"
+type = "qs"
+translator = "nice"
+period = "200ms"
+"#,
+            state.display()
+        ),
+    )
+    .unwrap();
+    let mw = Proc::spawn(&["schedule", "--config", &config.display().to_string()]);
+    let topo: serde_json::Value =
+        ureq::get(&format!("http://127.0.0.1:{port}/topology")).call().unwrap().into_json().unwrap();
+    let query_of = |tid: i32| -> String {
+        let op = topo["physical"].as_array().unwrap().iter().find(|o| o["tid"].as_i64() == Some(tid as i64)).unwrap();
+        op["query"].as_str().unwrap().to_string()
+    };
+    let instance = format!("/moirai/schedule-{}", mw.pid());
+    // Every thread sits in its query's group, whose weight follows the configured shares (4:1
+    // mapped linearly onto [256, 1024]) ...
+    wait_until("threads grouped by query with their weights", || {
+        threads.iter().all(|&(p, t)| {
+            let group = cpu_cgroup(p, t);
+            let want = if query_of(t) == "syn0" { "1024" } else { "256" };
+            group.starts_with(&instance)
+                && group.ends_with(&query_of(t))
+                && std::fs::read_to_string(h.dir_of(&group).join(h.weight_file())).is_ok_and(|w| w.trim() == want)
+        })
+    });
+    // ... while the nice policy runs inside: /proc agrees with what it applied.
+    wait_until("nice values from the qs policy", || {
+        let a = applied(mw_port);
+        threads.iter().all(|&(pid, tid)| {
+            a.iter().any(|&(t, v)| t == tid && (-20..=19).contains(&v) && v == nice(pid, tid) as i64)
+        })
+    });
+    mw.signal(libc::SIGINT);
+    let (code, err) = mw.wait();
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(nices(&threads), nice_before, "nice values restored");
+    let cgroups_after: Vec<String> = threads.iter().map(|&(p, t)| cpu_cgroup(p, t)).collect();
+    assert_eq!(cgroups_after, cgroups_before, "cgroups restored");
+    assert!(!h.dir_of(&instance).exists());
+    drop(eng);
 }

@@ -567,7 +567,11 @@ impl<K: Data + Hash + Eq, T: Data> KeyedStream<K, T> {
     /// Runs a custom [`Operator`] on the keyed stream: every tuple of a key reaches the same
     /// instance, and the operator sees watermarks, timers and the end of input (keep per-key
     /// state in the operator, e.g. in a map).
-    pub fn operator<U: Data, Op: Operator<T, U>>(self, name: &str, make: impl Fn(usize) -> Op + Send + 'static) -> Stream<U> {
+    pub fn operator<U: Data, Op: Operator<T, U>>(
+        self,
+        name: &str,
+        make: impl Fn(usize) -> Op + Send + 'static,
+    ) -> Stream<U> {
         self.stream.process(name, make)
     }
 

@@ -119,8 +119,18 @@ struct FileConfig {
 }
 
 /// The keys of a policy table that are not the policy's own.
-const RUN_KEYS: [&str; 10] =
-    ["name", "period", "translator", "normalization", "nice_best", "nice_worst", "weight_min", "weight_max", "spes", "queries"];
+const RUN_KEYS: [&str; 10] = [
+    "name",
+    "period",
+    "translator",
+    "normalization",
+    "nice_best",
+    "nice_worst",
+    "weight_min",
+    "weight_max",
+    "spes",
+    "queries",
+];
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -203,7 +213,11 @@ impl PolicyConfig {
         policy.weights = match (run.weight_min, run.weight_max) {
             (None, None) => None,
             (Some(a), Some(b)) if a >= 1 && a <= b => Some((a, b)),
-            (a, b) => return Err(format!("{who}: weight_min ({a:?}) and weight_max ({b:?}) must both be set, 1 <= min <= max")),
+            (a, b) => {
+                return Err(format!(
+                    "{who}: weight_min ({a:?}) and weight_max ({b:?}) must both be set, 1 <= min <= max"
+                ))
+            }
         };
         policy.scope = Scope { spes: run.spes, queries: run.queries };
         Ok(policy)
@@ -222,8 +236,12 @@ impl Config {
     /// Parses a TOML configuration; errors name the key and how to fix it.
     pub fn from_toml(text: &str) -> Result<Config, String> {
         let file: FileConfig = toml::from_str(text).map_err(|e| e.to_string())?;
-        let policies =
-            file.policy.into_iter().enumerate().map(|(i, t)| PolicyConfig::from_table(i, t)).collect::<Result<_, _>>()?;
+        let policies = file
+            .policy
+            .into_iter()
+            .enumerate()
+            .map(|(i, t)| PolicyConfig::from_table(i, t))
+            .collect::<Result<_, _>>()?;
         let config = Config {
             state_file: file.state_file.unwrap_or_else(|| DEFAULT_STATE_FILE.into()),
             metrics_addr: file.metrics_addr,
@@ -259,7 +277,10 @@ impl Config {
             }
             for spe in p.scope.spes.iter().flatten() {
                 if !names.contains(spe) {
-                    return Err(format!("policy '{}' names SPE '{spe}', which is not configured; SPEs: {names:?}", p.name));
+                    return Err(format!(
+                        "policy '{}' names SPE '{spe}', which is not configured; SPEs: {names:?}",
+                        p.name
+                    ));
                 }
             }
             if p.period.is_zero() {

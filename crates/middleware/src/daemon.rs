@@ -130,7 +130,8 @@ impl Daemon {
         for spe in &config.spes {
             match spe.driver {
                 DriverKind::Moirai => drivers.push(Box::new(
-                    MoiraiDriver::new(&spe.name, &spe.url).map_err(|e| DaemonError::Config(format!("SPE '{}': {e}", spe.name)))?,
+                    MoiraiDriver::new(&spe.name, &spe.url)
+                        .map_err(|e| DaemonError::Config(format!("SPE '{}': {e}", spe.name)))?,
                 )),
             }
         }
@@ -197,8 +198,11 @@ impl Daemon {
 
     /// Runs rounds until `stop` is set (or `rounds` have run), then restores everything.
     pub fn run(mut self, stop: &AtomicBool, rounds: Option<u64>) -> RestoreReport {
-        let names: Vec<String> =
-            self.policies.iter().map(|p| format!("{} every {:?} via {:?}", p.config.name, p.config.period, p.config.translator)).collect();
+        let names: Vec<String> = self
+            .policies
+            .iter()
+            .map(|p| format!("{} every {:?} via {:?}", p.config.name, p.config.period, p.config.translator))
+            .collect();
         self.out.info(format!(
             "scheduling {} SPE(s) with {}; tick {:?}; state file {}",
             self.drivers.len(),
@@ -237,7 +241,9 @@ impl Daemon {
 
     fn observe(&mut self) -> Vec<Observation> {
         let needed: BTreeMap<String, Vec<moirai_sched::Metric>> = match &self.provider {
-            Some((_, p)) => self.drivers.iter().map(|d| (d.spe().to_string(), p.needed(d.spe()).unwrap_or_default())).collect(),
+            Some((_, p)) => {
+                self.drivers.iter().map(|d| (d.spe().to_string(), p.needed(d.spe()).unwrap_or_default())).collect()
+            }
             None => BTreeMap::new(),
         };
         let mut observations = Vec::new();

@@ -69,12 +69,32 @@ pub fn render(stats: &Stats, cpu_seconds: f64) -> String {
         let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
     };
     family("moirai_schedule_rounds_total", "counter", "Scheduling rounds run.", stats.rounds as f64);
-    family("moirai_schedule_round_seconds_last", "gauge", "Duration of the last round.", stats.last_round_ns as f64 / 1e9);
+    family(
+        "moirai_schedule_round_seconds_last",
+        "gauge",
+        "Duration of the last round.",
+        stats.last_round_ns as f64 / 1e9,
+    );
     family("moirai_schedule_round_seconds_max", "gauge", "Longest round.", stats.max_round_ns as f64 / 1e9);
-    family("moirai_schedule_round_seconds_total", "counter", "Time spent in rounds.", stats.total_round_ns as f64 / 1e9);
+    family(
+        "moirai_schedule_round_seconds_total",
+        "counter",
+        "Time spent in rounds.",
+        stats.total_round_ns as f64 / 1e9,
+    );
     family("moirai_schedule_cpu_seconds_total", "counter", "CPU time of the middleware process.", cpu_seconds);
-    family("moirai_schedule_changes_total", "counter", "OS calls that changed a nice value, weight or group.", stats.changes as f64);
-    family("moirai_schedule_errors_total", "counter", "Errors of drivers, policies and translators.", stats.errors as f64);
+    family(
+        "moirai_schedule_changes_total",
+        "counter",
+        "OS calls that changed a nice value, weight or group.",
+        stats.changes as f64,
+    );
+    family(
+        "moirai_schedule_errors_total",
+        "counter",
+        "Errors of drivers, policies and translators.",
+        stats.errors as f64,
+    );
     family("moirai_schedule_spes_up", "gauge", "SPEs that answered in the last round.", stats.spes_up as f64);
     family("moirai_schedule_threads", "gauge", "Threads scheduled in the last round.", stats.threads as f64);
     let _ = writeln!(
@@ -119,7 +139,8 @@ impl StatsServer {
                     } else {
                         (404, "moirai schedule: GET /metrics\n".to_string())
                     };
-                    let header = Header::from_bytes("Content-Type", "text/plain; version=0.0.4").expect("static header");
+                    let header =
+                        Header::from_bytes("Content-Type", "text/plain; version=0.0.4").expect("static header");
                     let _ = request.respond(Response::from_string(body).with_status_code(code).with_header(header));
                 }
             })

@@ -199,7 +199,13 @@ pub fn to_spe_topology(name: &str, t: &EngineTopology) -> SpeTopology {
                 Ok(stat) if p.tid > 0 => vec![ThreadRef { tid: p.tid, start_ticks: stat.start_ticks }],
                 _ => Vec::new(),
             };
-            PhysicalOperator { name: p.name.clone(), query: p.query.clone(), logical: p.logical.clone(), instance: p.instance, threads }
+            PhysicalOperator {
+                name: p.name.clone(),
+                query: p.query.clone(),
+                logical: p.logical.clone(),
+                instance: p.instance,
+                threads,
+            }
         })
         .collect();
     let dedup = |pairs: Vec<(usize, usize)>| pairs.into_iter().collect::<BTreeSet<_>>().into_iter().collect();
@@ -234,8 +240,11 @@ impl Driver for MoiraiDriver {
             return Err(format!("{}/topology: physical ids are not 0..n in order", self.client.url()));
         }
         let topology = to_spe_topology(&self.name, &engine);
-        let is_source: Vec<bool> =
-            engine.physical.iter().map(|p| p.logical.first().and_then(|&n| engine.logical.nodes.get(n)).is_some_and(|n| n.kind == "source")).collect();
+        let is_source: Vec<bool> = engine
+            .physical
+            .iter()
+            .map(|p| p.logical.first().and_then(|&n| engine.logical.nodes.get(n)).is_some_and(|n| n.kind == "source"))
+            .collect();
         let mut samples = Vec::new();
         if !needed.is_empty() {
             let counters = self.client.counters()?;

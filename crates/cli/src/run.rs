@@ -400,6 +400,8 @@ fn execute(
     }
     let threads = engine.topology().physical.len();
     let start = Instant::now();
+    // If the queries end during the warm-up (a finite input), the whole run is measured.
+    let from_start = (engine.summary(), moirai_os::proc::process_cpu_ns(pid).unwrap_or(0), rss_start, start);
     let warmup = args.duration.mul_f64(args.warmup);
     // Sleep in short steps so that an operator failure ends the run early.
     let sleep_until = |until: Duration| {
@@ -447,7 +449,7 @@ fn execute(
             last_point = (t, s.tuples_in, s.tuples_out);
         }
     }
-    let (before, cpu_before, rss_warm, measure_start) = measured_from.expect("set before the loop ends");
+    let (before, cpu_before, rss_warm, measure_start) = measured_from.unwrap_or(from_start);
     let after = engine.summary();
     let measured = measure_start.elapsed().as_secs_f64().max(1e-9);
     let cpu_after = moirai_os::proc::process_cpu_ns(pid).unwrap_or(0);

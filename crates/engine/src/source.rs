@@ -339,9 +339,10 @@ mod tests {
             let t = o.intended(k);
             assert!(t >= last, "intended times never go back");
             last = t;
-            // Tuple k is due at its intended time and not before (up to rounding of 1 ns).
-            assert!(o.due(t + 1) > k, "k {k} at {t}");
-            assert!(t == 0 || o.due(t.saturating_sub(2)) <= k + 1, "k {k} at {t}");
+            // Tuple k is due from its intended time on and not a microsecond before (floating
+            // point puts the exact instant within a few ns).
+            assert!(o.due(t + 1_000) > k, "k {k} at {t}");
+            assert!(t < 1_000 || o.due(t - 1_000) <= k, "k {k} at {t}");
         }
         // The rate rises: gaps between tuples shrink from ~1 ms towards ~0.33 ms.
         let gap = |k: u64| o.intended(k + 1) - o.intended(k);

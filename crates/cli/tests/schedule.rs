@@ -132,7 +132,7 @@ fn engine_threads(port: u16) -> Vec<(u32, i32)> {
     let pid = topo["pid"].as_u64().unwrap() as u32;
     let tids: Vec<i32> =
         topo["physical"].as_array().unwrap().iter().map(|o| o["tid"].as_i64().unwrap() as i32).collect();
-    if tids.iter().any(|&t| t == 0) {
+    if tids.contains(&0) {
         return Vec::new();
     }
     tids.into_iter().map(|t| (pid, t)).collect()

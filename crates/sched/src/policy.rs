@@ -82,7 +82,7 @@ impl Scope {
     /// The physical operators of `cluster` it matches.
     pub fn resolve(&self, cluster: &Cluster) -> BTreeSet<OpRef> {
         let matches =
-            |filter: &Option<Vec<String>>, name: &str| filter.as_ref().map_or(true, |f| f.iter().any(|x| x == name));
+            |filter: &Option<Vec<String>>, name: &str| filter.as_ref().is_none_or(|f| f.iter().any(|x| x == name));
         cluster
             .ops()
             .filter(|&op| {

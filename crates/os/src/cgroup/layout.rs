@@ -172,7 +172,7 @@ impl CgroupLayout {
             };
             // With several mounts of one hierarchy (bind mounts), the one showing the most of
             // it (shortest root) maps the most paths.
-            let better = |old: &Option<Hierarchy>| old.as_ref().map_or(true, |o| m.root.len() < o.mount_root.len());
+            let better = |old: &Option<Hierarchy>| old.as_ref().is_none_or(|o| m.root.len() < o.mount_root.len());
             match m.fstype.as_str() {
                 "cgroup" if m.super_options.split(',').any(|o| o == "cpu") && better(&v1_cpu) => {
                     v1_cpu = Some(candidate(CgroupVersion::V1))

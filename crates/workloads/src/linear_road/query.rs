@@ -171,9 +171,9 @@ pub(crate) fn vehicle(_car: &u32, v: &mut Vehicle, t: Tuple<PositionReport>, out
             stopped: true,
         }));
     }
-    let entered = v.last.map_or(true, |q| q.segment() != p.segment());
+    let entered = v.last.is_none_or(|q| q.segment() != p.segment());
     let request = if p.lane == EXIT_LANE {
-        if v.last.map_or(true, |q| q.lane != EXIT_LANE) {
+        if v.last.is_none_or(|q| q.lane != EXIT_LANE) {
             Request::Exit
         } else {
             Request::None
@@ -368,7 +368,7 @@ impl Tolls {
             accident = s
                 .spans
                 .iter()
-                .filter(|a| a.start < to && a.end.map_or(true, |end| end > from))
+                .filter(|a| a.start < to && a.end.is_none_or(|end| end > from))
                 .filter_map(|a| downstream_distance(p.dir, p.seg, a.accident_seg).map(|d| (d, a.accident_seg)))
                 .min();
         }
@@ -386,7 +386,7 @@ impl Tolls {
         let ended_before = minute_start(complete.max(1));
         self.segments.retain(|_, s| {
             s.stats = s.stats.split_off(&keep_from);
-            s.spans.retain(|a| a.end.map_or(true, |end| end > ended_before));
+            s.spans.retain(|a| a.end.is_none_or(|end| end > ended_before));
             !(s.stats.is_empty() && s.spans.is_empty())
         });
         self.trimmed = complete;

@@ -104,11 +104,11 @@ impl Reference {
             let speeds = self.speeds.entry((p.segment(), m)).or_default().entry(p.car).or_default();
             speeds.0 = speeds.0.saturating_add(p.speed as u32);
             speeds.1 = speeds.1.saturating_add(1);
-            let entered = prev.map_or(true, |q| q.segment() != p.segment());
+            let entered = prev.is_none_or(|q| q.segment() != p.segment());
             if entered && p.lane != EXIT_LANE {
                 entries.push(p);
             }
-            if p.lane == EXIT_LANE && prev.map_or(true, |q| q.lane != EXIT_LANE) {
+            if p.lane == EXIT_LANE && prev.is_none_or(|q| q.lane != EXIT_LANE) {
                 exits.push(p);
             }
             car.last = Some(p);

@@ -128,7 +128,7 @@ mod tests {
     fn a_thread_that_ended_is_reported_as_gone() {
         // A thread that has been joined no longer exists; its tid is only reused after the pid
         // space wraps (pid_max is at least 32768), far beyond what this test spawns.
-        let tid = std::thread::spawn(current_tid).join().unwrap();
+        let tid = crate::testutil::ended_thread();
         assert!(get_nice(tid).unwrap_err().is_thread_gone());
         assert!(set_nice(tid, 3).unwrap_err().is_thread_gone());
     }

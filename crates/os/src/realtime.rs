@@ -196,7 +196,7 @@ mod tests {
             Err(OsError::RtPriorityOutOfRange { .. })
         ));
         assert!(matches!(set_sched_class(0, SchedClass::Other), Err(OsError::InvalidTid { tid: 0 })));
-        let ended = std::thread::spawn(current_tid).join().unwrap();
+        let ended = crate::testutil::ended_thread();
         assert!(get_sched_class(ended).unwrap_err().is_thread_gone());
         assert_eq!(get_sched_class(current_tid()).unwrap(), SchedClass::Other);
     }

@@ -21,6 +21,18 @@ pub(crate) fn skip(reason: &str) {
     let _ = writeln!(std::io::stderr().lock(), "SKIPPED {reason}");
 }
 
+/// The tid of a thread that has ended and left `/proc`: `join` returns once the thread cleared
+/// its tid, a moment before the kernel releases the task, so wait for that (10 s at most).
+pub(crate) fn ended_thread() -> Tid {
+    let tid = std::thread::spawn(current_tid).join().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while Path::new(&format!("/proc/self/task/{tid}")).exists() {
+        assert!(std::time::Instant::now() < deadline, "thread {tid} never left /proc");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    tid
+}
+
 /// A spawned thread that lives until the guard is dropped, then is joined.
 pub(crate) struct Sleeper {
     pub(crate) tid: Tid,

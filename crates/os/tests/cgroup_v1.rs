@@ -80,7 +80,7 @@ fn groups_weights_membership_and_restore() {
     assert_eq!(thread_cgroup(pid, child.tid, &h).unwrap(), q2, "threads inherit their creator's group");
 
     // A thread that ended is reported as gone, not as a failure.
-    let ended = std::thread::spawn(moirai_os::current_tid).join().unwrap();
+    let ended = common::ended_thread();
     assert!(tree.move_thread(&mut log, pid, ended, "q1").unwrap_err().is_thread_gone());
 
     let report = log.restore();

@@ -146,7 +146,7 @@ fn set_nices_batches_and_reports_each_thread() {
     let dir = TempDir::new("nice");
     let pid = std::process::id();
     let (a, b) = (Sleeper::spawn(), Sleeper::spawn());
-    let gone = std::thread::spawn(crate::proc::current_tid).join().unwrap();
+    let gone = crate::testutil::ended_thread();
     let orig_a = get_nice(a.tid).unwrap();
     let mut log = RestoreLog::create(state_path(&dir)).unwrap();
     let results = log.set_nices(&[(pid, a.tid, 4), (pid, b.tid, -2), (pid, gone, 1), (pid, a.tid, 40)]);

@@ -128,3 +128,15 @@ pub fn undo_v1(home: &std::path::Path, tids: &[Tid], dirs: &[PathBuf]) {
         let _ = std::fs::remove_dir(d);
     }
 }
+
+/// The tid of a thread that has ended and left `/proc` (`join` returns a moment before the
+/// kernel releases the task; 10 s at most).
+pub fn ended_thread() -> Tid {
+    let tid = std::thread::spawn(moirai_os::current_tid).join().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::path::Path::new(&format!("/proc/self/task/{tid}")).exists() {
+        assert!(std::time::Instant::now() < deadline, "thread {tid} never left /proc");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    tid
+}

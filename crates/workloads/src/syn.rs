@@ -123,9 +123,7 @@ impl SynConfig {
                 self.selectivity
             ));
         }
-        if !(self.rate.is_finite() && self.rate >= 0.0) {
-            return bad(format!("rate {} must be a number >= 0 (0 = as fast as possible)", self.rate));
-        }
+        crate::check::rate(self.rate)?;
         if self.variance_factor >= 32 || self.cost_ns.checked_mul(1 << self.variance_factor).is_none() {
             return bad(format!(
                 "cost {} ns · 2^{} does not fit: use a variance factor below 32 and a smaller cost",

@@ -105,12 +105,8 @@ impl WordCountConfig {
     /// Checks every parameter; the error says which and how to fix it.
     pub fn validate(&self) -> Result<(), BuildError> {
         let bad = |m: String| Err(BuildError::Config(m));
-        if !(self.rate.is_finite() && self.rate >= 0.0) {
-            return bad(format!("rate {} must be a number >= 0 (0 = as fast as possible)", self.rate));
-        }
-        if !(1..=1024).contains(&self.parallelism) {
-            return bad(format!("parallelism {} must be in 1..=1024", self.parallelism));
-        }
+        crate::check::rate(self.rate)?;
+        crate::check::parallelism(self.parallelism, 1024)?;
         if !(1..=1024).contains(&self.max_words) {
             return bad(format!("max_words {} must be in 1..=1024 (Hone's sentences had up to 32)", self.max_words));
         }

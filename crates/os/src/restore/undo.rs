@@ -155,58 +155,65 @@ pub(crate) fn undo(state: &mut State, fs: &dyn CgroupFs) -> RestoreReport {
     report
 }
 
-fn undo_sched(state: &mut State, report: &mut RestoreReport) {
-    state.sched.retain(|r| match identity(r.pid, r.tid, r.start_ticks) {
-        Identity::Gone => {
-            report.skipped_gone += 1;
-            false
-        }
-        Identity::Reused => {
-            report.skipped_reused += 1;
-            false
-        }
-        Identity::Same => match set_sched_class(r.tid, r.class) {
-            Ok(()) => {
-                report.classes_restored += 1;
-                false
-            }
-            Err(OsError::ThreadGone { .. }) => {
+/// Puts back one kind of per-thread record: a record whose thread ended or whose tid now names
+/// another thread is dropped and counted; `apply` restores the others; what fails stays.
+fn undo_threads<R>(
+    records: &mut Vec<R>,
+    report: &mut RestoreReport,
+    id: impl Fn(&R) -> (u32, Tid, u64),
+    apply: impl Fn(&R) -> Result<(), OsError>,
+    what: impl Fn(&R) -> String,
+    restored: fn(&mut RestoreReport) -> &mut usize,
+) {
+    records.retain(|r| {
+        let (pid, tid, start_ticks) = id(r);
+        match identity(pid, tid, start_ticks) {
+            Identity::Gone => {
                 report.skipped_gone += 1;
                 false
             }
-            Err(e) => {
-                report.failures.push(format!("class of thread {} (pid {}) back to {}: {e}", r.tid, r.pid, r.class));
-                true
+            Identity::Reused => {
+                report.skipped_reused += 1;
+                false
             }
-        },
+            Identity::Same => match apply(r) {
+                Ok(()) => {
+                    *restored(report) += 1;
+                    false
+                }
+                Err(OsError::ThreadGone { .. }) => {
+                    report.skipped_gone += 1;
+                    false
+                }
+                Err(e) => {
+                    report.failures.push(format!("{}: {e}", what(r)));
+                    true
+                }
+            },
+        }
     });
 }
 
+fn undo_sched(state: &mut State, report: &mut RestoreReport) {
+    undo_threads(
+        &mut state.sched,
+        report,
+        |r| (r.pid, r.tid, r.start_ticks),
+        |r| set_sched_class(r.tid, r.class),
+        |r| format!("class of thread {} (pid {}) back to {}", r.tid, r.pid, r.class),
+        |report| &mut report.classes_restored,
+    );
+}
+
 fn undo_nice(state: &mut State, report: &mut RestoreReport) {
-    state.nice.retain(|r| match identity(r.pid, r.tid, r.start_ticks) {
-        Identity::Gone => {
-            report.skipped_gone += 1;
-            false
-        }
-        Identity::Reused => {
-            report.skipped_reused += 1;
-            false
-        }
-        Identity::Same => match set_nice(r.tid, r.nice) {
-            Ok(()) => {
-                report.nice_restored += 1;
-                false
-            }
-            Err(OsError::ThreadGone { .. }) => {
-                report.skipped_gone += 1;
-                false
-            }
-            Err(e) => {
-                report.failures.push(format!("nice of thread {} (pid {}) back to {}: {e}", r.tid, r.pid, r.nice));
-                true
-            }
-        },
-    });
+    undo_threads(
+        &mut state.nice,
+        report,
+        |r| (r.pid, r.tid, r.start_ticks),
+        |r| set_nice(r.tid, r.nice),
+        |r| format!("nice of thread {} (pid {}) back to {}", r.tid, r.pid, r.nice),
+        |report| &mut report.nice_restored,
+    );
 }
 
 fn undo_v1_threads(state: &mut State, fs: &dyn CgroupFs, h: &Hierarchy, report: &mut RestoreReport) {

@@ -111,7 +111,7 @@ pub struct LinearRoadArgs {
     #[arg(long, default_value = "3h", value_parser = humantime::parse_duration)]
     traffic: Duration,
     /// Cars entering each expressway per second.
-    #[arg(long, default_value_t = LinearRoadConfig::default().cars_per_second)]
+    #[arg(long, default_value_t = LinearRoadConfig::default().traffic.cars_per_second)]
     cars_per_second: f64,
     /// Replay this file (type,time,carid,speed,xway,lane,dir,seg,pos,qid,sinit,send,dow,tod,day)
     /// instead of generating.
@@ -251,10 +251,13 @@ pub fn run(workload: Workload) -> i32 {
         }
         Workload::LinearRoad(a) => {
             let config = LinearRoadConfig {
-                xways: a.xways,
-                duration_s: a.traffic.as_secs().min(u32::MAX as u64) as u32,
-                seed: a.seed,
-                cars_per_second: a.cars_per_second,
+                traffic: linear_road::generator::GeneratorConfig {
+                    xways: a.xways,
+                    duration_s: a.traffic.as_secs().min(u32::MAX as u64) as u32,
+                    seed: a.seed,
+                    cars_per_second: a.cars_per_second,
+                    ..Default::default()
+                },
                 rate: a.engine.rate,
                 parallelism: a.parallelism,
                 input: a.input.clone(),
@@ -263,7 +266,7 @@ pub fn run(workload: Workload) -> i32 {
                 ..LinearRoadConfig::default()
             };
             let params = serde_json::json!({
-                "shape": a.shape.to_string(), "xways": a.xways, "traffic_s": config.duration_s,
+                "shape": a.shape.to_string(), "xways": a.xways, "traffic_s": config.traffic.duration_s,
                 "cars_per_second": a.cars_per_second, "parallelism": a.parallelism, "seed": a.seed,
                 "input": a.input, "output": a.output,
             });

@@ -45,18 +45,7 @@ fn traffic(seed: u64, cars_per_second: f64, duration_s: u32) -> GeneratorConfig 
 }
 
 fn config(g: &GeneratorConfig, parallelism: usize) -> LinearRoadConfig {
-    LinearRoadConfig {
-        xways: g.xways,
-        duration_s: g.duration_s,
-        seed: g.seed,
-        cars_per_second: g.cars_per_second,
-        accident_interval_s: g.accident_interval_s,
-        accident_min_s: g.accident_min_s,
-        accident_max_s: g.accident_max_s,
-        parallelism,
-        collect_outputs: true,
-        ..LinearRoadConfig::default()
-    }
+    LinearRoadConfig { traffic: g.clone(), parallelism, collect_outputs: true, ..LinearRoadConfig::default() }
 }
 
 /// Runs `config` on the engine; returns the sorted outputs and the report.
@@ -168,8 +157,16 @@ fn bad_configurations_are_refused_with_a_reason() {
     let refused = |cfg: LinearRoadConfig| queries(&cfg).err().expect("refused").to_string();
     assert!(refused(LinearRoadConfig { parallelism: 0, ..Default::default() }).contains("parallelism"));
     assert!(refused(LinearRoadConfig { rate: f64::NAN, ..Default::default() }).contains("rate"));
-    assert!(refused(LinearRoadConfig { xways: 0, ..Default::default() }).contains("xways"));
-    assert!(refused(LinearRoadConfig { accident_min_s: 60, ..Default::default() }).contains("at least 120 s"));
+    assert!(refused(LinearRoadConfig {
+        traffic: GeneratorConfig { xways: 0, ..GeneratorConfig::default() },
+        ..Default::default()
+    })
+    .contains("xways"));
+    assert!(refused(LinearRoadConfig {
+        traffic: GeneratorConfig { accident_min_s: 60, ..GeneratorConfig::default() },
+        ..Default::default()
+    })
+    .contains("at least 120 s"));
     let e = refused(LinearRoadConfig { shape: Shape::Lachesis, output: Some("x.csv".into()), ..Default::default() });
     assert!(e.contains("faithful"), "{e}");
     let e = refused(LinearRoadConfig { output: Some("/nonexistent/out.csv".into()), ..Default::default() });

@@ -144,21 +144,8 @@ pub enum LinearRoadError {
 /// Parameters of a Linear Road run.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LinearRoadConfig {
-    /// Expressways to generate (L).
-    pub xways: u16,
-    /// Simulated seconds to generate.
-    pub duration_s: u32,
-    /// Seed of the generator.
-    pub seed: u64,
-    /// Cars entering each expressway per second, on average (20 makes about the benchmark's
-    /// 20 M reports per expressway in three hours).
-    pub cars_per_second: f64,
-    /// Mean time between accidents per expressway, s (0 = none).
-    pub accident_interval_s: u32,
-    /// Shortest time the cars of an accident stay stopped, s.
-    pub accident_min_s: u32,
-    /// Longest time the cars of an accident stay stopped, s.
-    pub accident_max_s: u32,
+    /// The traffic to generate (ignored when replaying an input file).
+    pub traffic: GeneratorConfig,
     /// Offered rate, records per second in total; 0 = as fast as the engine takes them.
     pub rate: f64,
     /// Instances of each keyed stage (faithful) or of each operator between source and sink
@@ -177,15 +164,8 @@ pub struct LinearRoadConfig {
 impl Default for LinearRoadConfig {
     /// One expressway for the benchmark's three hours, generated, as fast as possible.
     fn default() -> Self {
-        let g = GeneratorConfig::default();
         LinearRoadConfig {
-            xways: g.xways,
-            duration_s: g.duration_s,
-            seed: g.seed,
-            cars_per_second: g.cars_per_second,
-            accident_interval_s: g.accident_interval_s,
-            accident_min_s: g.accident_min_s,
-            accident_max_s: g.accident_max_s,
+            traffic: GeneratorConfig::default(),
             rate: 0.0,
             parallelism: 1,
             input: None,
@@ -197,19 +177,6 @@ impl Default for LinearRoadConfig {
 }
 
 impl LinearRoadConfig {
-    /// The generator's part of the configuration.
-    pub fn generator(&self) -> GeneratorConfig {
-        GeneratorConfig {
-            xways: self.xways,
-            duration_s: self.duration_s,
-            seed: self.seed,
-            cars_per_second: self.cars_per_second,
-            accident_interval_s: self.accident_interval_s,
-            accident_min_s: self.accident_min_s,
-            accident_max_s: self.accident_max_s,
-        }
-    }
-
     /// Checks the parameters (not the input file); the message says what to change.
     pub fn validate(&self) -> Result<(), LinearRoadError> {
         let bad = |m: String| Err(LinearRoadError::Config(m));
@@ -225,10 +192,10 @@ impl LinearRoadConfig {
             );
         }
         if self.input.is_none() {
-            if self.duration_s == 0 {
+            if self.traffic.duration_s == 0 {
                 return bad("duration must be at least 1 s".into());
             }
-            self.generator().validate().map_err(LinearRoadError::Config)?;
+            self.traffic.validate().map_err(LinearRoadError::Config)?;
         }
         Ok(())
     }
@@ -275,7 +242,7 @@ fn lines(config: &LinearRoadConfig, stats: &LinearRoadStats) -> Source<String> {
             }
         }),
         None => {
-            let generator = config.generator();
+            let generator = config.traffic.clone();
             Source::new(move |_, _| -> Box<dyn Iterator<Item = String> + Send> {
                 match Generator::new(generator.clone()) {
                     Ok(g) => Box::new(g.map(|p| record_line(&Record::Position(p)))),

@@ -2,8 +2,9 @@
 //! and reports throughput, latency, queue sizes and CPU, as `shared/BENCHMARKING.md` asks.
 //!
 //! The lab is an orchestrator of processes: every point of a sweep is a child `moirai run
-//! <workload> ... --json` (the same binary), plus a child `moirai schedule` for configurations
-//! that name a middleware policy. Measuring in separate processes keeps the lab's own work
+//! <workload> ... --json` (the same binary) — or, for a `flink:` configuration, a JVM running the
+//! workload's Apache Flink job — plus a child `moirai schedule` for configurations that name a
+//! middleware policy. Measuring in separate processes keeps the lab's own work
 //! (parsing, plotting) out of the measured CPU, gives every point a fresh engine, and is how the
 //! middleware meets real SPEs: as a separate process pointed at a metrics endpoint.
 //!
@@ -14,6 +15,7 @@
 //! - [`sweep`] — the orchestrator: start-up checks, then every (rate, repetition,
 //!   configuration) interleaved, one point at a time.
 //! - [`process`] — child processes: capture, deadlines, stopping by PID, free ports.
+//! - [`flink`] — the Flink jobs of `integrations/flink`: build, start, wait until RUNNING, stop.
 //! - [`point`] — one point, and the engine's JSON summary it is read from.
 //! - [`summary`] — medians over repetitions, sustainable rate and saturation point, the
 //!   side-by-side table.
@@ -24,6 +26,7 @@
 
 #![forbid(missing_docs)]
 
+pub mod flink;
 pub mod output;
 pub mod plots;
 pub mod point;
@@ -41,7 +44,7 @@ use std::sync::Arc;
 pub use point::{Latency, Point, RunSummary};
 pub use spec::{parse_configurations, parse_rates, Configuration, Scheduler, System};
 pub use summary::{Criteria, Summary};
-pub use sweep::{SweepEnd, SweepSpec};
+pub use sweep::{Prepared, SweepEnd, SweepSpec};
 
 /// Everything that can stop a sweep before or after its points run. A point that fails is not
 /// an error: it is recorded in the results.
@@ -115,6 +118,9 @@ pub enum BenchError {
     /// The Ctrl-C handler cannot be installed.
     #[error("cannot install the Ctrl-C handler: {0}")]
     Signals(String),
+    /// The Flink jobs cannot be found or built (`flink:` configurations need them).
+    #[error("cannot prepare the Flink jobs: {0}")]
+    Flink(String),
 }
 
 /// What a finished (or stopped) sweep produced.
@@ -133,9 +139,9 @@ pub struct Finished {
 /// `report.html` in the output directory — also when `stop` ends the sweep early, for what was
 /// measured by then.
 pub fn run(spec: &SweepSpec, stop: &AtomicBool) -> Result<Finished, BenchError> {
-    sweep::preflight(spec)?;
+    let prepared = sweep::preflight(spec)?;
     let machine = output::Machine::now();
-    let (points, end) = sweep::run_sweep(spec, stop);
+    let (points, end) = sweep::run_sweep(spec, &prepared, stop);
     let labels: Vec<String> = spec.configurations.iter().map(|c| c.label.clone()).collect();
     let summary = summary::summarise(&points, &labels, &spec.rates, &spec.criteria);
     let results = output::Results {

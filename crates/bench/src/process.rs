@@ -1,4 +1,4 @@
-//! Child processes of the lab: the engine run and the middleware of one point.
+//! Child processes of the lab: the engine run (or Flink job) and the middleware of one point.
 //!
 //! Every child gets its own process group, so that a Ctrl-C typed at the terminal reaches the
 //! lab alone and the lab stops its children in order (middleware first, so it can restore the
@@ -45,7 +45,20 @@ impl Child {
     /// Starts `program args...` with stdin closed and stdout/stderr captured.
     pub fn spawn(program: &Path, args: &[String]) -> std::io::Result<Child> {
         let mut cmd = Command::new(program);
-        cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.args(args).stderr(Stdio::piped());
+        Self::start(cmd)
+    }
+
+    /// Starts `cmd` with stdin closed, stdout captured and stderr written to `stderr` (a log
+    /// file: a JVM's log is too long to keep in memory, and worth keeping after a failure).
+    /// [`Child::output`] then returns an empty stderr.
+    pub fn spawn_logged(mut cmd: Command, stderr: std::fs::File) -> std::io::Result<Child> {
+        cmd.stderr(stderr);
+        Self::start(cmd)
+    }
+
+    fn start(mut cmd: Command) -> std::io::Result<Child> {
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped());
         configure(&mut cmd);
         let mut inner = cmd.spawn()?;
         let stdout = inner.stdout.take().map(|s| tail_reader(s, STDOUT_KEEP));
@@ -187,6 +200,18 @@ fn tail_reader<R: Read + Send + 'static>(mut pipe: R, keep: usize) -> JoinHandle
 pub fn tail_lines(text: &str, lines: usize) -> String {
     let all: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// The last `lines` lines of a log file (read from its last 64 KiB), trimmed, for an error
+/// message; empty if the file cannot be read.
+pub fn file_tail(path: &Path, lines: usize) -> String {
+    use std::io::{Seek, SeekFrom};
+    let Ok(mut f) = std::fs::File::open(path) else { return String::new() };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let _ = f.seek(SeekFrom::Start(len.saturating_sub(64 << 10)));
+    let mut bytes = Vec::new();
+    let _ = f.read_to_end(&mut bytes);
+    tail_lines(&String::from_utf8_lossy(&bytes), lines)
 }
 
 /// A TCP port on 127.0.0.1 that is free now (bound with port 0, then released). Another process

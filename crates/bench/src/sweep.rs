@@ -8,9 +8,17 @@
 //! --engine http://127.0.0.1:P --policy NAME` started once the engine's endpoint answers. Every
 //! configuration gets the metrics endpoint, so that the engine runs the same in all of them.
 //!
+//! A `flink:` configuration runs the workload's Apache Flink job instead ([`crate::flink`]): one
+//! JVM per point, `java ... moirai.flink.Run <workload> --rate R --duration D --warmup W --json
+//! [extra args] --rest-port P`, stderr to `<out>/flink-logs/`. The lab waits until the job and
+//! all its vertices are RUNNING (up to [`FLINK_STARTUP`]; the JVM's start-up is outside the
+//! measurement, which the job takes from its own start, after its warm-up), then starts the
+//! middleware with `--flink http://127.0.0.1:P` for a policy, and lets the job run to its end.
+//! The jobs are built once per sweep, at start-up.
+//!
 //! A point that fails (non-zero exit, no JSON, a hang past the deadline, a middleware that
-//! dies) is recorded with the reason and the sweep goes on; only a usage error of the engine
-//! (exit code 2: it would repeat at every point) ends the sweep early.
+//! dies) is recorded with the reason and the sweep goes on; only a usage error of the engine or
+//! the Flink job (exit code 2: it would repeat at every point) ends the sweep early.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,10 +26,11 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::flink::{self, FlinkJob, FlinkJobs, NotRunning};
 use crate::point::{Point, RunSummary};
 use crate::process::{describe, free_port, tail_lines, wait_for_port, Child, Outcome, POLL};
 use crate::progress::Progress;
-use crate::spec::{fmt_rate, Configuration};
+use crate::spec::{fmt_rate, Configuration, System};
 use crate::summary::Criteria;
 use crate::BenchError;
 
@@ -41,6 +50,10 @@ const PORT_ATTEMPTS: u32 = 3;
 const ENDPOINT_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long the middleware may take to stop after SIGINT (it restores the threads it steered).
 const MIDDLEWARE_GRACE: Duration = Duration::from_secs(5);
+/// How long a Flink job's JVM may take from its start until the job and all its vertices are
+/// RUNNING (a few seconds on an idle machine, more on a loaded one); not part of the point's
+/// measurement.
+pub const FLINK_STARTUP: Duration = Duration::from_secs(60);
 
 /// Everything a sweep needs to run.
 #[derive(Clone, Debug, Serialize)]
@@ -109,6 +122,11 @@ impl SweepSpec {
                 return bad(format!("{flag} cannot be passed to `moirai run` after `--`: {why}"));
             }
         }
+        if let Some(c) = self.configurations.iter().find(|c| c.system == System::Flink) {
+            let not = |why: String| BenchError::Unsupported { label: c.label.clone(), why };
+            let workload = flink::job_workload(&self.workload).map_err(not)?;
+            flink::check_job_args(workload, &self.extra_args).map_err(not)?;
+        }
         self.criteria.validate()?;
         Ok(())
     }
@@ -142,36 +160,70 @@ pub enum SweepEnd {
     Aborted(String),
 }
 
+/// What [`preflight`] prepared for the points of a sweep.
+#[derive(Debug, Default)]
+pub struct Prepared {
+    /// The built Flink jobs, when a configuration runs Flink.
+    pub flink: Option<FlinkJobs>,
+}
+
 /// Checks, before any point runs, everything that would make every point fail: the output
-/// directory, configurations this build cannot run, the workload name.
-pub fn preflight(spec: &SweepSpec) -> Result<(), BenchError> {
+/// directory, configurations this build cannot run, the workload name; and builds the Flink
+/// jobs when a configuration runs Flink.
+pub fn preflight(spec: &SweepSpec) -> Result<Prepared, BenchError> {
     spec.validate()?;
     check_out_dir(&spec.out_dir)?;
     for c in &spec.configurations {
         c.check_implemented()?;
     }
     if let Some(c) = spec.configurations.iter().find(|c| c.policy().is_some()) {
-        if !exits_zero(spec, &["schedule", "--help"]) {
+        let Some(help) = stdout_of(spec, &["schedule", "--help"]) else {
             return Err(BenchError::NeedsMiddleware { label: c.label.clone() });
+        };
+        if let Some(c) = spec.configurations.iter().find(|c| c.policy().is_some() && c.system == System::Flink) {
+            if !help.contains("--flink") {
+                return Err(BenchError::Unsupported {
+                    label: c.label.clone(),
+                    why: "`moirai schedule` of this build has no --flink flag (the middleware's Flink driver)".into(),
+                });
+            }
         }
     }
-    let help = ["run".to_string(), spec.workload.clone(), "--help".to_string()];
-    let mut child =
-        Child::spawn(&spec.exe, &help).map_err(|e| BenchError::Spawn { exe: spec.exe.clone(), source: e })?;
-    match child.wait_until(Instant::now() + Duration::from_secs(30), &AtomicBool::new(false)) {
-        Outcome::Exited(s) if s.success() => Ok(()),
-        _ => Err(BenchError::Workload { workload: spec.workload.clone(), why: tail_lines(&child.output().1, 3) }),
+    if spec.configurations.iter().any(|c| c.system == System::Moirai) {
+        let help = ["run".to_string(), spec.workload.clone(), "--help".to_string()];
+        let mut child =
+            Child::spawn(&spec.exe, &help).map_err(|e| BenchError::Spawn { exe: spec.exe.clone(), source: e })?;
+        match child.wait_until(Instant::now() + Duration::from_secs(30), &AtomicBool::new(false)) {
+            Outcome::Exited(s) if s.success() => {}
+            _ => {
+                return Err(BenchError::Workload {
+                    workload: spec.workload.clone(),
+                    why: tail_lines(&child.output().1, 3),
+                })
+            }
+        }
     }
+    let mut prepared = Prepared::default();
+    if spec.configurations.iter().any(|c| c.system == System::Flink) {
+        let dir = FlinkJobs::project_dir();
+        if FlinkJobs::needs_build(&dir) {
+            eprintln!(
+                "moirai bench: building the Flink jobs in {} with Maven (a first build downloads Flink: a minute or more)",
+                dir.display()
+            );
+        }
+        prepared.flink = Some(FlinkJobs::build().map_err(BenchError::Flink)?);
+    }
+    Ok(prepared)
 }
 
-fn exits_zero(spec: &SweepSpec, args: &[&str]) -> bool {
+/// The stdout of `moirai <args>` if it exits 0 within 30 s.
+fn stdout_of(spec: &SweepSpec, args: &[&str]) -> Option<String> {
     let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    match Child::spawn(&spec.exe, &args) {
-        Ok(mut c) => matches!(
-            c.wait_until(Instant::now() + Duration::from_secs(30), &AtomicBool::new(false)),
-            Outcome::Exited(s) if s.success()
-        ),
-        Err(_) => false,
+    let mut c = Child::spawn(&spec.exe, &args).ok()?;
+    match c.wait_until(Instant::now() + Duration::from_secs(30), &AtomicBool::new(false)) {
+        Outcome::Exited(s) if s.success() => Some(c.output().0),
+        _ => None,
     }
 }
 
@@ -184,8 +236,9 @@ pub fn check_out_dir(dir: &std::path::Path) -> Result<(), BenchError> {
     std::fs::remove_file(&probe).map_err(err)
 }
 
-/// Runs the sweep. Stops early, keeping what was measured, when `stop` is raised.
-pub fn run_sweep(spec: &SweepSpec, stop: &AtomicBool) -> (Vec<Point>, SweepEnd) {
+/// Runs the sweep with what [`preflight`] prepared. Stops early, keeping what was measured, when
+/// `stop` is raised.
+pub fn run_sweep(spec: &SweepSpec, prepared: &Prepared, stop: &AtomicBool) -> (Vec<Point>, SweepEnd) {
     let mut points = Vec::with_capacity(spec.total_points());
     let mut progress = Progress::new(spec.total_points(), spec.duration);
     for &rate in &spec.rates {
@@ -196,7 +249,7 @@ pub fn run_sweep(spec: &SweepSpec, stop: &AtomicBool) -> (Vec<Point>, SweepEnd) 
                     return (points, SweepEnd::Interrupted);
                 }
                 progress.start(&config.label, rate, rep, spec.reps);
-                let ran = run_point(spec, config, rate, rep, stop);
+                let ran = run_point(spec, prepared, config, rate, rep, stop);
                 match ran {
                     PointRun::Interrupted => {
                         progress.finish();
@@ -224,7 +277,14 @@ enum PointRun {
     Usage(String),
 }
 
-fn run_point(spec: &SweepSpec, config: &Configuration, rate: f64, rep: u32, stop: &AtomicBool) -> PointRun {
+fn run_point(
+    spec: &SweepSpec,
+    prepared: &Prepared,
+    config: &Configuration,
+    rate: f64,
+    rep: u32,
+    stop: &AtomicBool,
+) -> PointRun {
     let started = Instant::now();
     let mut attempt = 1;
     loop {
@@ -237,7 +297,7 @@ fn run_point(spec: &SweepSpec, config: &Configuration, rate: f64, rep: u32, stop
             run: None,
             middleware_cpu: None,
         };
-        match attempt_point(spec, config, rate, stop, &mut point) {
+        match attempt_point(spec, prepared, config, stop, &mut point) {
             Attempt::Measured => {}
             Attempt::Failed(why) => point.failure = Some(why),
             Attempt::PortTaken(_) if attempt < PORT_ATTEMPTS => {
@@ -283,27 +343,161 @@ pub fn engine_args(spec: &SweepSpec, config: &Configuration, rate: f64, port: u1
     args
 }
 
-fn attempt_point(spec: &SweepSpec, config: &Configuration, rate: f64, stop: &AtomicBool, point: &mut Point) -> Attempt {
-    let port = match free_port() {
-        Ok(p) => p,
-        Err(e) => return Attempt::Failed(format!("no free TCP port on 127.0.0.1 for the metrics endpoint: {e}")),
-    };
+/// The arguments of the Flink job of one point (the JVM adds `--rest-port`).
+pub fn flink_args(spec: &SweepSpec, rate: f64) -> Vec<String> {
+    let mut args = vec![
+        "--rate".to_string(),
+        format!("{rate}"),
+        "--duration".into(),
+        format!("{}ms", spec.duration.as_millis()),
+        "--warmup".into(),
+        format!("{}", spec.warmup),
+        "--json".into(),
+    ];
+    args.extend(spec.extra_args.iter().cloned());
+    args
+}
+
+/// The stream processor of one point: a `moirai run` engine or a Flink job's JVM.
+enum Spe {
+    Engine(Child),
+    Flink(FlinkJob),
+}
+
+impl Spe {
+    fn child(&mut self) -> &mut Child {
+        match self {
+            Spe::Engine(c) => c,
+            Spe::Flink(j) => j.child(),
+        }
+    }
+
+    /// Stops it by PID (SIGTERM, then SIGKILL after a grace period); idempotent.
+    fn stop(&mut self) {
+        match self {
+            Spe::Engine(c) => {
+                c.terminate(libc::SIGTERM, Duration::from_secs(2));
+            }
+            Spe::Flink(j) => j.stop(),
+        }
+    }
+
+    /// How error messages name it.
+    fn name(&self) -> &'static str {
+        match self {
+            Spe::Engine(_) => "the engine",
+            Spe::Flink(_) => "the Flink job",
+        }
+    }
+
+    /// The tail of its stderr: `captured` for the engine; for Flink, what the job said (a
+    /// usage text may follow it) or the log's tail, and where the log is.
+    fn stderr_tail(&self, captured: &str, lines: usize) -> String {
+        match self {
+            Spe::Engine(_) => tail_lines(captured, lines),
+            Spe::Flink(j) => format!(
+                "{} (full log: {})",
+                j.complaint().unwrap_or_else(|| j.stderr_tail(lines)),
+                j.log_path().display()
+            ),
+        }
+    }
+}
+
+/// A started stream processor, ready for the middleware.
+struct Started {
+    spe: Spe,
+    /// When its run began: the engine's start, or the moment the Flink job was RUNNING.
+    t0: Instant,
+    /// How the middleware finds it: `--engine URL` or `--flink URL`.
+    target: [String; 2],
+    /// Why the point already failed (the middleware cannot attach).
+    failure: Option<String>,
+}
+
+/// Starts the engine of a point; for a configuration with a policy, waits until its metrics
+/// endpoint answers.
+fn start_engine(spec: &SweepSpec, config: &Configuration, rate: f64, stop: &AtomicBool) -> Result<Started, Attempt> {
+    let port = free_port()
+        .map_err(|e| Attempt::Failed(format!("no free TCP port on 127.0.0.1 for the metrics endpoint: {e}")))?;
     let t0 = Instant::now();
-    let mut engine = match Child::spawn(&spec.exe, &engine_args(spec, config, rate, port)) {
-        Ok(c) => c,
-        Err(e) => return Attempt::Failed(format!("cannot start {}: {e}", spec.exe.display())),
+    let mut engine = Child::spawn(&spec.exe, &engine_args(spec, config, rate, port))
+        .map_err(|e| Attempt::Failed(format!("cannot start {}: {e}", spec.exe.display())))?;
+    let mut failure = None;
+    if config.policy().is_some()
+        && !wait_for_port(port, &mut engine, ENDPOINT_TIMEOUT, stop)
+        && engine.try_wait().is_none()
+        && !stop.load(Ordering::SeqCst)
+    {
+        failure =
+            Some(format!("the engine's metrics endpoint 127.0.0.1:{port} did not answer within {ENDPOINT_TIMEOUT:?}"));
+        engine.terminate(libc::SIGTERM, Duration::from_secs(2));
+    }
+    Ok(Started {
+        spe: Spe::Engine(engine),
+        t0,
+        target: ["--engine".into(), format!("http://127.0.0.1:{port}")],
+        failure,
+    })
+}
+
+/// Starts the Flink job of a point and waits until it and all its vertices are RUNNING.
+fn start_flink(spec: &SweepSpec, prepared: &Prepared, point: &Point, stop: &AtomicBool) -> Result<Started, Attempt> {
+    let jobs = prepared.flink.as_ref().ok_or_else(|| {
+        Attempt::Failed("the Flink jobs were not built (the sweep's start-up did not prepare them)".into())
+    })?;
+    let workload = flink::job_workload(&spec.workload).map_err(Attempt::Failed)?;
+    let label: String =
+        point.configuration.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
+    let log = spec.out_dir.join("flink-logs").join(format!("{label}-{}-rep{}.log", fmt_rate(point.rate), point.rep));
+    let mut job =
+        FlinkJob::start_logged(jobs, workload, &flink_args(spec, point.rate), &log).map_err(Attempt::Failed)?;
+    match job.wait_running_unless(FLINK_STARTUP, stop) {
+        Ok(_) => {
+            let target = ["--flink".to_string(), job.rest_url().to_string()];
+            Ok(Started { spe: Spe::Flink(job), t0: Instant::now(), target, failure: None })
+        }
+        Err(NotRunning::Stopped) => Err(Attempt::Interrupted),
+        Err(NotRunning::Exited { status, message }) => Err(if status.code() == Some(2) {
+            Attempt::Usage(format!(
+                "the Flink job `{workload}` rejected its arguments: {}",
+                job.complaint().unwrap_or_else(|| job.stderr_tail(5))
+            ))
+        } else if ["BindException", "Address already in use", "is taken"].iter().any(|m| message.contains(m)) {
+            Attempt::PortTaken(message)
+        } else {
+            Attempt::Failed(message)
+        }),
+        Err(NotRunning::Failed(message)) => Err(Attempt::Failed(message)),
+    }
+    // On every error return the job is dropped here, which stops its JVM.
+}
+
+fn attempt_point(
+    spec: &SweepSpec,
+    prepared: &Prepared,
+    config: &Configuration,
+    stop: &AtomicBool,
+    point: &mut Point,
+) -> Attempt {
+    let started = match config.system {
+        System::Moirai => start_engine(spec, config, point.rate, stop),
+        System::Flink => start_flink(spec, prepared, point, stop),
+    };
+    let Started { mut spe, t0, target, mut failure } = match started {
+        Ok(s) => s,
+        Err(attempt) => return attempt,
     };
     let mut middleware = None;
-    let mut failure = None;
-    if let Some(policy) = config.policy() {
-        if wait_for_port(port, &mut engine, ENDPOINT_TIMEOUT, stop) {
+    if let (Some(policy), None) = (config.policy(), &failure) {
+        if !stop.load(Ordering::SeqCst) && spe.child().try_wait().is_none() {
             // Its own state file in the output directory, so the lab never shares one with a
             // middleware the user runs elsewhere on this machine.
             let state = spec.out_dir.join("schedule-state.json");
             let args: Vec<String> = [
                 "schedule",
-                "--engine",
-                &format!("http://127.0.0.1:{port}"),
+                &target[0],
+                &target[1],
                 "--policy",
                 policy,
                 "--period",
@@ -317,26 +511,22 @@ fn attempt_point(spec: &SweepSpec, config: &Configuration, rate: f64, stop: &Ato
             .collect();
             match Child::spawn(&spec.exe, &args) {
                 Ok(m) => middleware = Some(m),
-                Err(e) => failure = Some(format!("cannot start the middleware: {e}")),
+                Err(e) => {
+                    failure = Some(format!("cannot start the middleware: {e}"));
+                    spe.stop();
+                }
             }
-        } else if engine.try_wait().is_none() && !stop.load(Ordering::SeqCst) {
-            failure = Some(format!(
-                "the engine's metrics endpoint 127.0.0.1:{port} did not answer within {ENDPOINT_TIMEOUT:?}"
-            ));
-        }
-        if failure.is_some() {
-            engine.terminate(libc::SIGTERM, Duration::from_secs(2));
         }
     }
 
-    // Wait for the engine, watching the middleware and sampling its CPU at (about) the
-    // engine's measured window: from warm-up to the end of the run.
+    // Wait for the SPE, watching the middleware and sampling its CPU at (about) the SPE's
+    // measured window: from warm-up to the end of the run.
     let window_start = t0 + spec.duration.mul_f64(spec.warmup);
     let window_end = t0 + spec.duration;
     let deadline = t0 + spec.deadline();
     let mut mw_cpu: [Option<(Instant, u64)>; 2] = [None, None];
     let outcome = loop {
-        if let Some(status) = engine.try_wait() {
+        if let Some(status) = spe.child().try_wait() {
             break Outcome::Exited(status);
         }
         if stop.load(Ordering::SeqCst) {
@@ -366,10 +556,10 @@ fn attempt_point(spec: &SweepSpec, config: &Configuration, rate: f64, stop: &Ato
         std::thread::sleep(POLL);
     };
     if !matches!(outcome, Outcome::Exited(_)) {
-        engine.terminate(libc::SIGTERM, Duration::from_secs(2));
+        spe.stop();
     }
 
-    // Stop the middleware first thing after the engine: SIGINT lets it restore what it steered.
+    // Stop the middleware first thing after the SPE: SIGINT lets it restore what it steered.
     if let Some(mut m) = middleware {
         if mw_cpu[1].is_none() {
             mw_cpu[1] = cpu_sample(m.pid());
@@ -401,36 +591,53 @@ fn attempt_point(spec: &SweepSpec, config: &Configuration, rate: f64, stop: &Ato
         }
     }
 
-    let (stdout, stderr) = engine.output();
+    // The SPE has exited or was stopped; make sure (a Flink JVM is stopped by PID and reaped).
+    spe.stop();
+    let (stdout, stderr) = spe.child().output();
     if matches!(outcome, Outcome::Interrupted) {
         return Attempt::Interrupted;
     }
     if let Some(f) = failure {
         return Attempt::Failed(f);
     }
+    let who = spe.name();
     match outcome {
         Outcome::Exited(status) if status.success() => match RunSummary::from_stdout(&stdout) {
+            Ok(run) if matches!(spe, Spe::Flink(_)) && run.extra.get("system").and_then(|s| s.as_str()) != Some("flink") => {
+                Attempt::Failed(format!(
+                    "the Flink job's summary does not say \"system\": \"flink\" (it says {:?}); is {} the Flink jobs' jar?",
+                    run.extra.get("system"),
+                    prepared.flink.as_ref().map(|j| j.jar().display().to_string()).unwrap_or_default()
+                ))
+            }
             Ok(run) => {
                 point.run = Some(run);
                 Attempt::Measured
             }
-            Err(e) => Attempt::Failed(e),
+            Err(e) => Attempt::Failed(format!("{who}: {e}")),
         },
         Outcome::Exited(status) => {
-            let tail = tail_lines(&stderr, 5);
-            if status.code() == Some(2) {
-                Attempt::Usage(format!("`moirai run {}` rejected its arguments: {tail}", spec.workload))
-            } else if tail.contains("in use") {
-                Attempt::PortTaken(format!("the engine could not listen on 127.0.0.1:{port}: {tail}"))
-            } else {
-                Attempt::Failed(format!("the engine failed ({}): {tail}", describe(status)))
+            let tail = spe.stderr_tail(&stderr, 5);
+            match &spe {
+                _ if status.code() == Some(2) => Attempt::Usage(match spe {
+                    Spe::Engine(_) => format!("`moirai run {}` rejected its arguments: {tail}", spec.workload),
+                    Spe::Flink(_) => format!("the Flink job `{}` rejected its arguments: {tail}", spec.workload),
+                }),
+                Spe::Engine(_) if tail.contains("in use") => {
+                    Attempt::PortTaken(format!(
+                    "the engine could not listen on {}: {tail}",
+                    target[1].trim_start_matches("http://")
+                ))
+                }
+                _ => Attempt::Failed(format!("{who} failed ({}): {tail}", describe(status))),
             }
         }
         _ => Attempt::Failed(format!(
-            "the engine did not finish within {:?} (run {:?} + grace) and was killed; stderr: {}",
+            "{who} did not finish within {:?}{} (run {:?} + grace) and was killed; stderr: {}",
             spec.deadline(),
+            if matches!(spe, Spe::Flink(_)) { " of being RUNNING" } else { "" },
             spec.duration,
-            tail_lines(&stderr, 5)
+            spe.stderr_tail(&stderr, 5)
         )),
     }
 }

@@ -17,6 +17,8 @@ def opt(name, default=None):
     return args[args.index(name) + 1] if name in args else default
 if args[:1] == ["schedule"]:
     if "--help" in args:
+        if os.path.exists(os.path.join(here, "mw-flink")):
+            print("      --flink <URL>  the Flink job whose REST API is at URL")
         sys.exit(0)
     if os.path.exists(os.path.join(here, "mw-fail")):
         time.sleep(0.1)
@@ -101,6 +103,11 @@ impl Fake {
     }
 }
 
+/// Runs a sweep of moirai configurations (nothing to prepare).
+fn sweep(spec: &SweepSpec, stop: &AtomicBool) -> (Vec<Point>, SweepEnd) {
+    run_sweep(spec, &Prepared::default(), stop)
+}
+
 /// A valid spec for tests; the binary does not exist.
 pub(crate) fn spec(dir: &std::path::Path) -> SweepSpec {
     SweepSpec {
@@ -132,7 +139,47 @@ fn validation_rejects_bad_values() {
     let extra = vec!["--cost-ns".to_string(), "100".to_string(), "--rate=5".to_string()];
     assert!(msg(SweepSpec { extra_args: extra, ..ok.clone() }).contains("--rate cannot be passed"));
     let criteria = Criteria { p99_bound_ms: 0.0, ..Criteria::default() };
-    assert!(msg(SweepSpec { criteria, ..ok }).contains("bound"));
+    assert!(msg(SweepSpec { criteria, ..ok.clone() }).contains("bound"));
+}
+
+#[test]
+fn flink_configurations_are_checked_against_the_flink_jobs() {
+    let dir = TempDir::new("validate-flink");
+    let flink = SweepSpec {
+        configurations: parse_configurations("os,flink:os,flink:qs").unwrap(),
+        extra_args: vec!["--ops".into(), "3".into(), "--cost-ns=200".into()],
+        ..spec(&dir.0)
+    };
+    assert!(flink.validate().is_ok());
+    let msg = |s: SweepSpec| s.validate().unwrap_err().to_string();
+    // A flag of moirai's engine only.
+    let chaining = SweepSpec { extra_args: vec!["--chaining".into()], ..flink.clone() };
+    let e = msg(chaining);
+    assert!(e.starts_with("configuration 'flink:os' cannot run: the Flink job `syn` does not take --chaining"), "{e}");
+    let batch = SweepSpec { extra_args: vec!["--batch-size".into(), "64".into()], ..flink.clone() };
+    assert!(msg(batch).contains("does not take --batch-size"));
+    // The same flag is fine for a sweep of moirai alone.
+    let moirai_only = SweepSpec {
+        configurations: parse_configurations("os,qs").unwrap(),
+        extra_args: vec!["--chaining".into()],
+        ..flink.clone()
+    };
+    assert!(moirai_only.validate().is_ok());
+    // Workloads without a Flink job, and Linear Road in the faithful shape.
+    for w in ["wordcount", "ysb"] {
+        let e = msg(SweepSpec { workload: w.into(), extra_args: Vec::new(), ..flink.clone() });
+        assert!(e.contains(&format!("no '{w}' workload")), "{e}");
+    }
+    let lr = SweepSpec { workload: "linear-road".into(), extra_args: Vec::new(), ..flink.clone() };
+    assert!(msg(lr.clone()).contains("--shape lachesis"));
+    assert!(SweepSpec { extra_args: vec!["--shape".into(), "lachesis".into()], ..lr }.validate().is_ok());
+}
+
+#[test]
+fn flink_arguments_carry_the_point() {
+    let dir = TempDir::new("flink-args");
+    let s = SweepSpec { extra_args: vec!["--ops".into(), "3".into()], ..spec(&dir.0) };
+    assert_eq!(flink_args(&s, 2500.0).join(" "), "--rate 2500 --duration 1000ms --warmup 0.2 --json --ops 3");
 }
 
 #[test]
@@ -161,8 +208,15 @@ fn preflight_catches_what_would_fail_every_point() {
     let no_mw = SweepSpec { exe: "/bin/false".into(), ..fake.spec("os,qs", &[1000.0], "ok") };
     let e = preflight(&no_mw).unwrap_err().to_string();
     assert_eq!(e, "configuration 'qs' needs `moirai schedule`, which this build does not have");
-    let flink = fake.spec("os,flink:qs", &[1000.0], "ok");
-    assert!(preflight(&flink).unwrap_err().to_string().contains("configuration 'flink:qs' cannot run"));
+    // A middleware without the Flink driver cannot schedule a Flink job: said before the Flink
+    // jobs are built.
+    let flink = SweepSpec { extra_args: Vec::new(), ..fake.spec("os,flink:qs", &[1000.0], "ok") };
+    let e = preflight(&flink).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "configuration 'flink:qs' cannot run: `moirai schedule` of this build has no --flink flag (the middleware's \
+         Flink driver)"
+    );
     // An output directory below a regular file cannot be created, even by root.
     std::fs::write(fake.dir.0.join("file"), b"x").unwrap();
     let blocked = SweepSpec { out_dir: fake.dir.0.join("file/out"), ..fake.spec("os", &[1000.0], "ok") };
@@ -196,14 +250,14 @@ fn a_sweep_interleaves_configurations_and_writes_everything() {
 fn failed_points_are_recorded_and_the_sweep_goes_on() {
     let fake = Fake::new("failures");
     let stop = AtomicBool::new(false);
-    let (points, end) = run_sweep(&fake.spec("os", &[1000.0, 2000.0], "fail"), &stop);
+    let (points, end) = sweep(&fake.spec("os", &[1000.0, 2000.0], "fail"), &stop);
     assert_eq!(end, SweepEnd::Completed);
     assert_eq!(points.len(), 2);
     for p in &points {
         let f = p.failure.as_deref().unwrap();
         assert!(f.contains("exit code 1") && f.contains("panicked: boom"), "{f}");
     }
-    let (points, _) = run_sweep(&fake.spec("os", &[1000.0], "nojson"), &stop);
+    let (points, _) = sweep(&fake.spec("os", &[1000.0], "nojson"), &stop);
     assert!(points[0].failure.as_deref().unwrap().contains("not its JSON summary"), "{:?}", points[0].failure);
 }
 
@@ -211,7 +265,7 @@ fn failed_points_are_recorded_and_the_sweep_goes_on() {
 fn a_hanging_engine_is_killed_at_the_deadline() {
     let fake = Fake::new("hang");
     let s = SweepSpec { grace: Duration::from_millis(300), ..fake.spec("os", &[1000.0], "hang") };
-    let (points, end) = run_sweep(&s, &AtomicBool::new(false));
+    let (points, end) = sweep(&s, &AtomicBool::new(false));
     assert_eq!(end, SweepEnd::Completed);
     let f = points[0].failure.as_deref().unwrap();
     assert!(f.contains("did not finish") && f.contains("killed"), "{f}");
@@ -220,7 +274,7 @@ fn a_hanging_engine_is_killed_at_the_deadline() {
 #[test]
 fn a_usage_error_ends_the_sweep() {
     let fake = Fake::new("usage");
-    let (points, end) = run_sweep(&fake.spec("os", &[1000.0, 2000.0], "usage"), &AtomicBool::new(false));
+    let (points, end) = sweep(&fake.spec("os", &[1000.0, 2000.0], "usage"), &AtomicBool::new(false));
     assert!(points.is_empty());
     assert!(matches!(&end, SweepEnd::Aborted(m) if m.contains("unexpected argument '--bogus'")), "{end:?}");
 }
@@ -230,7 +284,7 @@ fn a_policy_starts_the_middleware_against_the_engine_and_stops_it_with_sigint() 
     let fake = Fake::new("middleware");
     let s = fake.spec("os,qs", &[1000.0], "ok");
     preflight(&s).unwrap();
-    let (points, end) = run_sweep(&s, &AtomicBool::new(false));
+    let (points, end) = sweep(&s, &AtomicBool::new(false));
     assert_eq!(end, SweepEnd::Completed);
     assert_eq!(points[0].middleware_cpu, None);
     assert_eq!(points[1].failure, None);
@@ -247,7 +301,7 @@ fn a_policy_starts_the_middleware_against_the_engine_and_stops_it_with_sigint() 
 fn a_middleware_that_dies_fails_its_point() {
     let fake = Fake::new("middleware-dies");
     std::fs::write(fake.dir.0.join("mw-fail"), b"").unwrap();
-    let (points, _) = run_sweep(&fake.spec("qs", &[1000.0], "ok"), &AtomicBool::new(false));
+    let (points, _) = sweep(&fake.spec("qs", &[1000.0], "ok"), &AtomicBool::new(false));
     let f = points[0].failure.as_deref().unwrap();
     assert!(f.contains("middleware exited during the run (exit code 3)") && f.contains("policy crashed"), "{f}");
 }

@@ -4,8 +4,8 @@
 //! checks, the points as child processes, files, the table) is `moirai_bench`'s.
 //!
 //! Exit codes: 0 the sweep ran (failed points are recorded, not fatal); 1 it was aborted (the
-//! engine rejected its arguments) or results could not be written; 2 bad command line; 130
-//! stopped by Ctrl-C (results of what was measured are written).
+//! engine rejected its arguments), the Flink jobs could not be built, or results could not be
+//! written; 2 bad command line; 130 stopped by Ctrl-C (results of what was measured are written).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -18,8 +18,10 @@ use moirai_bench::{parse_configurations, parse_rates, BenchError, Criteria, Swee
 #[command(after_help = "Example:\n  moirai bench syn --rates 1M:9M:2M --duration 4s --reps 2 --compare os,qs \
     --out results/syn -- --ops 5\n\n\
     CONFIG is [SYSTEM:]SCHEDULER[@THREADING][#TAG]: os (Linux alone), qs/hr/fcfs/random (the middleware \
-    `moirai schedule --policy NAME`), os@dynamic (an engine threading model), flink:os (Flink; not yet), \
-    os#b (a tag; repeats get #2, #3 automatically, so `--compare os,os` is an A/A run).\n\n\
+    `moirai schedule --policy NAME`), os@dynamic (an engine threading model), flink:os / flink:qs (the \
+    workload's Apache Flink job of integrations/flink, alone or steered by the middleware; syn, and linear-road \
+    with -- --shape lachesis), os#b (a tag; repeats get #2, #3 automatically, so `--compare os,os` is an A/A \
+    run).\n\n\
     A rate is sustainable when every repetition ran, median ingress >= 98 % of offered, and median \
     end-to-end p99 <= --p99-bound.")]
 pub struct BenchArgs {
@@ -49,7 +51,8 @@ pub struct BenchArgs {
     /// How often the middleware's policy runs, for configurations with a policy (e.g. 1s, 250ms).
     #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
     policy_period: Duration,
-    /// Arguments after `--` are passed to `moirai run <WORKLOAD>` (e.g. -- --ops 3 --cost-ns 500).
+    /// Arguments after `--` are passed to `moirai run <WORKLOAD>` and to the Flink job (e.g. -- --ops 3
+    /// --cost-ns 500).
     #[arg(last = true, value_name = "RUN ARGS")]
     extra: Vec<String>,
 }
@@ -75,6 +78,10 @@ pub fn execute(spec: &SweepSpec) -> i32 {
             return 1;
         }
     };
+    // A Flink point also starts and stops a JVM with a local Flink cluster: about 10 s more.
+    let flink_points = spec.rates.len()
+        * spec.reps as usize
+        * spec.configurations.iter().filter(|c| c.system == moirai_bench::System::Flink).count();
     eprintln!(
         "moirai bench: {} points ({} rates x {} reps x {} configurations) of {:?} each, about {} in all",
         spec.total_points(),
@@ -82,11 +89,15 @@ pub fn execute(spec: &SweepSpec) -> i32 {
         spec.reps,
         spec.configurations.len(),
         spec.duration,
-        moirai_bench::progress::clock(spec.duration.mul_f64(spec.total_points() as f64 * 1.05)),
+        moirai_bench::progress::clock(
+            spec.duration.mul_f64(spec.total_points() as f64 * 1.05) + Duration::from_secs(10) * flink_points as u32
+        ),
     );
     let done = match moirai_bench::run(spec, &stop) {
         Ok(d) => d,
-        Err(e @ (BenchError::Write { .. } | BenchError::Spawn { .. } | BenchError::Signals(_))) => {
+        Err(
+            e @ (BenchError::Write { .. } | BenchError::Spawn { .. } | BenchError::Signals(_) | BenchError::Flink(_)),
+        ) => {
             eprintln!("moirai bench: {e}");
             return 1;
         }

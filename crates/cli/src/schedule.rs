@@ -17,11 +17,15 @@ use moirai_sched::{Level, PolicySpec};
 pub struct ScheduleArgs {
     /// A TOML configuration (SPEs, policies with periods, translators and scopes); see
     /// docs/schedule.md. Flags below cover the common case instead.
-    #[arg(long, conflicts_with_all = ["engine", "policy", "script"])]
+    #[arg(long, conflicts_with_all = ["engine", "flink", "policy", "script"])]
     config: Option<PathBuf>,
     /// A moirai engine's metrics endpoint, e.g. http://127.0.0.1:9464 (repeat for several).
     #[arg(long)]
     engine: Vec<String>,
+    /// An Apache Flink cluster's REST API, e.g. http://127.0.0.1:8081 (repeat for several): its
+    /// running jobs' subtasks on this machine are scheduled.
+    #[arg(long)]
+    flink: Vec<String>,
     /// The policy: qs (queue size), hr (highest rate), fcfs (head-of-queue wait), random, or
     /// script (with --script).
     #[arg(long)]
@@ -105,19 +109,20 @@ fn from_flags(a: &ScheduleArgs) -> Result<Config, String> {
     if policy.translator == TranslatorKind::Cgroup {
         policy.normalization = moirai_sched::Normalization::Logarithmic;
     }
-    if a.engine.is_empty() {
-        return Err(
-            "no SPE: give --engine http://127.0.0.1:9464 (the engine's --metrics-addr), or --config FILE".into()
-        );
+    if a.engine.is_empty() && a.flink.is_empty() {
+        return Err("no SPE: give --engine http://127.0.0.1:9464 (the engine's --metrics-addr), --flink \
+                    http://127.0.0.1:8081 (Flink's REST API), or --config FILE"
+            .into());
     }
-    let spes = a
-        .engine
-        .iter()
-        .enumerate()
-        .map(|(i, url)| SpeConfig {
-            name: if a.engine.len() == 1 { "engine".into() } else { format!("engine{i}") },
-            driver: DriverKind::Moirai,
-            url: url.clone(),
+    let spes = [(DriverKind::Moirai, "engine", &a.engine), (DriverKind::Flink, "flink", &a.flink)]
+        .into_iter()
+        .flat_map(|(driver, base, urls)| {
+            urls.iter().enumerate().map(move |(i, url)| SpeConfig {
+                name: if urls.len() == 1 { base.into() } else { format!("{base}{i}") },
+                driver,
+                url: url.clone(),
+                pid: None,
+            })
         })
         .collect();
     let config = Config {

@@ -200,7 +200,13 @@ fn bad_command_lines_are_explained() {
         (&["--rates", "1000:x:10"], "'x' is not a number"),
         (&["--rates", "1000", "--reps", "0"], "--reps must be at least 1"),
         (&["--rates", "1000", "--compare", "os,nosuch"], "unknown scheduler 'nosuch'"),
-        (&["--rates", "1000", "--compare", "os,flink:os"], "configuration 'flink:os' cannot run"),
+        (
+            &["--rates", "1000", "--compare", "os,flink:os", "--", "--chaining"],
+            "configuration 'flink:os' cannot run: the Flink job `syn` does not take --chaining",
+        ),
+        (&["--rates", "1000", "--compare", "flink:qs", "--", "--metrics-addr", "x"], "--metrics-addr cannot be passed"),
+        (&["--rates", "1000", "--compare", "flink:os", "--", "--rest-port", "8081"], "the lab picks a free port"),
+        (&["--rates", "1000", "--compare", "flink:os@dedicated"], "not of Flink"),
         (&["--rates", "1000", "--compare", "os@nosuchmodel"], "unknown threading model 'nosuchmodel'"),
         (&["--rates", "1000", "--duration", "100ms"], "--duration"),
         (&["--rates", "1000", "--", "--rate", "5"], "--rate cannot be passed"),
@@ -212,6 +218,17 @@ fn bad_command_lines_are_explained() {
         let stderr = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(expected), "{args:?}: expected '{expected}' in: {stderr}");
+    }
+    // Workloads without a Flink job, and Linear Road in the shape Flink lacks.
+    for (workload, expected) in [
+        ("wordcount", "configuration 'flink:qs' cannot run: the Flink jobs (integrations/flink) have no 'wordcount'"),
+        ("ysb", "have no 'ysb' workload"),
+        ("linear-road", "pass -- --shape lachesis"),
+    ] {
+        let o = moirai(&["bench", workload, "--rates", "1000", "--compare", "os,flink:qs", "--out", dir]);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{workload}: {stderr}");
+        assert!(stderr.contains(expected), "{workload}: expected '{expected}' in: {stderr}");
     }
     let o = moirai(&["bench", "nosuchworkload", "--rates", "1000", "--out", dir]);
     assert_eq!(o.status.code(), Some(2));
@@ -260,4 +277,149 @@ fn a_policy_configuration_runs_the_middleware_beside_the_engine() {
     let share = num(&points[1]["middleware_cpu"], "middleware_cpu");
     assert!((0.0..=2.0).contains(&share), "{share}");
     assert!(stderr.contains("middleware"), "{stderr}");
+}
+
+/// The JVMs of Flink jobs (`... moirai.flink.Run ...`) whose arguments include `marker`.
+fn flink_jvms_with(marker: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let Ok(raw) = std::fs::read(format!("/proc/{pid}/cmdline")) else { return false };
+            let text = String::from_utf8_lossy(&raw);
+            let args: Vec<&str> = text.split('\0').collect();
+            args.contains(&"moirai.flink.Run") && args.contains(&marker)
+        })
+        .collect()
+}
+
+/// Whether a thread of process `pid` has a nice value other than `base` now.
+fn has_reniced_thread(pid: u32, base: i32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return false };
+    tasks.filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("stat")).ok()).any(|stat| {
+        // Field 19 (nice) counts from the state, field 3, after the last ')' of the comm.
+        let after = stat.rsplit_once(')').map(|(_, a)| a).unwrap_or("");
+        after.split_whitespace().nth(16).and_then(|n| n.parse::<i32>().ok()).is_some_and(|n| n != base)
+    })
+}
+
+/// A real sweep of Apache Flink jobs: the job alone, then under the middleware (QS, nice
+/// values), each one JVM with its own REST API. Both are measured at the offered rate; the
+/// middleware renices the second JVM's threads while it runs; no JVM survives the sweep, and the
+/// middleware leaves nothing to restore.
+#[test]
+fn flink_configurations_run_real_flink_jobs_alone_and_under_the_middleware() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIPPED flink_configurations_run_real_flink_jobs...: flink:qs needs root (CAP_SYS_NICE)");
+        return;
+    }
+    let out = OutDir::new("flink");
+    // A seed no one else uses marks this test's JVMs.
+    let seed = format!("{}", 910_000_000 + std::process::id());
+    let mut child = Command::new(MOIRAI)
+        .args(["bench", "syn", "--rates", "1000", "--duration", "15s", "--reps", "1", "--compare", "flink:os,flink:qs"])
+        .arg("--out")
+        .arg(&out.0)
+        .args(["--", "--ops", "2", "--seed", &seed])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Watch the JVMs while the sweep runs: which ran (in order), and whether a thread of theirs
+    // had a nice value other than the one they inherit (this test's).
+    // SAFETY: getpriority has no memory preconditions; 0 names this process.
+    let base = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+    let mut jvms: Vec<(u32, bool)> = Vec::new();
+    let until = Instant::now() + Duration::from_secs(300);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > until {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the sweep did not end within 300 s");
+        }
+        for pid in flink_jvms_with(&seed) {
+            let reniced = has_reniced_thread(pid, base);
+            match jvms.iter_mut().find(|(p, _)| *p == pid) {
+                Some(seen) => seen.1 |= reniced,
+                None => jvms.push((pid, reniced)),
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let o = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{stdout}\nstderr:\n{stderr}");
+
+    let json = read_json(&out.0.join("results.json"));
+    assert_eq!(json["end"], "completed");
+    let points = json["points"].as_array().unwrap();
+    let labels: Vec<&str> = points.iter().map(|p| p["configuration"].as_str().unwrap()).collect();
+    assert_eq!(labels, ["flink:os", "flink:qs"]);
+    for p in points {
+        assert!(p["failure"].is_null(), "a point failed: {p}");
+        let run = &p["run"];
+        assert_eq!(run["system"], "flink", "{p}");
+        assert_eq!(num(&run["offered_rate"], "offered_rate"), 1000.0);
+        // Correctness, not speed: 1000 tuples/s is far below what Flink sustains here.
+        let ingress = num(&run["ingress_tps"], "ingress_tps");
+        let egress = num(&run["egress_tps"], "egress_tps");
+        assert!((750.0..=1250.0).contains(&ingress), "ingress {ingress}/s for 1000/s offered: {p}");
+        assert!((750.0..=1250.0).contains(&egress), "egress {egress}/s for 1000/s offered: {p}");
+        let l = &run["e2e_latency_ms"];
+        assert!(num(&l["p50"], "p50") <= num(&l["p99"], "p99") && num(&l["p99"], "p99") <= num(&l["max"], "max"));
+    }
+    assert!(points[0]["middleware_cpu"].is_null());
+    let share = num(&points[1]["middleware_cpu"], "middleware_cpu");
+    assert!((0.0..=2.0).contains(&share), "{share}");
+
+    // One JVM per point: the first ran alone, the second under the middleware's nice values.
+    assert_eq!(jvms.len(), 2, "JVMs seen: {jvms:?}\n{stderr}");
+    assert!(!jvms[0].1, "a thread of the flink:os JVM was reniced without a middleware");
+    assert!(jvms[1].1, "the middleware set no nice value in the flink:qs JVM");
+    // No JVM outlived the sweep (a pid now present must be another process).
+    assert_eq!(flink_jvms_with(&seed), Vec::<u32>::new(), "a Flink JVM outlived the sweep");
+    for (pid, _) in &jvms {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        assert!(!String::from_utf8_lossy(&cmdline).contains("moirai.flink.Run"), "JVM {pid} is still there");
+    }
+    // The middleware restored everything: a clean exit removes its state file.
+    let state = out.0.join("schedule-state.json");
+    assert!(
+        !state.exists(),
+        "the middleware left records to restore: {}",
+        std::fs::read_to_string(&state).unwrap_or_default()
+    );
+    // Every JVM's log was kept beside the results.
+    let logs = std::fs::read_dir(out.0.join("flink-logs")).unwrap().count();
+    assert_eq!(logs, 2);
+}
+
+/// A value the lab cannot check (the job's own range) is rejected by the real Flink job: the
+/// sweep ends at once with the job's own message, as for `moirai run`, and no JVM is left.
+#[test]
+fn a_flink_job_that_rejects_its_flags_aborts_the_sweep() {
+    let out = OutDir::new("flink-usage");
+    let seed = format!("{}", 920_000_000 + std::process::id());
+    let o = Command::new(MOIRAI)
+        .args(["bench", "syn", "--rates", "1000,2000", "--duration", "5s", "--reps", "1", "--compare", "flink:os"])
+        .arg("--out")
+        .arg(&out.0)
+        .args(["--", "--ops", "-3", "--seed", &seed])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "sweep aborted: the Flink job `syn` rejected its arguments: moirai-flink: --ops -3 is out of range"
+        ),
+        "{stderr}"
+    );
+    let json = read_json(&out.0.join("results.json"));
+    assert_eq!(json["points"].as_array().unwrap().len(), 0);
+    assert_eq!(flink_jvms_with(&seed), Vec::<u32>::new());
 }

@@ -7,8 +7,14 @@
 //!
 //! [[spe]]
 //! name = "engine"
-//! driver = "moirai"                          # moirai (flink comes next)
+//! driver = "moirai"                          # moirai or flink
 //! url = "http://127.0.0.1:9464"
+//!
+//! [[spe]]
+//! name = "flink"
+//! driver = "flink"
+//! url = "http://127.0.0.1:8081"              # Flink's REST API
+//! # pid = 4242                               # the TaskManager JVM, if several run here
 //!
 //! [[policy]]
 //! name = "shares"
@@ -61,6 +67,18 @@ pub const DEFAULT_STATE_FILE: &str = "/run/moirai/schedule-state.json";
 pub enum DriverKind {
     /// moirai's engine, through its `/topology` and `/metrics` endpoint.
     Moirai,
+    /// An Apache Flink cluster, through its REST API and a thread dump of its TaskManager.
+    Flink,
+}
+
+impl DriverKind {
+    /// Its name in the configuration.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DriverKind::Moirai => "moirai",
+            DriverKind::Flink => "flink",
+        }
+    }
 }
 
 /// One SPE.
@@ -71,8 +89,13 @@ pub struct SpeConfig {
     pub name: String,
     /// The driver.
     pub driver: DriverKind,
-    /// The SPE's endpoint, e.g. `http://127.0.0.1:9464`.
+    /// The SPE's endpoint: the engine's metrics address (`http://127.0.0.1:9464`) or Flink's REST
+    /// API (`http://127.0.0.1:8081`).
     pub url: String,
+    /// Flink only: the pid of the TaskManager JVM on this machine. Found by its threads' names
+    /// when absent; needed when several TaskManagers run here.
+    #[serde(default)]
+    pub pid: Option<u32>,
 }
 
 /// How a policy's schedule reaches the OS.
@@ -268,6 +291,12 @@ impl Config {
             }
             if !(s.url.starts_with("http://") || s.url.starts_with("https://")) {
                 return Err(format!("SPE '{}': url {:?} must start with http://", s.name, s.url));
+            }
+            if s.pid.is_some() && s.driver != DriverKind::Flink {
+                return Err(format!(
+                    "SPE '{}': `pid` is for the flink driver (a moirai engine reports its own pid); remove it",
+                    s.name
+                ));
             }
         }
         let mut policy_names = BTreeSet::new();

@@ -20,6 +20,7 @@ use moirai_sched::{
 };
 
 use crate::config::{Config, DriverKind, PolicyConfig, TranslatorKind};
+use crate::driver::flink::FlinkDriver;
 use crate::driver::moirai::MoiraiDriver;
 use crate::driver::{Driver, Observation};
 use crate::observe::{Log, SharedStats, StatsServer};
@@ -128,11 +129,12 @@ impl Daemon {
 
         let mut drivers: Vec<Box<dyn Driver>> = Vec::new();
         for spe in &config.spes {
+            let bad = |e: String| DaemonError::Config(format!("SPE '{}': {e}", spe.name));
             match spe.driver {
-                DriverKind::Moirai => drivers.push(Box::new(
-                    MoiraiDriver::new(&spe.name, &spe.url)
-                        .map_err(|e| DaemonError::Config(format!("SPE '{}': {e}", spe.name)))?,
-                )),
+                DriverKind::Moirai => drivers.push(Box::new(MoiraiDriver::new(&spe.name, &spe.url).map_err(bad)?)),
+                DriverKind::Flink => {
+                    drivers.push(Box::new(FlinkDriver::new(&spe.name, &spe.url, spe.pid).map_err(bad)?))
+                }
             }
         }
 

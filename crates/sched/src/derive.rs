@@ -68,12 +68,19 @@ pub(crate) fn derive(metric: Metric, deps: &[Metric], values: &BTreeMap<Metric, 
     let get = |m: Metric| -> &[f64] { &values[&m] };
     let n = round.spe.physical_len();
     let out: Vec<f64> = match metric {
-        Metric::RateIn | Metric::RateOut => {
-            let counter = if metric == Metric::RateIn { Metric::TuplesIn } else { Metric::TuplesOut };
+        Metric::RateIn | Metric::RateOut | Metric::Busy | Metric::Backpressured | Metric::Idle => {
+            // Per second of the round: tuples for the rates, seconds (a share) for the times.
+            let (counter, unit) = match metric {
+                Metric::RateIn => (Metric::TuplesIn, 1.0),
+                Metric::RateOut => (Metric::TuplesOut, 1.0),
+                Metric::Busy => (Metric::BusyNs, 1e-9),
+                Metric::Backpressured => (Metric::BackpressuredNs, 1e-9),
+                _ => (Metric::IdleNs, 1e-9),
+            };
             let now = get(counter);
             (0..n)
                 .map(|op| match round.prev_counter(op, counter, now[op]) {
-                    Some((before, h)) if round.at > h.at => (now[op] - before) / (round.at - h.at).as_secs_f64(),
+                    Some((before, h)) if round.at > h.at => (now[op] - before) * unit / (round.at - h.at).as_secs_f64(),
                     _ => 0.0,
                 })
                 .collect()
@@ -122,7 +129,14 @@ pub(crate) fn derive(metric: Metric, deps: &[Metric], values: &BTreeMap<Metric, 
             let (gsel, gcost) = (get(Metric::GlobalSelectivity), get(Metric::GlobalAverageCost));
             (0..n).map(|op| if gcost[op] > 0.0 { gsel[op] / gcost[op] } else { 0.0 }).collect()
         }
-        Metric::TuplesIn | Metric::TuplesOut | Metric::QueueLen | Metric::HeadWait | Metric::CpuNs => {
+        Metric::TuplesIn
+        | Metric::TuplesOut
+        | Metric::QueueLen
+        | Metric::HeadWait
+        | Metric::CpuNs
+        | Metric::BusyNs
+        | Metric::BackpressuredNs
+        | Metric::IdleNs => {
             unreachable!("primitive metric {metric} is never derived (the provider's plan ensures it)")
         }
     };
@@ -259,6 +273,24 @@ mod tests {
         assert_eq!(cost, vec![7.0, 10.0, 0.0]);
         let rate = derive(Metric::RateIn, &[Metric::TuplesIn], &v, &r);
         assert_eq!(rate, vec![0.0, 10.0, 0.0]);
+    }
+
+    #[test]
+    fn time_shares_are_the_counters_nanoseconds_per_second_of_the_round() {
+        let c = Cluster::new(vec![pipeline("s", "q")]).unwrap();
+        let h = OpHistory {
+            at: Duration::from_millis(1000),
+            counters: [(Metric::BusyNs, 1e9), (Metric::IdleNs, 3e9)].into(),
+            ..OpHistory::default()
+        };
+        let r = Round { spe: c.spe(0), at: Duration::from_millis(1500), prev: vec![Some(&h), Some(&h), None] };
+        // op 0 was busy 0.4 s of the 0.5 s round; op 1's counter went backwards (a restart); op 2
+        // has no history.
+        let v = values(&[(Metric::BusyNs, vec![1.4e9, 0.2e9, 9e9]), (Metric::IdleNs, vec![3.1e9, 3.5e9, 0.0])]);
+        let busy = derive(Metric::Busy, &[Metric::BusyNs], &v, &r);
+        assert!((busy[0] - 0.8).abs() < 1e-9 && busy[1..] == [0.0, 0.0], "{busy:?}");
+        let idle = derive(Metric::Idle, &[Metric::IdleNs], &v, &r);
+        assert!((idle[0] - 0.2).abs() < 1e-9 && (idle[1] - 1.0).abs() < 1e-9 && idle[2] == 0.0, "{idle:?}");
     }
 
     #[test]

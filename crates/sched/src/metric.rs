@@ -29,11 +29,27 @@ pub enum Metric {
     HeadWait,
     /// Primitive, cumulative counter: CPU nanoseconds used by the operator's threads.
     CpuNs,
+    /// Primitive, cumulative counter: nanoseconds the SPE counted the operator busy processing
+    /// (Flink's `accumulateBusyTimeMs`).
+    BusyNs,
+    /// Primitive, cumulative counter: nanoseconds the operator waited for room downstream
+    /// (back-pressured; Flink's `accumulateBackPressuredTimeMs`).
+    BackpressuredNs,
+    /// Primitive, cumulative counter: nanoseconds the operator waited for input (Flink's
+    /// `accumulateIdleTimeMs`).
+    IdleNs,
     /// Tuples in per second over the last round: Δ`tuples_in` / Δt. 0 in an operator's first
     /// round (no earlier sample), and after its counter went backwards (a restart).
     RateIn,
     /// Tuples out per second over the last round: Δ`tuples_out` / Δt; 0 like `rate_in`.
     RateOut,
+    /// Share of the last round the operator was busy: Δ`busy_ns` / Δt (0..1 per instance); 0 like
+    /// `rate_in`.
+    Busy,
+    /// Share of the last round the operator was back-pressured: Δ`backpressured_ns` / Δt.
+    Backpressured,
+    /// Share of the last round the operator was idle: Δ`idle_ns` / Δt.
+    Idle,
     /// Tuples waiting for the operator. `queue_len` when the driver provides it; otherwise the
     /// Lachesis fallback from cumulative counters: Σ over upstream operators u of
     /// `tuples_out(u) / |downstream(u)|`, minus the operator's own `tuples_in`, clamped at 0
@@ -76,14 +92,20 @@ pub enum Aggregation {
 
 impl Metric {
     /// Every metric, primitives first, each after its dependencies.
-    pub const ALL: [Metric; 13] = [
+    pub const ALL: [Metric; 19] = [
         Metric::TuplesIn,
         Metric::TuplesOut,
         Metric::QueueLen,
         Metric::HeadWait,
         Metric::CpuNs,
+        Metric::BusyNs,
+        Metric::BackpressuredNs,
+        Metric::IdleNs,
         Metric::RateIn,
         Metric::RateOut,
+        Metric::Busy,
+        Metric::Backpressured,
+        Metric::Idle,
         Metric::QueueSize,
         Metric::Selectivity,
         Metric::Cost,
@@ -93,8 +115,16 @@ impl Metric {
     ];
 
     /// The primitive metrics a driver may sample.
-    pub const PRIMITIVES: [Metric; 5] =
-        [Metric::TuplesIn, Metric::TuplesOut, Metric::QueueLen, Metric::HeadWait, Metric::CpuNs];
+    pub const PRIMITIVES: [Metric; 8] = [
+        Metric::TuplesIn,
+        Metric::TuplesOut,
+        Metric::QueueLen,
+        Metric::HeadWait,
+        Metric::CpuNs,
+        Metric::BusyNs,
+        Metric::BackpressuredNs,
+        Metric::IdleNs,
+    ];
 
     /// The snake_case name used in configs and scripts (e.g. `"queue_size"`).
     pub fn name(self) -> &'static str {
@@ -104,8 +134,14 @@ impl Metric {
             Metric::QueueLen => "queue_len",
             Metric::HeadWait => "head_wait",
             Metric::CpuNs => "cpu_ns",
+            Metric::BusyNs => "busy_ns",
+            Metric::BackpressuredNs => "backpressured_ns",
+            Metric::IdleNs => "idle_ns",
             Metric::RateIn => "rate_in",
             Metric::RateOut => "rate_out",
+            Metric::Busy => "busy",
+            Metric::Backpressured => "backpressured",
+            Metric::Idle => "idle",
             Metric::QueueSize => "queue_size",
             Metric::Selectivity => "selectivity",
             Metric::Cost => "cost",
@@ -127,7 +163,15 @@ impl Metric {
 
     /// Whether it is a cumulative counter, whose previous value the provider keeps to difference.
     pub fn is_counter(self) -> bool {
-        matches!(self, Metric::TuplesIn | Metric::TuplesOut | Metric::CpuNs)
+        matches!(
+            self,
+            Metric::TuplesIn
+                | Metric::TuplesOut
+                | Metric::CpuNs
+                | Metric::BusyNs
+                | Metric::BackpressuredNs
+                | Metric::IdleNs
+        )
     }
 
     /// Alternative sets of dependencies, in order of preference: the provider uses the first set
@@ -135,9 +179,12 @@ impl Metric {
     pub fn derivations(self) -> &'static [&'static [Metric]] {
         use Metric::*;
         match self {
-            TuplesIn | TuplesOut | QueueLen | HeadWait | CpuNs => &[],
+            TuplesIn | TuplesOut | QueueLen | HeadWait | CpuNs | BusyNs | BackpressuredNs | IdleNs => &[],
             RateIn => &[&[TuplesIn]],
             RateOut => &[&[TuplesOut]],
+            Busy => &[&[BusyNs]],
+            Backpressured => &[&[BackpressuredNs]],
+            Idle => &[&[IdleNs]],
             QueueSize => &[&[QueueLen], &[TuplesIn, TuplesOut]],
             Selectivity => &[&[TuplesIn, TuplesOut]],
             Cost => &[&[CpuNs, TuplesIn]],
@@ -151,9 +198,12 @@ impl Metric {
     pub fn aggregation(self) -> Aggregation {
         use Metric::*;
         match self {
-            TuplesIn | TuplesOut | QueueLen | CpuNs | RateIn | RateOut | QueueSize => Aggregation::Sum,
+            TuplesIn | TuplesOut | QueueLen | CpuNs | BusyNs | BackpressuredNs | IdleNs | RateIn | RateOut
+            | QueueSize => Aggregation::Sum,
             HeadWait => Aggregation::Max,
-            Selectivity | Cost | GlobalSelectivity | GlobalAverageCost | HighestRate => Aggregation::Mean,
+            Busy | Backpressured | Idle | Selectivity | Cost | GlobalSelectivity | GlobalAverageCost | HighestRate => {
+                Aggregation::Mean
+            }
         }
     }
 

@@ -3,6 +3,7 @@
 //! Every round a driver reports the SPE's topology — rediscovered each time, since threads come
 //! and go — and samples the primitive metrics it can provide.
 
+pub mod flink;
 pub mod moirai;
 
 use std::collections::BTreeSet;

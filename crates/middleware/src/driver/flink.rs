@@ -1,0 +1,1096 @@
+//! The driver for Apache Flink (1.x and 2.x): jobs, vertices and metrics from its REST API, and the
+//! Linux thread of every subtask from a thread dump of the TaskManager's JVM.
+//!
+//! - **Topology.** Every RUNNING job is a query. A job vertex is a chain of one or more operators
+//!   (`"A -> B"`, split into logical operators); each subtask is a physical operator named as Flink
+//!   names its task, `"<vertex> (i/n)"`. Job edges connect vertices; a FORWARD edge links subtask i to
+//!   subtask i, every other ship strategy links all to all.
+//! - **Threads.** `jcmd <pid> Thread.print` lists every Java thread with its native id (`nid=0x…`,
+//!   the Linux tid). A subtask runs on its task thread `"<vertex> (i/n)#attempt"` and on helper
+//!   threads named after it: `"Legacy Source Thread - …"` (where a legacy source does its work),
+//!   `"OutputFlusher for …"`, `"System Time Trigger for …"`. A dump costs ~0.3 s of CPU, so the map
+//!   is kept and taken again only when the jobs change or a mapped thread is gone.
+//! - **Metrics.** Raw counters, never Flink's 60 s moving averages: `numRecordsIn`/`numRecordsOut`
+//!   per subtask, from which the middleware takes its own rates; a source's backlog from its
+//!   `pendingRecords` gauge (FLIP-33's name for it, as Kafka and other FLIP-27 sources report it);
+//!   CPU time of the mapped threads from `/proc`. `queue_len` is in *records*: what the upstream
+//!   subtasks sent this subtask (per the edge's ship strategy) minus what it took in — Flink's own
+//!   `inputQueueLength` counts 32 KiB network buffers, too coarse to rank operators by.
+//!
+//! The JobManager fetches metrics from the TaskManagers lazily, at most every
+//! `metrics.fetcher.update-interval` (10 s by default): set it to `1000` on the cluster, or the
+//! policies see values up to 10 s old. The driver warns once when the cluster's setting is above 1 s.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use moirai_sched::{LogicalOperator, Metric, OpKind, PhysicalOperator, SpeTopology, ThreadRef};
+use serde::Deserialize;
+
+use super::{Driver, Observation};
+
+/// The gauge a source reports its backlog in (FLIP-33).
+pub const PENDING_RECORDS: &str = "pendingRecords";
+
+/// How long a thread dump may take before jcmd is killed.
+const DUMP_TIMEOUT: Duration = Duration::from_secs(20);
+/// The least time between two dumps while some subtask has no thread yet (a job deploying).
+const DUMP_RETRY: Duration = Duration::from_secs(5);
+/// The least time between two listings of a source's metric names while none is a backlog.
+const LIST_RETRY: Duration = Duration::from_secs(10);
+
+/// How a job edge distributes records to the consumer's subtasks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShipStrategy {
+    /// Subtask i to subtask i.
+    Forward,
+    /// Every record to every consumer subtask.
+    Broadcast,
+    /// Each record to one consumer subtask (REBALANCE, HASH, RESCALE, SHUFFLE, GLOBAL, CUSTOM, ...).
+    Partition,
+}
+
+impl ShipStrategy {
+    fn parse(text: &str) -> ShipStrategy {
+        match text {
+            "FORWARD" => ShipStrategy::Forward,
+            "BROADCAST" => ShipStrategy::Broadcast,
+            _ => ShipStrategy::Partition,
+        }
+    }
+}
+
+/// A job vertex: a chain of operators run by `parallelism` subtasks.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Vertex {
+    /// Flink's vertex id.
+    pub id: String,
+    /// Its name, which is also its task name (`"Source: S -> Map"` when chained).
+    pub name: String,
+    /// Subtasks.
+    pub parallelism: usize,
+    /// Producers: (index of the upstream vertex in the job, ship strategy).
+    pub inputs: Vec<(usize, ShipStrategy)>,
+}
+
+/// A running job.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Job {
+    /// Flink's job id.
+    pub id: String,
+    /// The job's name (the query's name).
+    pub name: String,
+    /// Its vertices, in the order Flink lists them (sources first).
+    pub vertices: Vec<Vertex>,
+}
+
+impl Job {
+    fn consumers(&self, vertex: usize) -> impl Iterator<Item = (&Vertex, ShipStrategy)> {
+        self.vertices
+            .iter()
+            .flat_map(move |v| v.inputs.iter().filter(move |(u, _)| *u == vertex).map(move |&(_, s)| (v, s)))
+    }
+}
+
+#[derive(Deserialize)]
+struct JobsList {
+    jobs: Vec<JobStatus>,
+}
+
+#[derive(Deserialize)]
+struct JobStatus {
+    id: String,
+    status: String,
+}
+
+#[derive(Deserialize)]
+struct JobDetail {
+    jid: String,
+    name: String,
+    vertices: Vec<VertexDetail>,
+    plan: Plan,
+}
+
+#[derive(Deserialize)]
+struct VertexDetail {
+    id: String,
+    name: String,
+    parallelism: usize,
+}
+
+#[derive(Deserialize)]
+struct Plan {
+    nodes: Vec<PlanNode>,
+}
+
+#[derive(Deserialize)]
+struct PlanNode {
+    id: String,
+    #[serde(default)]
+    inputs: Vec<PlanInput>,
+}
+
+#[derive(Deserialize)]
+struct PlanInput {
+    id: String,
+    #[serde(default)]
+    ship_strategy: String,
+}
+
+#[derive(Deserialize)]
+struct MetricValue {
+    id: String,
+    #[serde(default)]
+    value: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ConfigEntry {
+    key: String,
+    value: String,
+}
+
+/// Converts `/jobs/<id>` into a [`Job`]; an edge to a vertex the job does not list is an error.
+fn to_job(d: JobDetail) -> Result<Job, String> {
+    let index: HashMap<&str, usize> = d.vertices.iter().enumerate().map(|(i, v)| (v.id.as_str(), i)).collect();
+    let mut vertices: Vec<Vertex> = d
+        .vertices
+        .iter()
+        .map(|v| Vertex { id: v.id.clone(), name: v.name.clone(), parallelism: v.parallelism, inputs: Vec::new() })
+        .collect();
+    for node in &d.plan.nodes {
+        let Some(&to) = index.get(node.id.as_str()) else {
+            return Err(format!("job {}: the plan names vertex {}, which the job does not list", d.jid, node.id));
+        };
+        for input in &node.inputs {
+            let Some(&from) = index.get(input.id.as_str()) else {
+                return Err(format!("job {}: vertex {} reads from unknown vertex {}", d.jid, node.id, input.id));
+            };
+            vertices[to].inputs.push((from, ShipStrategy::parse(&input.ship_strategy)));
+        }
+    }
+    Ok(Job { id: d.jid, name: d.name, vertices })
+}
+
+/// A client for a Flink cluster's REST API.
+pub struct FlinkRest {
+    base: String,
+    agent: ureq::Agent,
+}
+
+fn encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+impl FlinkRest {
+    /// A client for the REST API at `base`, e.g. `http://127.0.0.1:8081`.
+    pub fn new(base: &str) -> Result<Self, String> {
+        let base = base.trim_end_matches('/').to_string();
+        if !(base.starts_with("http://") || base.starts_with("https://")) {
+            return Err(format!("Flink URL {base:?} must start with http://, e.g. http://127.0.0.1:8081"));
+        }
+        let agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(3)).build();
+        Ok(FlinkRest { base, agent })
+    }
+
+    fn get<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<T, String> {
+        let url = format!("{}{path}", self.base);
+        let text = match self.agent.get(&url).call() {
+            Ok(r) => r.into_string().map_err(|e| format!("reading {url}: {e}"))?,
+            Err(ureq::Error::Status(code, _)) => return Err(format!("{url} answered HTTP {code}")),
+            Err(e) => return Err(format!("cannot reach Flink's REST API at {url}: {e}")),
+        };
+        serde_json::from_str(&text).map_err(|e| format!("{url} is not what Flink's REST API answers ({e})"))
+    }
+
+    /// The RUNNING jobs, with their vertices and edges.
+    pub fn running_jobs(&self) -> Result<Vec<Job>, String> {
+        let list: JobsList = self.get("/jobs")?;
+        let mut jobs = Vec::new();
+        for j in list.jobs.iter().filter(|j| j.status == "RUNNING") {
+            let detail: JobDetail = self.get(&format!("/jobs/{}", j.id))?;
+            jobs.push(to_job(detail)?);
+        }
+        jobs.sort_by(|a, b| a.name.cmp(&b.name).then(a.id.cmp(&b.id)));
+        Ok(jobs)
+    }
+
+    /// Values of the named metrics of a vertex (names as the vertex store keeps them,
+    /// `<subtask>.<metric>`); metrics Flink has not fetched yet are absent.
+    pub fn vertex_metrics(&self, job: &str, vertex: &str, names: &[String]) -> Result<HashMap<String, f64>, String> {
+        if names.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let get = names.iter().map(|n| encode(n)).collect::<Vec<_>>().join(",");
+        let values: Vec<MetricValue> = self.get(&format!("/jobs/{job}/vertices/{vertex}/metrics?get={get}"))?;
+        Ok(values.into_iter().filter_map(|m| Some((m.id, m.value?.parse::<f64>().ok()?))).collect())
+    }
+
+    /// The names of a vertex's metrics.
+    pub fn vertex_metric_names(&self, job: &str, vertex: &str) -> Result<Vec<String>, String> {
+        let values: Vec<MetricValue> = self.get(&format!("/jobs/{job}/vertices/{vertex}/metrics"))?;
+        Ok(values.into_iter().map(|m| m.id).collect())
+    }
+
+    /// `metrics.fetcher.update-interval` of the cluster, in ms (Flink's default 10 000 when unset).
+    pub fn fetcher_interval_ms(&self) -> Result<u64, String> {
+        let config: Vec<ConfigEntry> = self.get("/jobmanager/config")?;
+        Ok(config
+            .iter()
+            .find(|e| e.key == "metrics.fetcher.update-interval")
+            .and_then(|e| duration_ms(&e.value))
+            .unwrap_or(10_000))
+    }
+}
+
+/// A duration as Flink's configuration writes it: milliseconds (`1000`) or with a unit (`1 s`,
+/// `500 ms`, `1 min`).
+fn duration_ms(text: &str) -> Option<u64> {
+    let text: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    match text.parse::<u64>() {
+        Ok(ms) => Some(ms),
+        Err(_) => humantime::parse_duration(&text).ok().map(|d| d.as_millis() as u64),
+    }
+}
+
+/// What a thread does for its subtask.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ThreadRole {
+    /// The task's own (mailbox) thread, named exactly as the task.
+    Task,
+    /// `Legacy Source Thread - <task>`: where a `SourceFunction` runs.
+    LegacySource,
+    /// `OutputFlusher for <task>`: flushes output buffers on the buffer timeout.
+    OutputFlusher,
+    /// `System Time Trigger for <task>` (`Time Trigger for` before Flink 1.12): processing-time timers.
+    TimeTrigger,
+}
+
+/// A Flink thread name taken apart: which subtask it works for and how.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskThreadName<'a> {
+    /// The task (vertex) name.
+    pub task: &'a str,
+    /// Subtask index, from 0.
+    pub subtask: usize,
+    /// Parallelism.
+    pub parallelism: usize,
+    /// Execution attempt (0 when the name has none, as before Flink 1.12).
+    pub attempt: u32,
+    /// Its role.
+    pub role: ThreadRole,
+}
+
+/// Parses `"<task> (i/n)#attempt"`, with the helper prefixes; `None` for other threads.
+pub fn parse_thread_name(name: &str) -> Option<TaskThreadName<'_>> {
+    const PREFIXES: [(&str, ThreadRole); 4] = [
+        ("Legacy Source Thread - ", ThreadRole::LegacySource),
+        ("OutputFlusher for ", ThreadRole::OutputFlusher),
+        ("System Time Trigger for ", ThreadRole::TimeTrigger),
+        ("Time Trigger for ", ThreadRole::TimeTrigger),
+    ];
+    let (rest, role) = PREFIXES
+        .iter()
+        .find_map(|(p, role)| name.strip_prefix(p).map(|r| (r, *role)))
+        .unwrap_or((name, ThreadRole::Task));
+    let (rest, attempt) = match rest.rsplit_once(")#") {
+        Some((head, a)) => (head, a.parse().ok()?),
+        None => (rest.strip_suffix(')')?, 0),
+    };
+    let (task, counts) = rest.rsplit_once(" (")?;
+    let (i, n) = counts.split_once('/')?;
+    let (i, n): (usize, usize) = (i.parse().ok()?, n.parse().ok()?);
+    if task.is_empty() || i == 0 || i > n {
+        return None;
+    }
+    Some(TaskThreadName { task, subtask: i - 1, parallelism: n, attempt, role })
+}
+
+/// Threads of a thread dump (`jcmd <pid> Thread.print` / `jstack`): (name, Linux tid).
+pub fn parse_thread_dump(dump: &str) -> Vec<(String, i32)> {
+    let mut out = Vec::new();
+    for line in dump.lines() {
+        let Some(line) = line.strip_prefix('"') else { continue };
+        // The name ends at the last quote: what follows (`#12 daemon prio=5 ... nid=0x1a2b`) has none.
+        let Some(end) = line.rfind('"') else { continue };
+        let Some(nid) = line[end..].split_whitespace().find_map(|f| f.strip_prefix("nid=")) else { continue };
+        let tid = match nid.strip_prefix("0x") {
+            Some(hex) => i32::from_str_radix(hex, 16).ok(),
+            None => nid.parse().ok(),
+        };
+        if let Some(tid) = tid {
+            out.push((line[..end].to_string(), tid));
+        }
+    }
+    out
+}
+
+/// Subtask threads found in a dump: (task name, subtask, parallelism) → threads of the newest
+/// attempt, the task thread first.
+pub type ThreadIndex = HashMap<(String, usize, usize), Vec<(ThreadRole, i32)>>;
+
+/// Indexes the task threads of a dump.
+pub fn index_threads(threads: &[(String, i32)]) -> ThreadIndex {
+    let mut newest: HashMap<(String, usize, usize), (u32, Vec<(ThreadRole, i32)>)> = HashMap::new();
+    for (name, tid) in threads {
+        let Some(t) = parse_thread_name(name) else { continue };
+        let entry = newest.entry((t.task.to_string(), t.subtask, t.parallelism)).or_insert((t.attempt, Vec::new()));
+        if t.attempt > entry.0 {
+            *entry = (t.attempt, Vec::new());
+        }
+        if t.attempt == entry.0 {
+            entry.1.push((t.role, *tid));
+        }
+    }
+    newest
+        .into_iter()
+        .map(|(k, (_, mut v))| {
+            v.sort();
+            (k, v)
+        })
+        .collect()
+}
+
+/// Where a physical operator comes from: (job, vertex, subtask) indices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SubtaskRef {
+    /// Index into the jobs.
+    pub job: usize,
+    /// Index into the job's vertices.
+    pub vertex: usize,
+    /// Subtask index, from 0.
+    pub subtask: usize,
+}
+
+/// Names that appear twice get a ` [2]`, ` [3]`, ... so that names stay unique.
+fn unique(names: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    names
+        .into_iter()
+        .map(|n| {
+            let count = seen.entry(n.clone()).or_insert(0);
+            *count += 1;
+            if *count == 1 {
+                n
+            } else {
+                format!("{n} [{count}]")
+            }
+        })
+        .collect()
+}
+
+/// The jobs as an [`SpeTopology`] (threads from `threads`, each with its start time from
+/// `/proc/<pid>`; threads gone are left out), and where each physical operator comes from.
+pub fn to_spe_topology(name: &str, pid: u32, jobs: &[Job], threads: &ThreadIndex) -> (SpeTopology, Vec<SubtaskRef>) {
+    let queries = unique(jobs.iter().map(|j| j.name.clone()));
+    let mut t = SpeTopology {
+        name: name.to_string(),
+        pid,
+        queries: queries.clone(),
+        logical: Vec::new(),
+        logical_edges: Vec::new(),
+        physical: Vec::new(),
+        physical_edges: Vec::new(),
+    };
+    let mut refs = Vec::new();
+    for (j, (job, query)) in jobs.iter().zip(&queries).enumerate() {
+        // Logical operators: the parts of every vertex's chain, named uniquely within the query.
+        let parts: Vec<Vec<String>> =
+            job.vertices.iter().map(|v| v.name.split(" -> ").map(str::to_string).collect()).collect();
+        let names = unique(parts.iter().flatten().cloned());
+        let mut next = t.logical.len();
+        let mut chain: Vec<Vec<usize>> = Vec::new();
+        let mut names = names.into_iter();
+        for (v, (vertex, vparts)) in job.vertices.iter().zip(&parts).enumerate() {
+            let is_source = vertex.inputs.is_empty();
+            let is_sink = job.consumers(v).next().is_none();
+            let mut ids = Vec::new();
+            for k in 0..vparts.len() {
+                let kind = match (k, is_source, is_sink) {
+                    (0, true, _) => OpKind::Source,
+                    (k, _, true) if k + 1 == vparts.len() => OpKind::Sink,
+                    _ => OpKind::Operator,
+                };
+                let name = names.next().unwrap_or_default();
+                t.logical.push(LogicalOperator { name, query: query.clone(), kind });
+                if k > 0 {
+                    t.logical_edges.push((next - 1, next));
+                }
+                ids.push(next);
+                next += 1;
+            }
+            chain.push(ids);
+        }
+        for (v, vertex) in job.vertices.iter().enumerate() {
+            for &(u, _) in &vertex.inputs {
+                if let (Some(&from), Some(&to)) = (chain[u].last(), chain[v].first()) {
+                    t.logical_edges.push((from, to));
+                }
+            }
+        }
+        // Physical operators: one per subtask.
+        let vertex_names = unique(job.vertices.iter().map(|v| v.name.clone()));
+        let mut first = Vec::new();
+        for (v, vertex) in job.vertices.iter().enumerate() {
+            first.push(t.physical.len());
+            for s in 0..vertex.parallelism {
+                let key = (vertex.name.clone(), s, vertex.parallelism);
+                let threads = threads
+                    .get(&key)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|&(_, tid)| {
+                        let stat = moirai_os::proc::thread_stat(pid, tid).ok()?;
+                        Some(ThreadRef { tid, start_ticks: stat.start_ticks })
+                    })
+                    .collect();
+                t.physical.push(PhysicalOperator {
+                    name: format!("{} ({}/{})", vertex_names[v], s + 1, vertex.parallelism),
+                    query: query.clone(),
+                    logical: chain[v].clone(),
+                    instance: s,
+                    threads,
+                });
+                refs.push(SubtaskRef { job: j, vertex: v, subtask: s });
+            }
+        }
+        for (v, vertex) in job.vertices.iter().enumerate() {
+            for &(u, strategy) in &vertex.inputs {
+                let pu = job.vertices[u].parallelism;
+                for a in 0..pu {
+                    for b in 0..vertex.parallelism {
+                        if strategy != ShipStrategy::Forward || pu != vertex.parallelism || a == b {
+                            t.physical_edges.push((first[u] + a, first[v] + b));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    t.logical_edges.sort_unstable();
+    t.logical_edges.dedup();
+    t.physical_edges.sort_unstable();
+    t.physical_edges.dedup();
+    (t, refs)
+}
+
+/// Counters of one subtask, as Flink reports them.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SubtaskCounters {
+    /// `numRecordsIn`.
+    pub records_in: f64,
+    /// `numRecordsOut` (once per record, however many consumers receive it).
+    pub records_out: f64,
+    /// `pendingRecords`, for sources that report it.
+    pub pending: Option<f64>,
+    /// `accumulateBusyTimeMs`, `accumulateBackPressuredTimeMs`, `accumulateIdleTimeMs`, in ns
+    /// (0 where Flink reports NaN: a legacy source's task thread does not measure them).
+    pub busy_ns: f64,
+    /// See `busy_ns`.
+    pub backpressured_ns: f64,
+    /// See `busy_ns`.
+    pub idle_ns: f64,
+}
+
+/// The counters read per subtask, with the field each fills.
+const SUBTASK_COUNTERS: [&str; 5] =
+    ["numRecordsIn", "numRecordsOut", "accumulateBusyTimeMs", "accumulateBackPressuredTimeMs", "accumulateIdleTimeMs"];
+
+/// Record counts of one subtask in moirai's terms.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SubtaskRecords {
+    /// Tuples taken in.
+    pub tuples_in: f64,
+    /// Tuples sent, once per receiving subtask.
+    pub tuples_out: f64,
+    /// Tuples waiting for it.
+    pub queue_len: f64,
+}
+
+/// The record metrics of every subtask of one job, in moirai's terms, per vertex and subtask.
+///
+/// - `tuples_in`: `numRecordsIn`; a source's is its `numRecordsOut` (what it ingested).
+/// - `tuples_out`: `numRecordsOut` once per receiving subtask, as moirai counts: × the number of
+///   consumer edges (a record goes down each), × the consumer's parallelism for a broadcast edge.
+/// - `queue_len`: a source's `pendingRecords` (0 without it); otherwise the records the upstream
+///   subtasks sent it — all of a forward partner's, all for a broadcast, 1/n of each upstream's
+///   for the other strategies — minus its `numRecordsIn`, at least 0.
+pub fn job_records(job: &Job, counters: &[Vec<SubtaskCounters>]) -> Vec<Vec<SubtaskRecords>> {
+    job.vertices
+        .iter()
+        .enumerate()
+        .map(|(v, vertex)| {
+            let fanout: f64 = job
+                .consumers(v)
+                .map(|(c, s)| if s == ShipStrategy::Broadcast { c.parallelism as f64 } else { 1.0 })
+                .sum();
+            (0..vertex.parallelism)
+                .map(|s| {
+                    let c = counters[v].get(s).copied().unwrap_or_default();
+                    let tuples_out = c.records_out * fanout.max(1.0);
+                    if vertex.inputs.is_empty() {
+                        let queue_len = c.pending.unwrap_or(0.0).max(0.0);
+                        return SubtaskRecords { tuples_in: c.records_out, tuples_out, queue_len };
+                    }
+                    let sent: f64 = vertex
+                        .inputs
+                        .iter()
+                        .map(|&(u, strategy)| {
+                            let up = &counters[u];
+                            let total: f64 = up.iter().map(|c| c.records_out).sum();
+                            match strategy {
+                                ShipStrategy::Forward if up.len() == vertex.parallelism => {
+                                    up.get(s).map_or(0.0, |c| c.records_out)
+                                }
+                                ShipStrategy::Broadcast => total,
+                                _ => total / vertex.parallelism as f64,
+                            }
+                        })
+                        .sum();
+                    SubtaskRecords { tuples_in: c.records_in, tuples_out, queue_len: (sent - c.records_in).max(0.0) }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The JVM running the subtasks, and its threads as of the last dump.
+struct ThreadMap {
+    pid: u32,
+    /// Jobs and vertices the map was taken for: (job id, vertex id, parallelism).
+    signature: Vec<(String, String, usize)>,
+    index: ThreadIndex,
+    taken: Instant,
+}
+
+fn signature(jobs: &[Job]) -> Vec<(String, String, usize)> {
+    jobs.iter().flat_map(|j| j.vertices.iter().map(|v| (j.id.clone(), v.id.clone(), v.parallelism))).collect()
+}
+
+/// The `jcmd` to attach to `pid`: the one beside the target's own `java` (same JDK), else
+/// `$JAVA_HOME/bin/jcmd`, else `jcmd` on the PATH.
+fn jcmd_for(pid: u32) -> PathBuf {
+    let beside = std::fs::read_link(format!("/proc/{pid}/exe")).ok().and_then(|exe| Some(exe.parent()?.join("jcmd")));
+    let home = std::env::var_os("JAVA_HOME").map(|h| PathBuf::from(h).join("bin/jcmd"));
+    beside.into_iter().chain(home).find(|p| p.is_file()).unwrap_or_else(|| PathBuf::from("jcmd"))
+}
+
+/// The effective uid and gid of a process (`/proc/<pid>/status`).
+fn owner(pid: u32) -> Option<(u32, u32)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |key: &str| -> Option<u32> {
+        status.lines().find_map(|l| l.strip_prefix(key))?.split_whitespace().nth(1)?.parse().ok()
+    };
+    Some((field("Uid:")?, field("Gid:")?))
+}
+
+/// Takes a thread dump of JVM `pid` with `jcmd <pid> Thread.print`. The attach API only talks to
+/// a JVM of the same effective user, so when run as root for another user's JVM, jcmd runs as
+/// that user.
+pub fn thread_dump(pid: u32) -> Result<String, String> {
+    let jcmd = jcmd_for(pid);
+    let mut cmd = Command::new(&jcmd);
+    cmd.args([pid.to_string().as_str(), "Thread.print"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    if let Some((uid, gid)) = owner(pid) {
+        if euid == 0 && uid != 0 {
+            cmd.uid(uid).gid(gid);
+        }
+    }
+    let mut child = cmd.spawn().map_err(|e| {
+        format!(
+            "cannot run {} to map Flink's threads: {e} (install a JDK, e.g. openjdk-17-jdk-headless, or set JAVA_HOME)",
+            jcmd.display()
+        )
+    })?;
+    let mut stdout = child.stdout.take().expect("piped");
+    let mut stderr = child.stderr.take().expect("piped");
+    let out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stdout.read_to_string(&mut s);
+        s
+    });
+    let err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let start = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if start.elapsed() < DUMP_TIMEOUT => std::thread::sleep(Duration::from_millis(10)),
+            Ok(None) | Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("{} {pid} Thread.print took over {DUMP_TIMEOUT:?}; killed it", jcmd.display()));
+            }
+        }
+    };
+    let (out, err) = (out.join().unwrap_or_default(), err.join().unwrap_or_default());
+    if !status.success() || !out.contains("nid=") {
+        let why = if err.trim().is_empty() { out.trim() } else { err.trim() };
+        return Err(format!("{} {pid} Thread.print failed ({status}): {:.300}", jcmd.display(), why));
+    }
+    Ok(out)
+}
+
+/// Whether thread name `comm` (the kernel keeps its first 15 bytes) can belong to a thread whose
+/// name starts with `full`.
+fn comm_matches(comm: &str, full: &str) -> bool {
+    let n = full.len().min(15);
+    comm.len() >= n && comm.as_bytes()[..n] == full.as_bytes()[..n]
+}
+
+/// Finds the JVM on this machine that runs the jobs' task threads, by the (cut) thread names in
+/// `/proc`: the `java` process with the most threads named like a task `"<vertex> (i/n)#"`.
+pub fn find_jvm(jobs: &[Job]) -> Result<u32, String> {
+    let expected: Vec<String> = jobs
+        .iter()
+        .flat_map(|j| j.vertices.iter())
+        .flat_map(|v| (1..=v.parallelism).map(move |i| format!("{} ({i}/{})#", v.name, v.parallelism)))
+        .collect();
+    let mut scores = Vec::new();
+    for entry in std::fs::read_dir("/proc").map_err(|e| format!("cannot list /proc: {e}"))?.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+        let is_java = std::fs::read_link(format!("/proc/{pid}/exe"))
+            .ok()
+            .is_some_and(|exe| exe.file_name().is_some_and(|n| n == "java"));
+        if !is_java {
+            continue;
+        }
+        let Ok(threads) = moirai_os::proc::threads(pid) else { continue };
+        let score = threads.iter().filter(|t| expected.iter().any(|e| comm_matches(&t.name, e))).count();
+        if score > 0 {
+            scores.push((score, pid));
+        }
+    }
+    scores.sort_unstable_by(|a, b| b.cmp(a));
+    match scores.as_slice() {
+        [] => Err(format!(
+            "no JVM on this machine runs a task of the running jobs ({}); is the TaskManager on another node? \
+             Run one middleware per node, or set `pid` in the [[spe]] table",
+            jobs.iter().map(|j| j.name.as_str()).collect::<Vec<_>>().join(", ")
+        )),
+        [(_, pid)] => Ok(*pid),
+        [(best, pid), (next, _), ..] if best > next => Ok(*pid),
+        more => Err(format!(
+            "several JVMs run the jobs' tasks (pids {:?}): one [[spe]] table per TaskManager, each with its `pid`",
+            more.iter().map(|(_, p)| p).collect::<Vec<_>>()
+        )),
+    }
+}
+
+/// The driver for a Flink cluster's TaskManager on this machine.
+pub struct FlinkDriver {
+    name: String,
+    rest: FlinkRest,
+    /// The TaskManager's pid when configured; found from the thread names otherwise.
+    pid: Option<u32>,
+    map: Option<ThreadMap>,
+    /// Per (job id, vertex id): the names of its `pendingRecords` gauges per subtask, once found,
+    /// and when they were last looked for.
+    pending: HashMap<(String, String), (BTreeMap<usize, String>, Instant)>,
+    warnings: BTreeSet<String>,
+    checked_fetcher: bool,
+}
+
+impl FlinkDriver {
+    /// A driver for the Flink cluster whose REST API is at `url`, known as `name`; `pid` is the
+    /// TaskManager JVM on this machine (found by its thread names when `None`).
+    pub fn new(name: &str, url: &str, pid: Option<u32>) -> Result<Self, String> {
+        Ok(FlinkDriver {
+            name: name.to_string(),
+            rest: FlinkRest::new(url)?,
+            pid,
+            map: None,
+            pending: HashMap::new(),
+            warnings: BTreeSet::new(),
+            checked_fetcher: false,
+        })
+    }
+
+    fn warn_once(&mut self, text: String) {
+        if self.warnings.insert(text.clone()) {
+            eprintln!("moirai schedule: warning: SPE '{}': {text}", self.name);
+        }
+    }
+
+    /// Whether the thread map must be taken again: another set of jobs, a mapped thread gone or
+    /// replaced, or (at most every few seconds) a subtask with no thread yet.
+    fn map_is_stale(&self, jobs: &[Job]) -> bool {
+        let Some(map) = &self.map else { return true };
+        if map.signature != signature(jobs) {
+            return true;
+        }
+        let gone = map.index.values().flatten().any(|&(_, tid)| moirai_os::proc::thread_stat(map.pid, tid).is_err());
+        let missing = jobs
+            .iter()
+            .flat_map(|j| j.vertices.iter())
+            .any(|v| (0..v.parallelism).any(|s| !map.index.contains_key(&(v.name.clone(), s, v.parallelism))));
+        gone || (missing && map.taken.elapsed() >= DUMP_RETRY)
+    }
+
+    fn refresh_map(&mut self, jobs: &[Job]) -> Result<(), String> {
+        let pid = match (self.pid, &self.map) {
+            (Some(pid), _) => pid,
+            (None, Some(map))
+                if std::path::Path::new(&format!("/proc/{}", map.pid)).exists() && map.signature == signature(jobs) =>
+            {
+                map.pid
+            }
+            (None, _) => find_jvm(jobs)?,
+        };
+        let dump = thread_dump(pid)?;
+        let index = index_threads(&parse_thread_dump(&dump));
+        for job in jobs {
+            let mut names = BTreeSet::new();
+            for v in &job.vertices {
+                if !names.insert(v.name.as_str()) {
+                    self.warn_once(format!(
+                        "job '{}' has two vertices named '{}': Flink gives their threads the same names, so \
+                         neither is scheduled; name the operators apart (.name(...))",
+                        job.name, v.name
+                    ));
+                }
+            }
+        }
+        self.map = Some(ThreadMap { pid, signature: signature(jobs), index, taken: Instant::now() });
+        Ok(())
+    }
+
+    /// The subtasks' counters of one job.
+    fn counters(&mut self, job: &Job) -> Result<Vec<Vec<SubtaskCounters>>, String> {
+        let mut out = Vec::with_capacity(job.vertices.len());
+        for v in &job.vertices {
+            let pending = if v.inputs.is_empty() { self.pending_names(job, v)? } else { BTreeMap::new() };
+            let mut names = Vec::with_capacity(2 * v.parallelism + pending.len());
+            for s in 0..v.parallelism {
+                names.extend(SUBTASK_COUNTERS.iter().map(|c| format!("{s}.{c}")));
+            }
+            names.extend(pending.values().cloned());
+            let values = self.rest.vertex_metrics(&job.id, &v.id, &names)?;
+            let get =
+                |s: usize, c: &str| values.get(&format!("{s}.{c}")).copied().filter(|x| x.is_finite()).unwrap_or(0.0);
+            out.push(
+                (0..v.parallelism)
+                    .map(|s| SubtaskCounters {
+                        records_in: get(s, "numRecordsIn"),
+                        records_out: get(s, "numRecordsOut"),
+                        pending: pending.get(&s).and_then(|n| values.get(n).copied()),
+                        busy_ns: get(s, "accumulateBusyTimeMs") * 1e6,
+                        backpressured_ns: get(s, "accumulateBackPressuredTimeMs") * 1e6,
+                        idle_ns: get(s, "accumulateIdleTimeMs") * 1e6,
+                    })
+                    .collect(),
+            );
+        }
+        Ok(out)
+    }
+
+    /// The `pendingRecords` gauges of a source vertex per subtask (`<i>.<operator>.pendingRecords`),
+    /// looked for again every few seconds while there is none.
+    fn pending_names(&mut self, job: &Job, v: &Vertex) -> Result<BTreeMap<usize, String>, String> {
+        let key = (job.id.clone(), v.id.clone());
+        if let Some((names, at)) = self.pending.get(&key) {
+            if !names.is_empty() || at.elapsed() < LIST_RETRY {
+                return Ok(names.clone());
+            }
+        }
+        let names: BTreeMap<usize, String> = self
+            .rest
+            .vertex_metric_names(&job.id, &v.id)?
+            .into_iter()
+            .filter(|n| n.ends_with(&format!(".{PENDING_RECORDS}")))
+            .filter_map(|n| Some((n.split('.').next()?.parse().ok()?, n)))
+            .collect();
+        self.pending.insert(key, (names.clone(), Instant::now()));
+        Ok(names)
+    }
+}
+
+impl Driver for FlinkDriver {
+    fn spe(&self) -> &str {
+        &self.name
+    }
+
+    fn kind(&self) -> &'static str {
+        "flink"
+    }
+
+    fn provides(&self) -> BTreeSet<Metric> {
+        [
+            Metric::TuplesIn,
+            Metric::TuplesOut,
+            Metric::QueueLen,
+            Metric::CpuNs,
+            Metric::BusyNs,
+            Metric::BackpressuredNs,
+            Metric::IdleNs,
+        ]
+        .into()
+    }
+
+    fn observe(&mut self, needed: &[Metric]) -> Result<Observation, String> {
+        if !self.checked_fetcher {
+            let interval = self.rest.fetcher_interval_ms()?;
+            self.checked_fetcher = true;
+            if interval > 1000 {
+                self.warn_once(format!(
+                    "the cluster fetches metrics every {interval} ms (metrics.fetcher.update-interval), so policies \
+                     see values that old; set metrics.fetcher.update-interval: 1000 in its configuration"
+                ));
+            }
+        }
+        let jobs = self.rest.running_jobs()?;
+        if jobs.is_empty() {
+            self.map = None;
+        } else if self.map_is_stale(&jobs) {
+            self.refresh_map(&jobs)?;
+        }
+        let (pid, index) = match &self.map {
+            Some(m) => (m.pid, m.index.clone()),
+            None => (self.pid.unwrap_or(0), ThreadIndex::new()),
+        };
+        let (topology, refs) = to_spe_topology(&self.name, pid, &jobs, &index);
+        let mut samples = Vec::new();
+        if !needed.is_empty() {
+            let mut per_job = Vec::with_capacity(jobs.len());
+            for job in &jobs {
+                let counters = self.counters(job)?;
+                let records = job_records(job, &counters);
+                per_job.push((counters, records));
+            }
+            for (op, r) in refs.iter().enumerate() {
+                let (counters, records) = &per_job[r.job];
+                let c = counters[r.vertex].get(r.subtask).copied().unwrap_or_default();
+                let rec = records[r.vertex][r.subtask];
+                for &m in needed {
+                    let value = match m {
+                        Metric::TuplesIn => rec.tuples_in,
+                        Metric::TuplesOut => rec.tuples_out,
+                        Metric::QueueLen => rec.queue_len,
+                        Metric::BusyNs => c.busy_ns,
+                        Metric::BackpressuredNs => c.backpressured_ns,
+                        Metric::IdleNs => c.idle_ns,
+                        Metric::CpuNs => topology.physical[op]
+                            .threads
+                            .iter()
+                            .filter_map(|t| moirai_os::proc::thread_cpu_ns(pid, t.tid).ok())
+                            .sum::<u64>() as f64,
+                        _ => continue,
+                    };
+                    samples.push((op, m, value));
+                }
+            }
+        }
+        Ok(Observation { topology, samples })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DUMP: &str = r#"12345:
+2026-11-21 10:00:00
+Full thread dump OpenJDK 64-Bit Server VM (17.0.15+6-Debian-1 mixed mode, sharing):
+
+"Reference Handler" #2 daemon prio=10 os_prio=0 cpu=0.31ms elapsed=30.10s tid=0x00007f nid=0x3001 waiting on condition  [0x00007f]
+   java.lang.Thread.State: RUNNABLE
+
+"Source: syn0/source (1/2)#0" #80 prio=5 os_prio=0 cpu=12.00ms elapsed=20.00s tid=0x00007f nid=0x33d8 waiting on condition  [0x00007f]
+"Legacy Source Thread - Source: syn0/source (1/2)#0" #90 prio=5 os_prio=0 cpu=900.00ms elapsed=19.00s tid=0x00007f nid=0x33e0 runnable
+"OutputFlusher for Source: syn0/source (1/2)#0" #91 daemon prio=5 os_prio=0 cpu=1.00ms elapsed=19.00s tid=0x00007f nid=0x33e1 sleeping
+"syn0/op1 (2/2)#1" #95 prio=5 os_prio=0 cpu=1.00ms elapsed=2.00s tid=0x00007f nid=13300 runnable
+"syn0/op1 (2/2)#0" #81 prio=5 os_prio=0 cpu=1.00ms elapsed=20.00s tid=0x00007f nid=0x33d9 runnable
+"System Time Trigger for syn0/op1 (2/2)#1" #96 daemon prio=5 os_prio=0 tid=0x00007f nid=0x33f5 waiting
+"A -> B (1/1)#0" #82 prio=5 os_prio=0 tid=0x00007f nid=0x33da runnable
+"GC Thread#0" os_prio=0 cpu=3.00ms elapsed=30.00s tid=0x00007f nid=0x3002 runnable
+"VM Periodic Task Thread" os_prio=0 cpu=10.00ms elapsed=30.00s tid=0x00007f nid=0x3003 waiting on condition
+"#;
+
+    #[test]
+    fn thread_names_are_taken_apart() {
+        let t = parse_thread_name("Legacy Source Thread - Source: x (2/3)#4").unwrap();
+        assert_eq!(
+            (t.task, t.subtask, t.parallelism, t.attempt, t.role),
+            ("Source: x", 1, 3, 4, ThreadRole::LegacySource)
+        );
+        let t = parse_thread_name("Map (1/1)").unwrap();
+        assert_eq!((t.task, t.attempt, t.role), ("Map", 0, ThreadRole::Task));
+        let t = parse_thread_name("Time Trigger for Window(a) (1/1)").unwrap();
+        assert_eq!((t.task, t.role), ("Window(a)", ThreadRole::TimeTrigger));
+        let t = parse_thread_name("f (x) -> g (1/2)#0").unwrap();
+        assert_eq!(t.task, "f (x) -> g");
+        for other in
+            ["GC Thread#0", "Flink Netty Server (0) Thread 0", "pool-1-thread-1", "x (0/2)#0", "x (3/2)#0", " (1/1)#0"]
+        {
+            assert_eq!(parse_thread_name(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn a_dump_maps_subtasks_to_the_threads_of_their_newest_attempt() {
+        let threads = parse_thread_dump(DUMP);
+        assert_eq!(threads.len(), 10, "{threads:?}");
+        assert!(threads.contains(&("GC Thread#0".to_string(), 0x3002)));
+        let index = index_threads(&threads);
+        let source = &index[&("Source: syn0/source".to_string(), 0, 2)];
+        assert_eq!(
+            source,
+            &vec![(ThreadRole::Task, 0x33d8), (ThreadRole::LegacySource, 0x33e0), (ThreadRole::OutputFlusher, 0x33e1)]
+        );
+        // Attempt 0 of op1 (2/2) is left behind; attempt 1 has its task and timer threads.
+        assert_eq!(
+            index[&("syn0/op1".to_string(), 1, 2)],
+            vec![(ThreadRole::Task, 13300), (ThreadRole::TimeTrigger, 0x33f5)]
+        );
+        assert_eq!(index[&("A -> B".to_string(), 0, 1)], vec![(ThreadRole::Task, 0x33da)]);
+        assert_eq!(index.len(), 3);
+    }
+
+    fn job() -> Job {
+        // source (p=1) → map (p=2, rebalance) → sink (p=2, forward); map → side (p=1, broadcast)
+        let v = |id: &str, name: &str, p: usize, inputs: Vec<(usize, ShipStrategy)>| Vertex {
+            id: id.into(),
+            name: name.into(),
+            parallelism: p,
+            inputs,
+        };
+        Job {
+            id: "j1".into(),
+            name: "q".into(),
+            vertices: vec![
+                v("v0", "Source: src -> Map", 1, vec![]),
+                v("v1", "Map", 2, vec![(0, ShipStrategy::Partition)]),
+                v("v2", "Sink: out", 2, vec![(1, ShipStrategy::Forward)]),
+                v("v3", "Sink: side", 1, vec![(1, ShipStrategy::Broadcast)]),
+            ],
+        }
+    }
+
+    #[test]
+    fn jobs_become_queries_with_chains_split_and_subtasks_linked_by_ship_strategy() {
+        let (t, refs) = to_spe_topology("flink", 0, &[job()], &ThreadIndex::new());
+        assert_eq!(t.queries, vec!["q"]);
+        let names: Vec<_> = t.logical.iter().map(|l| (l.name.as_str(), l.kind)).collect();
+        assert_eq!(
+            names,
+            vec![
+                ("Source: src", OpKind::Source),
+                ("Map", OpKind::Operator),
+                ("Map [2]", OpKind::Operator),
+                ("Sink: out", OpKind::Sink),
+                ("Sink: side", OpKind::Sink)
+            ]
+        );
+        assert_eq!(t.logical_edges, vec![(0, 1), (1, 2), (2, 3), (2, 4)]);
+        let phys: Vec<_> = t.physical.iter().map(|p| (p.name.as_str(), p.logical.clone(), p.instance)).collect();
+        assert_eq!(
+            phys,
+            vec![
+                ("Source: src -> Map (1/1)", vec![0, 1], 0),
+                ("Map (1/2)", vec![2], 0),
+                ("Map (2/2)", vec![2], 1),
+                ("Sink: out (1/2)", vec![3], 0),
+                ("Sink: out (2/2)", vec![3], 1),
+                ("Sink: side (1/1)", vec![4], 0)
+            ]
+        );
+        assert_eq!(t.physical_edges, vec![(0, 1), (0, 2), (1, 3), (1, 5), (2, 4), (2, 5)]);
+        assert_eq!(refs[4], SubtaskRef { job: 0, vertex: 2, subtask: 1 });
+        moirai_sched::Cluster::new(vec![t]).expect("a valid topology");
+    }
+
+    #[test]
+    fn queues_are_counted_in_records_per_ship_strategy() {
+        let c = |records_in: f64, records_out: f64, pending: Option<f64>| SubtaskCounters {
+            records_in,
+            records_out,
+            pending,
+            ..SubtaskCounters::default()
+        };
+        let r = |tuples_in: f64, tuples_out: f64, queue_len: f64| SubtaskRecords { tuples_in, tuples_out, queue_len };
+        let counters = vec![
+            vec![c(0.0, 1000.0, Some(70.0))],
+            vec![c(480.0, 470.0, None), c(500.0, 500.0, None)],
+            vec![c(400.0, 0.0, None), c(500.0, 0.0, None)],
+            vec![c(900.0, 0.0, None)],
+        ];
+        let m = job_records(&job(), &counters);
+        // The source ingested what it emitted; its queue is its backlog.
+        assert_eq!(m[0], vec![r(1000.0, 1000.0, 70.0)]);
+        // Rebalanced: each map subtask was sent half of the source's 1000. Each map record goes
+        // down two edges, one of them a broadcast to a single subtask: 2 receivers per record.
+        assert_eq!(m[1], vec![r(480.0, 940.0, 20.0), r(500.0, 1000.0, 0.0)]);
+        // Forward: sink i was sent all of map i's records.
+        assert_eq!(m[2], vec![r(400.0, 0.0, 70.0), r(500.0, 0.0, 0.0)]);
+        // Broadcast: the side sink was sent every map record.
+        assert_eq!(m[3], vec![r(900.0, 0.0, 70.0)]);
+        // Missing counters (not fetched yet) count as 0, and queues never go below 0.
+        let m = job_records(&job(), &[vec![c(0.0, 0.0, None)], vec![], vec![], vec![]]);
+        assert_eq!(m[0], vec![r(0.0, 0.0, 0.0)]);
+        assert_eq!(m[1], vec![r(0.0, 0.0, 0.0), r(0.0, 0.0, 0.0)]);
+    }
+
+    #[test]
+    fn job_details_become_jobs() {
+        let text = r#"{"jid":"j","name":"n","state":"RUNNING","vertices":[
+            {"id":"a","name":"Source: s","parallelism":1,"status":"RUNNING"},
+            {"id":"b","name":"Sink: k","parallelism":2,"status":"RUNNING"}],
+            "plan":{"jid":"j","name":"n","nodes":[
+              {"id":"b","parallelism":2,"operator":"","description":"k","inputs":[{"num":0,"id":"a","ship_strategy":"REBALANCE","exchange":"pipelined_bounded"}]},
+              {"id":"a","parallelism":1,"operator":"","description":"s"}]}}"#;
+        let job = to_job(serde_json::from_str(text).unwrap()).unwrap();
+        assert_eq!(job.vertices[1].inputs, vec![(0, ShipStrategy::Partition)]);
+        assert!(job.vertices[0].inputs.is_empty());
+        let bad = text.replace(r#""id":"a","ship"#, r#""id":"zz","ship"#);
+        let e = to_job(serde_json::from_str(&bad).unwrap()).unwrap_err();
+        assert!(e.contains("unknown vertex zz"), "{e}");
+    }
+
+    #[test]
+    fn thread_comm_cuts_match_full_names() {
+        assert!(comm_matches("syn0/op1 (1/2)#", "syn0/op1 (1/2)#"));
+        assert!(comm_matches("Source: syn0/so", "Source: syn0/source (1/1)#"));
+        assert!(comm_matches("A (1/1)#0", "A (1/1)#"));
+        assert!(!comm_matches("A (1/1)#0", "AB (1/1)#"));
+        assert!(!comm_matches("B (1/1)#0", "A (1/1)#"));
+    }
+
+    #[test]
+    fn metric_names_are_escaped_for_the_query_string() {
+        assert_eq!(encode("0.Source: a/b.pendingRecords"), "0.Source%3A%20a%2Fb.pendingRecords");
+    }
+
+    #[test]
+    fn fetch_intervals_are_read_in_flink_duration_syntax() {
+        assert_eq!(duration_ms("1000"), Some(1000));
+        assert_eq!(duration_ms("1 s"), Some(1000));
+        assert_eq!(duration_ms("250 ms"), Some(250));
+        assert_eq!(duration_ms("1 min"), Some(60_000));
+        assert_eq!(duration_ms("soon"), None);
+    }
+
+    #[test]
+    fn bad_urls_are_named() {
+        assert!(FlinkRest::new("127.0.0.1:8081").err().unwrap().contains("http://"));
+    }
+}

@@ -223,11 +223,15 @@ impl FlinkJobs {
             cp.push_str(&self.classpath);
         }
         let mut cmd = Command::new(&self.java);
-        cmd.arg("-cp").arg(cp).arg(MAIN_CLASS).arg(workload).args(args);
+        // A bounded heap (the jobs need well under 1 GiB), not a quarter of the machine's memory.
+        cmd.arg(JVM_HEAP).arg("-cp").arg(cp).arg(MAIN_CLASS).arg(workload).args(args);
         cmd.args(["--rest-port".to_string(), rest_port.to_string()]);
         cmd
     }
 }
+
+/// The heap of a job's JVM.
+pub const JVM_HEAP: &str = "-Xmx1g";
 
 /// Modification time of a file, if it exists.
 fn modified(path: &Path) -> Option<SystemTime> {

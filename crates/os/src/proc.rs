@@ -84,13 +84,19 @@ impl ThreadStat {
     }
 }
 
+/// Reads a `stat` file. The kernel cuts names at 15 bytes, which may split a UTF-8 character, so
+/// the bytes are converted lossily rather than rejected.
+fn read_stat(path: &std::path::Path) -> io::Result<String> {
+    Ok(String::from_utf8_lossy(&fs::read(path)?).into_owned())
+}
+
 fn task_dir(pid: u32, tid: Tid) -> PathBuf {
     PathBuf::from(format!("/proc/{pid}/task/{tid}"))
 }
 
 /// Reads `/proc/<pid>/task/<tid>/stat`.
 pub fn thread_stat(pid: u32, tid: Tid) -> io::Result<ThreadStat> {
-    ThreadStat::parse(&fs::read_to_string(task_dir(pid, tid).join("stat"))?)
+    ThreadStat::parse(&read_stat(&task_dir(pid, tid).join("stat"))?)
 }
 
 /// All threads of a process, in tid order.
@@ -130,7 +136,7 @@ pub fn thread_cpu_ns(pid: u32, tid: Tid) -> io::Result<u64> {
 
 /// CPU time (user + system) of a whole process, in nanoseconds, at clock-tick resolution.
 pub fn process_cpu_ns(pid: u32) -> io::Result<u64> {
-    let stat = ThreadStat::parse(&fs::read_to_string(format!("/proc/{pid}/stat"))?)?;
+    let stat = ThreadStat::parse(&read_stat(std::path::Path::new(&format!("/proc/{pid}/stat")))?)?;
     Ok((stat.utime_ticks + stat.stime_ticks) * 1_000_000_000 / clock_ticks_per_second())
 }
 
@@ -165,6 +171,26 @@ mod tests {
     fn rejects_truncated_stat() {
         assert!(ThreadStat::parse("12 (x) S 1 2").is_err());
         assert!(ThreadStat::parse("garbage").is_err());
+    }
+
+    #[test]
+    fn a_name_cut_inside_a_utf8_character_is_read() {
+        // 14 ASCII bytes and a 2-byte 'é': the kernel keeps 15 bytes, half of the 'é'.
+        let name = b"aaaaaaaaaaaaaa\xc3\xa9\0";
+        let (tid, stop) = (std::sync::mpsc::channel(), std::sync::mpsc::channel::<()>());
+        let thread = std::thread::spawn(move || {
+            // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes.
+            unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr()) };
+            tid.0.send(current_tid()).unwrap();
+            let _ = stop.1.recv();
+        });
+        let tid = tid.1.recv().unwrap();
+        let stat = thread_stat(std::process::id(), tid);
+        let listed = threads(std::process::id());
+        stop.0.send(()).unwrap();
+        thread.join().unwrap();
+        assert!(stat.unwrap().name.starts_with("aaaaaaaaaaaaaa"));
+        assert!(listed.unwrap().iter().any(|t| t.tid == tid));
     }
 
     #[test]

@@ -194,6 +194,24 @@ fn encode(text: &str) -> String {
     out
 }
 
+/// The longest `get=` list of one request: Flink's REST server refuses request lines over 4096 bytes.
+const MAX_QUERY: usize = 3000;
+
+/// Escaped, comma-separated lists of `names`, each short enough for one request.
+fn query_lists(names: &[String]) -> Vec<String> {
+    let mut lists: Vec<String> = Vec::new();
+    for name in names.iter().map(|n| encode(n)) {
+        match lists.last_mut() {
+            Some(list) if list.len() + 1 + name.len() <= MAX_QUERY => {
+                list.push(',');
+                list.push_str(&name);
+            }
+            _ => lists.push(name),
+        }
+    }
+    lists
+}
+
 impl FlinkRest {
     /// A client for the REST API at `base`, e.g. `http://127.0.0.1:8081`.
     pub fn new(base: &str) -> Result<Self, String> {
@@ -203,6 +221,11 @@ impl FlinkRest {
         }
         let agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(3)).build();
         Ok(FlinkRest { base, agent })
+    }
+
+    /// The base URL.
+    pub fn url(&self) -> &str {
+        &self.base
     }
 
     fn get<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<T, String> {
@@ -230,12 +253,12 @@ impl FlinkRest {
     /// Values of the named metrics of a vertex (names as the vertex store keeps them,
     /// `<subtask>.<metric>`); metrics Flink has not fetched yet are absent.
     pub fn vertex_metrics(&self, job: &str, vertex: &str, names: &[String]) -> Result<HashMap<String, f64>, String> {
-        if names.is_empty() {
-            return Ok(HashMap::new());
+        let mut out = HashMap::new();
+        for get in query_lists(names) {
+            let values: Vec<MetricValue> = self.get(&format!("/jobs/{job}/vertices/{vertex}/metrics?get={get}"))?;
+            out.extend(values.into_iter().filter_map(|m| Some((m.id, m.value?.parse::<f64>().ok()?))));
         }
-        let get = names.iter().map(|n| encode(n)).collect::<Vec<_>>().join(",");
-        let values: Vec<MetricValue> = self.get(&format!("/jobs/{job}/vertices/{vertex}/metrics?get={get}"))?;
-        Ok(values.into_iter().filter_map(|m| Some((m.id, m.value?.parse::<f64>().ok()?))).collect())
+        Ok(out)
     }
 
     /// The names of a vertex's metrics.
@@ -391,9 +414,13 @@ fn unique(names: impl IntoIterator<Item = String>) -> Vec<String> {
         .collect()
 }
 
-/// The jobs as an [`SpeTopology`] (threads from `threads`, each with its start time from
-/// `/proc/<pid>`; threads gone are left out), and where each physical operator comes from.
-pub fn to_spe_topology(name: &str, pid: u32, jobs: &[Job], threads: &ThreadIndex) -> (SpeTopology, Vec<SubtaskRef>) {
+/// Threads of each subtask as of the last dump, with their start times then:
+/// (task name, subtask, parallelism) → threads.
+pub type SubtaskThreads = HashMap<(String, usize, usize), Vec<ThreadRef>>;
+
+/// The jobs as an [`SpeTopology`] with the threads of `threads`, and where each physical operator
+/// comes from.
+pub fn to_spe_topology(name: &str, pid: u32, jobs: &[Job], threads: &SubtaskThreads) -> (SpeTopology, Vec<SubtaskRef>) {
     let queries = unique(jobs.iter().map(|j| j.name.clone()));
     let mut t = SpeTopology {
         name: name.to_string(),
@@ -447,15 +474,7 @@ pub fn to_spe_topology(name: &str, pid: u32, jobs: &[Job], threads: &ThreadIndex
             first.push(t.physical.len());
             for s in 0..vertex.parallelism {
                 let key = (vertex.name.clone(), s, vertex.parallelism);
-                let threads = threads
-                    .get(&key)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|&(_, tid)| {
-                        let stat = moirai_os::proc::thread_stat(pid, tid).ok()?;
-                        Some(ThreadRef { tid, start_ticks: stat.start_ticks })
-                    })
-                    .collect();
+                let threads = threads.get(&key).cloned().unwrap_or_default();
                 t.physical.push(PhysicalOperator {
                     name: format!("{} ({}/{})", vertex_names[v], s + 1, vertex.parallelism),
                     query: query.clone(),
@@ -502,11 +521,19 @@ pub struct SubtaskCounters {
     pub backpressured_ns: f64,
     /// See `busy_ns`.
     pub idle_ns: f64,
+    /// `numBuffersOut`: network buffers sent (to all its output channels).
+    pub buffers_out: f64,
 }
 
-/// The counters read per subtask, with the field each fills.
-const SUBTASK_COUNTERS: [&str; 5] =
-    ["numRecordsIn", "numRecordsOut", "accumulateBusyTimeMs", "accumulateBackPressuredTimeMs", "accumulateIdleTimeMs"];
+/// The counters read per subtask.
+const SUBTASK_COUNTERS: [&str; 6] = [
+    "numRecordsIn",
+    "numRecordsOut",
+    "numBuffersOut",
+    "accumulateBusyTimeMs",
+    "accumulateBackPressuredTimeMs",
+    "accumulateIdleTimeMs",
+];
 
 /// Record counts of one subtask in moirai's terms.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -523,43 +550,64 @@ pub struct SubtaskRecords {
 ///
 /// - `tuples_in`: `numRecordsIn`; a source's is its `numRecordsOut` (what it ingested).
 /// - `tuples_out`: `numRecordsOut` once per receiving subtask, as moirai counts: × the number of
-///   consumer edges (a record goes down each), × the consumer's parallelism for a broadcast edge.
+///   consumer edges (a record goes down each), × the consumer's parallelism for a broadcast edge;
+///   a sink's is its `numRecordsIn` (what it consumed), as in moirai.
 /// - `queue_len`: a source's `pendingRecords` (0 without it); otherwise the records the upstream
 ///   subtasks sent it — all of a forward partner's, all for a broadcast, 1/n of each upstream's
-///   for the other strategies — minus its `numRecordsIn`, at least 0.
+///   for the other strategies — minus its `numRecordsIn`, minus one network buffer's worth of
+///   records per input channel, at least 0. Flink counts a record out when it is written into an
+///   output buffer, which leaves the producer when full or when the buffer timeout flushes it
+///   (100 ms by default): one partly filled buffer per channel is always on its way and no CPU
+///   given to the consumer can take it sooner. Counted as queue, it would rank every operator
+///   above a source with a real but smaller backlog. A buffer's worth is the producer's records
+///   per buffer sent so far (`numRecordsOut` × receivers / `numBuffersOut`).
 pub fn job_records(job: &Job, counters: &[Vec<SubtaskCounters>]) -> Vec<Vec<SubtaskRecords>> {
+    let fanouts: Vec<f64> = (0..job.vertices.len())
+        .map(|v| {
+            job.consumers(v).map(|(c, s)| if s == ShipStrategy::Broadcast { c.parallelism as f64 } else { 1.0 }).sum()
+        })
+        .collect();
+    // Records per buffer of each subtask: what one buffer in flight on one of its channels holds.
+    let per_buffer = |u: usize, c: &SubtaskCounters| {
+        if c.buffers_out > 0.0 {
+            c.records_out * fanouts[u] / c.buffers_out
+        } else {
+            0.0
+        }
+    };
     job.vertices
         .iter()
         .enumerate()
         .map(|(v, vertex)| {
-            let fanout: f64 = job
-                .consumers(v)
-                .map(|(c, s)| if s == ShipStrategy::Broadcast { c.parallelism as f64 } else { 1.0 })
-                .sum();
+            let fanout = fanouts[v];
             (0..vertex.parallelism)
                 .map(|s| {
                     let c = counters[v].get(s).copied().unwrap_or_default();
                     let tuples_out = c.records_out * fanout.max(1.0);
+                    // A sink emits nothing downstream (its numRecordsOut stays 0): like moirai's
+                    // sinks, it counts what it consumed, or every path's selectivity would be 0.
+                    let tuples_out = if fanout == 0.0 { c.records_in } else { tuples_out };
                     if vertex.inputs.is_empty() {
                         let queue_len = c.pending.unwrap_or(0.0).max(0.0);
                         return SubtaskRecords { tuples_in: c.records_out, tuples_out, queue_len };
                     }
-                    let sent: f64 = vertex
-                        .inputs
-                        .iter()
-                        .map(|&(u, strategy)| {
-                            let up = &counters[u];
-                            let total: f64 = up.iter().map(|c| c.records_out).sum();
-                            match strategy {
-                                ShipStrategy::Forward if up.len() == vertex.parallelism => {
-                                    up.get(s).map_or(0.0, |c| c.records_out)
-                                }
-                                ShipStrategy::Broadcast => total,
-                                _ => total / vertex.parallelism as f64,
+                    let (mut sent, mut in_flight) = (0.0, 0.0);
+                    for &(u, strategy) in &vertex.inputs {
+                        let up = &counters[u];
+                        let total: f64 = up.iter().map(|c| c.records_out).sum();
+                        let buffers: f64 = up.iter().map(|c| per_buffer(u, c)).sum();
+                        let (s_sent, s_in_flight) = match strategy {
+                            ShipStrategy::Forward if up.len() == vertex.parallelism => {
+                                up.get(s).map_or((0.0, 0.0), |c| (c.records_out, per_buffer(u, c)))
                             }
-                        })
-                        .sum();
-                    SubtaskRecords { tuples_in: c.records_in, tuples_out, queue_len: (sent - c.records_in).max(0.0) }
+                            ShipStrategy::Broadcast => (total, buffers),
+                            _ => (total / vertex.parallelism as f64, buffers),
+                        };
+                        sent += s_sent;
+                        in_flight += s_in_flight;
+                    }
+                    let queue_len = (sent - c.records_in - in_flight).max(0.0);
+                    SubtaskRecords { tuples_in: c.records_in, tuples_out, queue_len }
                 })
                 .collect()
         })
@@ -571,7 +619,7 @@ struct ThreadMap {
     pid: u32,
     /// Jobs and vertices the map was taken for: (job id, vertex id, parallelism).
     signature: Vec<(String, String, usize)>,
-    index: ThreadIndex,
+    threads: SubtaskThreads,
     taken: Instant,
 }
 
@@ -659,8 +707,10 @@ fn comm_matches(comm: &str, full: &str) -> bool {
 }
 
 /// Finds the JVM on this machine that runs the jobs' task threads, by the (cut) thread names in
-/// `/proc`: the `java` process with the most threads named like a task `"<vertex> (i/n)#"`.
-pub fn find_jvm(jobs: &[Job]) -> Result<u32, String> {
+/// `/proc`: `preferred` (the JVM serving the REST API, which in a local or MiniCluster setup is
+/// the TaskManager too) if it runs any, else the `java` process with the most threads named like
+/// a task `"<vertex> (i/n)#"`.
+pub fn find_jvm(jobs: &[Job], preferred: Option<u32>) -> Result<u32, String> {
     let expected: Vec<String> = jobs
         .iter()
         .flat_map(|j| j.vertices.iter())
@@ -681,6 +731,9 @@ pub fn find_jvm(jobs: &[Job]) -> Result<u32, String> {
             scores.push((score, pid));
         }
     }
+    if let Some(pid) = preferred.filter(|p| scores.iter().any(|&(_, q)| q == *p)) {
+        return Ok(pid);
+    }
     scores.sort_unstable_by(|a, b| b.cmp(a));
     match scores.as_slice() {
         [] => Err(format!(
@@ -695,6 +748,43 @@ pub fn find_jvm(jobs: &[Job]) -> Result<u32, String> {
             more.iter().map(|(_, p)| p).collect::<Vec<_>>()
         )),
     }
+}
+
+/// The process listening on the port of a loopback `url` (`http://127.0.0.1:8081`), from
+/// `/proc/net/tcp{,6}` and the processes' socket descriptors; `None` for other hosts, or when it
+/// cannot be told (another user's process without root).
+pub fn rest_port_owner(url: &str) -> Option<u32> {
+    let authority = url.split("://").nth(1)?.split('/').next()?;
+    let (host, port) = authority.rsplit_once(':')?;
+    if !matches!(host, "127.0.0.1" | "localhost" | "[::1]" | "0.0.0.0") {
+        return None;
+    }
+    let port: u16 = port.parse().ok()?;
+    let mut sockets = BTreeSet::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(text) = std::fs::read_to_string(table) else { continue };
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let listening = f.get(3) == Some(&"0A");
+            let on_port = f.get(1).and_then(|a| a.rsplit(':').next()).and_then(|p| u16::from_str_radix(p, 16).ok());
+            if listening && on_port == Some(port) {
+                sockets.extend(f.get(9).map(|inode| format!("socket:[{inode}]")));
+            }
+        }
+    }
+    if sockets.is_empty() {
+        return None;
+    }
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { continue };
+        for fd in fds.flatten() {
+            if std::fs::read_link(fd.path()).is_ok_and(|l| sockets.contains(l.to_string_lossy().as_ref())) {
+                return Some(pid);
+            }
+        }
+    }
+    None
 }
 
 /// The driver for a Flink cluster's TaskManager on this machine.
@@ -739,26 +829,58 @@ impl FlinkDriver {
         if map.signature != signature(jobs) {
             return true;
         }
-        let gone = map.index.values().flatten().any(|&(_, tid)| moirai_os::proc::thread_stat(map.pid, tid).is_err());
+        // A thread that ended, or whose tid the kernel gave to another thread since the dump.
+        let gone = map.threads.values().flatten().any(|t| {
+            moirai_os::proc::thread_stat(map.pid, t.tid).map_or(true, |stat| stat.start_ticks != t.start_ticks)
+        });
         let missing = jobs
             .iter()
             .flat_map(|j| j.vertices.iter())
-            .any(|v| (0..v.parallelism).any(|s| !map.index.contains_key(&(v.name.clone(), s, v.parallelism))));
+            .any(|v| (0..v.parallelism).any(|s| !map.threads.contains_key(&(v.name.clone(), s, v.parallelism))));
         gone || (missing && map.taken.elapsed() >= DUMP_RETRY)
     }
 
-    fn refresh_map(&mut self, jobs: &[Job]) -> Result<(), String> {
+    /// Takes the thread map again. When that fails (no JVM found, jcmd refused), the subtasks
+    /// stay without threads — nothing of theirs is touched — and the dump is tried again after
+    /// [`DUMP_RETRY`], not every tick.
+    fn refresh_map(&mut self, jobs: &[Job]) {
+        let (pid, threads) = match self.take_map(jobs) {
+            Ok(found) => found,
+            Err(e) => {
+                self.warn_once(format!("{e}; its subtasks are not scheduled until a thread dump succeeds"));
+                (self.map.as_ref().map_or(0, |m| m.pid), SubtaskThreads::new())
+            }
+        };
+        self.map = Some(ThreadMap { pid, signature: signature(jobs), threads, taken: Instant::now() });
+    }
+
+    fn take_map(&mut self, jobs: &[Job]) -> Result<(u32, SubtaskThreads), String> {
         let pid = match (self.pid, &self.map) {
             (Some(pid), _) => pid,
             (None, Some(map))
-                if std::path::Path::new(&format!("/proc/{}", map.pid)).exists() && map.signature == signature(jobs) =>
+                if map.pid != 0
+                    && std::path::Path::new(&format!("/proc/{}", map.pid)).exists()
+                    && map.signature == signature(jobs) =>
             {
                 map.pid
             }
-            (None, _) => find_jvm(jobs)?,
+            (None, _) => find_jvm(jobs, rest_port_owner(self.rest.url()))?,
         };
         let dump = thread_dump(pid)?;
-        let index = index_threads(&parse_thread_dump(&dump));
+        let threads = index_threads(&parse_thread_dump(&dump))
+            .into_iter()
+            .map(|(key, threads)| {
+                // Each thread with its start time now, so that a tid reused later is never touched.
+                let threads = threads
+                    .into_iter()
+                    .filter_map(|(_, tid)| {
+                        let stat = moirai_os::proc::thread_stat(pid, tid).ok()?;
+                        Some(ThreadRef { tid, start_ticks: stat.start_ticks })
+                    })
+                    .collect();
+                (key, threads)
+            })
+            .collect();
         for job in jobs {
             let mut names = BTreeSet::new();
             for v in &job.vertices {
@@ -771,37 +893,49 @@ impl FlinkDriver {
                 }
             }
         }
-        self.map = Some(ThreadMap { pid, signature: signature(jobs), index, taken: Instant::now() });
-        Ok(())
+        Ok((pid, threads))
     }
 
-    /// The subtasks' counters of one job.
+    /// The subtasks' counters of one job, from one snapshot of the JobManager's metric store:
+    /// each vertex is a request of its own, so when the store refreshed meanwhile (the first
+    /// vertex reads differently at the end), all are read once more.
     fn counters(&mut self, job: &Job) -> Result<Vec<Vec<SubtaskCounters>>, String> {
-        let mut out = Vec::with_capacity(job.vertices.len());
-        for v in &job.vertices {
-            let pending = if v.inputs.is_empty() { self.pending_names(job, v)? } else { BTreeMap::new() };
-            let mut names = Vec::with_capacity(2 * v.parallelism + pending.len());
-            for s in 0..v.parallelism {
-                names.extend(SUBTASK_COUNTERS.iter().map(|c| format!("{s}.{c}")));
-            }
-            names.extend(pending.values().cloned());
-            let values = self.rest.vertex_metrics(&job.id, &v.id, &names)?;
-            let get =
-                |s: usize, c: &str| values.get(&format!("{s}.{c}")).copied().filter(|x| x.is_finite()).unwrap_or(0.0);
-            out.push(
-                (0..v.parallelism)
-                    .map(|s| SubtaskCounters {
-                        records_in: get(s, "numRecordsIn"),
-                        records_out: get(s, "numRecordsOut"),
-                        pending: pending.get(&s).and_then(|n| values.get(n).copied()),
-                        busy_ns: get(s, "accumulateBusyTimeMs") * 1e6,
-                        backpressured_ns: get(s, "accumulateBackPressuredTimeMs") * 1e6,
-                        idle_ns: get(s, "accumulateIdleTimeMs") * 1e6,
-                    })
-                    .collect(),
-            );
+        let first = self.read_counters(job)?;
+        if job.vertices.len() < 2 {
+            return Ok(first);
         }
-        Ok(out)
+        let again = self.vertex_counters(job, &job.vertices[0])?;
+        if again == first[0] {
+            Ok(first)
+        } else {
+            self.read_counters(job)
+        }
+    }
+
+    fn read_counters(&mut self, job: &Job) -> Result<Vec<Vec<SubtaskCounters>>, String> {
+        job.vertices.iter().map(|v| self.vertex_counters(job, v)).collect()
+    }
+
+    fn vertex_counters(&mut self, job: &Job, v: &Vertex) -> Result<Vec<SubtaskCounters>, String> {
+        let pending = if v.inputs.is_empty() { self.pending_names(job, v)? } else { BTreeMap::new() };
+        let mut names = Vec::with_capacity(SUBTASK_COUNTERS.len() * v.parallelism + pending.len());
+        for s in 0..v.parallelism {
+            names.extend(SUBTASK_COUNTERS.iter().map(|c| format!("{s}.{c}")));
+        }
+        names.extend(pending.values().cloned());
+        let values = self.rest.vertex_metrics(&job.id, &v.id, &names)?;
+        let get = |s: usize, c: &str| values.get(&format!("{s}.{c}")).copied().filter(|x| x.is_finite()).unwrap_or(0.0);
+        Ok((0..v.parallelism)
+            .map(|s| SubtaskCounters {
+                records_in: get(s, "numRecordsIn"),
+                records_out: get(s, "numRecordsOut"),
+                buffers_out: get(s, "numBuffersOut"),
+                pending: pending.get(&s).and_then(|n| values.get(n).copied()),
+                busy_ns: get(s, "accumulateBusyTimeMs") * 1e6,
+                backpressured_ns: get(s, "accumulateBackPressuredTimeMs") * 1e6,
+                idle_ns: get(s, "accumulateIdleTimeMs") * 1e6,
+            })
+            .collect())
     }
 
     /// The `pendingRecords` gauges of a source vertex per subtask (`<i>.<operator>.pendingRecords`),
@@ -862,13 +996,13 @@ impl Driver for FlinkDriver {
         if jobs.is_empty() {
             self.map = None;
         } else if self.map_is_stale(&jobs) {
-            self.refresh_map(&jobs)?;
+            self.refresh_map(&jobs);
         }
-        let (pid, index) = match &self.map {
-            Some(m) => (m.pid, m.index.clone()),
-            None => (self.pid.unwrap_or(0), ThreadIndex::new()),
+        let (topology, refs) = match &self.map {
+            Some(m) => to_spe_topology(&self.name, m.pid, &jobs, &m.threads),
+            None => to_spe_topology(&self.name, self.pid.unwrap_or(0), &jobs, &SubtaskThreads::new()),
         };
-        let (topology, refs) = to_spe_topology(&self.name, pid, &jobs, &index);
+        let pid = topology.pid;
         let mut samples = Vec::new();
         if !needed.is_empty() {
             let mut per_job = Vec::with_capacity(jobs.len());
@@ -988,7 +1122,11 @@ Full thread dump OpenJDK 64-Bit Server VM (17.0.15+6-Debian-1 mixed mode, sharin
 
     #[test]
     fn jobs_become_queries_with_chains_split_and_subtasks_linked_by_ship_strategy() {
-        let (t, refs) = to_spe_topology("flink", 0, &[job()], &ThreadIndex::new());
+        let mut threads = SubtaskThreads::new();
+        threads.insert(("Map".into(), 1, 2), vec![ThreadRef { tid: 7, start_ticks: 9 }]);
+        let (t, refs) = to_spe_topology("flink", 0, &[job()], &threads);
+        assert_eq!(t.physical[2].threads, vec![ThreadRef { tid: 7, start_ticks: 9 }]);
+        assert!(t.physical[1].threads.is_empty());
         assert_eq!(t.queries, vec!["q"]);
         let names: Vec<_> = t.logical.iter().map(|l| (l.name.as_str(), l.kind)).collect();
         assert_eq!(
@@ -1041,9 +1179,18 @@ Full thread dump OpenJDK 64-Bit Server VM (17.0.15+6-Debian-1 mixed mode, sharin
         // down two edges, one of them a broadcast to a single subtask: 2 receivers per record.
         assert_eq!(m[1], vec![r(480.0, 940.0, 20.0), r(500.0, 1000.0, 0.0)]);
         // Forward: sink i was sent all of map i's records.
-        assert_eq!(m[2], vec![r(400.0, 0.0, 70.0), r(500.0, 0.0, 0.0)]);
+        // A sink's tuples out are what it consumed.
+        assert_eq!(m[2], vec![r(400.0, 400.0, 70.0), r(500.0, 500.0, 0.0)]);
         // Broadcast: the side sink was sent every map record.
-        assert_eq!(m[3], vec![r(900.0, 0.0, 70.0)]);
+        assert_eq!(m[3], vec![r(900.0, 900.0, 70.0)]);
+        // One buffer's worth per input channel is in flight, not queued: the source sent 1000
+        // records in 10 buffers (100 per buffer) to each map subtask's one channel from it.
+        let mut with_buffers = counters.clone();
+        with_buffers[0][0].buffers_out = 10.0;
+        let m = job_records(&job(), &with_buffers);
+        assert_eq!(m[1], vec![r(480.0, 940.0, 0.0), r(500.0, 1000.0, 0.0)]);
+        with_buffers[1][0].records_in = 300.0;
+        assert_eq!(job_records(&job(), &with_buffers)[1][0], r(300.0, 940.0, 100.0));
         // Missing counters (not fetched yet) count as 0, and queues never go below 0.
         let m = job_records(&job(), &[vec![c(0.0, 0.0, None)], vec![], vec![], vec![]]);
         assert_eq!(m[0], vec![r(0.0, 0.0, 0.0)]);
@@ -1076,8 +1223,26 @@ Full thread dump OpenJDK 64-Bit Server VM (17.0.15+6-Debian-1 mixed mode, sharin
     }
 
     #[test]
-    fn metric_names_are_escaped_for_the_query_string() {
+    fn metric_names_are_escaped_and_split_into_short_requests() {
         assert_eq!(encode("0.Source: a/b.pendingRecords"), "0.Source%3A%20a%2Fb.pendingRecords");
+        let names: Vec<String> = (0..400).map(|s| format!("{s}.accumulateBackPressuredTimeMs")).collect();
+        let lists = query_lists(&names);
+        assert!(lists.len() > 1 && lists.iter().all(|l| l.len() <= MAX_QUERY), "{}", lists.len());
+        let back: Vec<&str> = lists.iter().flat_map(|l| l.split(',')).collect();
+        assert_eq!(back, names.iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(query_lists(&[]).is_empty());
+    }
+
+    #[test]
+    fn the_rest_port_owner_is_found_for_loopback_urls_only() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let me = std::process::id();
+        assert_eq!(rest_port_owner(&format!("http://127.0.0.1:{port}")), Some(me));
+        assert_eq!(rest_port_owner(&format!("http://localhost:{port}/")), Some(me));
+        assert_eq!(rest_port_owner(&format!("http://flink-jm:{port}")), None);
+        drop(listener);
+        assert_eq!(rest_port_owner(&format!("http://127.0.0.1:{port}")), None);
     }
 
     #[test]

@@ -5,8 +5,9 @@ import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.streaming.api.functions.sink.RichSinkFunction;
 
 /**
- * The sink of every query: counts what leaves the job and records, for tuples that entered after
- * the warm-up, processing latency (egress − ingress) and end-to-end latency (egress − intended) in
+ * The sink of every query: counts what leaves the job and records, for tuples that leave after the
+ * warm-up (the rule of moirai's engine, which starts its histograms afresh when the warm-up ends),
+ * processing latency (egress − ingress) and end-to-end latency (egress − intended) in
  * HdrHistograms (ns, 3 significant digits), merged into {@link Registry} when it closes.
  *
  * @param <T> the tuples it takes
@@ -45,7 +46,7 @@ class LatencySink<T extends Stamped> extends RichSinkFunction<T> {
             measured++;
         }
         long e2eNs = Math.max(0, egress - t.intendedNs);
-        if (t.ingressNs - windowStart >= 0) {
+        if (egress - windowStart >= 0) {
             latency.recordValue(Math.max(0, egress - t.ingressNs));
             e2e.recordValue(e2eNs);
         }

@@ -132,7 +132,7 @@ public final class Run {
         conf.set(RestOptions.ADDRESS, "127.0.0.1");
         conf.set(RestOptions.PORT, o.restPort);
         // The JobManager fetches metrics for REST at most this often (default 10 s).
-        conf.set(MetricOptions.METRIC_FETCHER_UPDATE_INTERVAL, Duration.ofSeconds(1));
+        conf.set(MetricOptions.METRIC_FETCHER_UPDATE_INTERVAL, Duration.ofMillis(500));
         conf.set(PipelineOptions.NAME, jobName);
         conf.set(PipelineOptions.OPERATOR_CHAINING, false);
         // Every tuple type is a POJO: fail rather than fall back to Kryo.

@@ -746,8 +746,8 @@ mod tests {
         assert_eq!(cmd.get_program(), "/usr/bin/java");
         assert_eq!(
             got.join(" "),
-            "-cp /p/target/moirai-flink-jobs.jar:/m/a.jar:/m/b.jar moirai.flink.Run syn --rate 1000 --json \
-             --rest-port 18081"
+            "-Xmx1g -cp /p/target/moirai-flink-jobs.jar:/m/a.jar:/m/b.jar moirai.flink.Run syn --rate 1000 \
+             --json --rest-port 18081"
         );
     }
 }

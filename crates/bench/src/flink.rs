@@ -375,6 +375,9 @@ pub struct FlinkJob {
     log: PathBuf,
     /// Remove the log on drop: a log in the temp directory that no error message named.
     remove_log: bool,
+    /// The JVM's own temp directory (`java.io.tmpdir`): Flink unpacks a ~20 MB RPC jar there at
+    /// every start and never removes it; removed on drop, after the JVM.
+    tmp: PathBuf,
 }
 
 impl FlinkJob {
@@ -409,10 +412,18 @@ impl FlinkJob {
         }
         let file =
             File::create(&log).map_err(|e| format!("cannot create the Flink job's log {}: {e}", log.display()))?;
-        let cmd = jobs.command(workload, args, port);
-        let child = Child::spawn_logged(cmd, file)
-            .map_err(|e| format!("cannot start the Flink job ({}): {e}", jobs.java.display()))?;
-        Ok(FlinkJob { child, rest_url: format!("http://127.0.0.1:{port}"), log, remove_log })
+        let tmp = std::env::temp_dir().join(format!("moirai-flink-tmp-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&tmp).map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
+        let mut cmd = jobs.command(workload, args, port);
+        cmd.env("JAVA_TOOL_OPTIONS", format!("-Djava.io.tmpdir={}", tmp.display()));
+        let child = match Child::spawn_logged(cmd, file) {
+            Ok(child) => child,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&tmp);
+                return Err(format!("cannot start the Flink job ({}): {e}", jobs.java.display()));
+            }
+        };
+        Ok(FlinkJob { child, rest_url: format!("http://127.0.0.1:{port}"), log, remove_log, tmp })
     }
 
     /// The JVM's PID.
@@ -578,6 +589,7 @@ impl Drop for FlinkJob {
     /// A job JVM never outlives its handle.
     fn drop(&mut self) {
         self.stop();
+        let _ = std::fs::remove_dir_all(&self.tmp);
         if self.remove_log {
             let _ = std::fs::remove_file(&self.log);
         }

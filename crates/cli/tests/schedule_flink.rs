@@ -67,8 +67,16 @@ impl Proc {
 }
 
 impl Drop for Proc {
+    /// SIGTERM first, so that a middleware left running by a failed test still restores the
+    /// nice values and removes the cgroups it made; SIGKILL after 10 s.
     fn drop(&mut self) {
         if let Some(mut c) = self.0.take() {
+            // SAFETY: kill(2) on the pid of our own child, which we have not reaped yet.
+            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while c.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
             let _ = c.kill();
             let _ = c.wait();
         }

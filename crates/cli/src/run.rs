@@ -47,9 +47,14 @@ pub struct EngineArgs {
     /// Share of the run discarded as warm-up before throughput and latency are measured.
     #[arg(long, default_value_t = 0.2)]
     warmup: f64,
-    /// Threading model of the engine.
+    /// Threading model of the engine: dedicated (a thread per operator), dynamic[:N] (N worker
+    /// threads, any runs any operator), elastic[:MIN-MAX][,start=N][,period=1s] (a pool sized at
+    /// run time), fused[:NAME,...] (all operators on one thread, or on named threads).
     #[arg(long, default_value = "dedicated")]
     threading: Threading,
+    /// Print the threading model's decisions (the elastic thread level) on stderr.
+    #[arg(short, long)]
+    verbose: bool,
     /// Fuse forward-connected operators onto one thread. Off by default here, so that every
     /// operator has its own thread, as the papers run their workloads on Storm (and Flink with
     /// chaining off), and as the middleware schedules them.
@@ -222,6 +227,8 @@ struct Report {
     ramp_to: Option<f64>,
     /// Per second: throughput, the sources' backlog, the engine's queued tuples.
     timeline: Vec<TimelinePoint>,
+    /// Every change of the elastic thread level.
+    level_changes: Vec<moirai_engine::executor::LevelChange>,
     #[serde(flatten)]
     params: serde_json::Value,
     /// What the workload itself measured or checked (Linear Road's deadline misses, YSB's window
@@ -378,12 +385,13 @@ fn execute(
         }
     };
     let config = EngineConfig {
-        threading: args.threading,
+        threading: args.threading.clone(),
         chaining: args.chaining,
         channel_capacity: args.channel_capacity,
         batch_size: args.batch_size,
         metrics_addr: args.metrics_addr,
         ramp: args.ramp_to.map(|to| (to / args.rate, args.duration)),
+        verbose: args.verbose,
     };
     let pid = std::process::id();
     let rss_start = moirai_os::proc::process_rss_bytes(pid).unwrap_or(0);
@@ -401,7 +409,9 @@ fn execute(
     if let Some(addr) = engine.metrics_addr() {
         eprintln!("moirai: serving http://{addr}/metrics and http://{addr}/topology");
     }
-    let threads = engine.topology().physical.len();
+    let topology = engine.topology();
+    // Operator threads: one per physical operator, or the pool's workers.
+    let threads = if topology.threads.is_empty() { topology.physical.len() } else { topology.threads.len() };
     let start = Instant::now();
     // If the queries end during the warm-up (a finite input), the whole run is measured.
     let from_start = (engine.summary(), moirai_os::proc::process_cpu_ns(pid).unwrap_or(0), rss_start, start);
@@ -448,6 +458,7 @@ fn execute(
                 egress_tps: (s.tuples_out - last_point.2) as f64 / dt,
                 backlog: ops.iter().map(|o| o.backlog).sum(),
                 queued: ops.iter().map(|o| o.queue_len).sum(),
+                thread_level: engine.thread_level(),
             });
             last_point = (t, s.tuples_in, s.tuples_out);
         }
@@ -469,7 +480,7 @@ fn execute(
     let workload_stats = workload_after();
     let report = Report {
         workload: name,
-        threading: args.threading,
+        threading: args.threading.clone(),
         chaining: args.chaining,
         offered_rate: args.rate,
         duration_s: args.duration.as_secs_f64(),
@@ -489,6 +500,7 @@ fn execute(
         rss_end_bytes: rss_end,
         ramp_to: args.ramp_to,
         timeline,
+        level_changes: end.level_changes.clone(),
         params,
         workload_stats,
     };
@@ -509,6 +521,8 @@ struct TimelinePoint {
     backlog: u64,
     /// Tuples queued in the engine's channels.
     queued: u64,
+    /// Worker threads running operators (pool models; 0 under dedicated).
+    thread_level: usize,
 }
 
 /// Collects queue-length samples.
@@ -556,7 +570,7 @@ fn print_report(r: &Report, json: bool) {
         format!("mean {:.3}  p50 {:.3}  p99 {:.3}  p99.9 {:.3}  max {:.3}", s.mean, s.p50, s.p99, s.p999, s.max)
     };
     println!(
-        "workload          {} ({} threads, threading {:?}, chaining {})",
+        "workload          {} ({} threads, threading {}, chaining {})",
         r.workload, r.threads, r.threading, r.chaining
     );
     let offered = if r.offered_rate == 0.0 {

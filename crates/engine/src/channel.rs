@@ -2,17 +2,23 @@
 //!
 //! One channel joins one producer instance to one consumer instance, as Flink's subpartitions
 //! do, so FIFO order per channel is simply queue order. Tuples travel in batches to amortise
-//! synchronisation; the capacity is counted in tuples. A producer facing a full channel blocks
-//! (backpressure, which thus reaches the source); a consumer with nothing to read waits on the
+//! synchronisation; the capacity is counted in tuples.
+//!
+//! Sending never blocks, so that a task never holds its thread while it waits (IBM Streams'
+//! dynamic model, Haren's executor: a few workers run many operators). A send always enqueues;
+//! when it leaves the channel at or above its capacity, the channel counts itself among its
+//! producer's *full outputs* ([`Signal::is_blocked`]) and the producer is not stepped again until
+//! the consumer has drained the channel to half its capacity, which clears the mark and wakes the
+//! producer. A channel thus holds at most its capacity plus what one step of its producer sends
+//! (backpressure, which reaches the source). A consumer with nothing to read waits on the
 //! [`Signal`] that all channels into its operator share.
 //!
-//! No lost wake-ups: the producer's wait for space happens under the channel's mutex, and the
-//! consumer's wait follows the event-count protocol of [`Signal`]. No busy spinning: both block
-//! in the kernel when idle.
+//! No lost wake-ups: marks are set and cleared under the channel's mutex, and every wait follows
+//! the event-count protocol of [`Signal`]. No busy spinning: threads block in the kernel when idle.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use crate::tuple::{now_ns, Tuple};
@@ -28,27 +34,60 @@ pub enum Message<T> {
     End,
 }
 
-/// Wakes one consumer thread when any of its input channels gets a message (an event count).
+/// Makes a task runnable on a worker pool: set by pool threading models, called on every
+/// [`Signal::notify`] instead of waking a thread of the task's own.
+pub type Wake = Arc<dyn Fn() + Send + Sync>;
+
+/// Wakes one task when any of its input channels gets a message, when one of its full output
+/// channels has drained, or when its source is asked to stop (an event count).
 ///
-/// The consumer registers as a sleeper *before* it checks its channels one last time; a producer
-/// publishes its message *before* it checks for sleepers. With a sequentially consistent fence on
-/// both sides, at least one of them sees the other, so a wake-up is never lost, and producers pay
-/// only an atomic load when nobody sleeps.
+/// A task on a thread of its own (the dedicated model) sleeps here: it registers as a sleeper
+/// *before* it checks its channels one last time; a producer publishes its message *before* it
+/// checks for sleepers. With a sequentially consistent fence on both sides, at least one of them
+/// sees the other, so a wake-up is never lost, and producers pay only an atomic load when nobody
+/// sleeps. A task on a worker pool has a [`Wake`] hook instead, which queues it.
 #[derive(Default)]
 pub struct Signal {
     epoch: Mutex<u64>,
     wake: Condvar,
     sleepers: AtomicUsize,
+    /// Output channels of this task at or above capacity.
+    full_outputs: AtomicUsize,
+    hook: OnceLock<Wake>,
 }
 
 impl Signal {
-    /// Wakes the waiting consumer, if any.
+    /// Wakes the task: its thread if it sleeps here, or through its pool's hook.
     pub fn notify(&self) {
+        if let Some(hook) = self.hook.get() {
+            hook();
+            return;
+        }
         fence(Ordering::SeqCst);
         if self.sleepers.load(Ordering::Relaxed) > 0 {
             *lock(&self.epoch) += 1;
             self.wake.notify_all();
         }
+    }
+
+    /// Wakes one of the threads sleeping here (for a pool's idle workers, which all wait on one
+    /// signal and each can take the work).
+    pub fn notify_one(&self) {
+        fence(Ordering::SeqCst);
+        if self.sleepers.load(Ordering::Relaxed) > 0 {
+            *lock(&self.epoch) += 1;
+            self.wake.notify_one();
+        }
+    }
+
+    /// Routes every later [`Signal::notify`] to `hook` (once; a pool sets it before it starts).
+    pub fn set_hook(&self, hook: Wake) {
+        let _ = self.hook.set(hook);
+    }
+
+    /// True while some output channel of the task is full: it must not be stepped until then.
+    pub fn is_blocked(&self) -> bool {
+        self.full_outputs.load(Ordering::SeqCst) > 0
     }
 
     /// Blocks until [`Signal::notify`] is called, `timeout` elapses, or `ready()` is true.
@@ -87,18 +126,33 @@ struct State<T> {
     queue: VecDeque<(u64, Message<T>)>,
     /// Tuples in `queue` (batches only).
     tuples: usize,
-    producer_waiting: bool,
+    /// When the channel became full, if it counts among its producer's full outputs now.
+    full_since: Option<u64>,
     closed: bool,
 }
 
 /// The shared part of a channel.
 pub struct Channel<T> {
     state: Mutex<State<T>>,
-    space: Condvar,
     consumer: Arc<Signal>,
+    producer: Arc<Signal>,
     capacity: usize,
     /// Nanoseconds the producer spent blocked on this channel.
     blocked_ns: AtomicU64,
+}
+
+impl<T> Channel<T> {
+    /// Clears the full mark, if set; true when it was the producer's last full output, and the
+    /// producer must be woken (after the channel's lock is released).
+    fn release_producer(&self, state: &mut State<T>) -> bool {
+        match state.full_since.take() {
+            Some(since) => {
+                self.blocked_ns.fetch_add(now_ns().saturating_sub(since), Ordering::Relaxed);
+                self.producer.full_outputs.fetch_sub(1, Ordering::SeqCst) == 1
+            }
+            None => false,
+        }
+    }
 }
 
 /// Occupancy of a channel, for metrics.
@@ -130,8 +184,13 @@ impl<T: Send> Observe for Channel<T> {
     }
 
     fn close(&self) {
-        lock(&self.state).closed = true;
-        self.space.notify_all();
+        let mut state = lock(&self.state);
+        state.closed = true;
+        let wake_producer = self.release_producer(&mut state);
+        drop(state);
+        if wake_producer {
+            self.producer.notify();
+        }
         self.consumer.notify();
     }
 
@@ -144,13 +203,13 @@ impl<T: Send> Observe for Channel<T> {
 #[derive(Debug, PartialEq, Eq)]
 pub struct Closed;
 
-/// Creates a channel holding at most `capacity` tuples (at least one batch, however large) whose
-/// consumer waits on `consumer`.
-pub fn channel<T: Send>(capacity: usize, consumer: Arc<Signal>) -> (Sender<T>, Receiver<T>) {
+/// Creates a channel of `capacity` tuples whose consumer waits on `consumer` and whose producer
+/// is held back through `producer` while the channel is full.
+pub fn channel<T: Send>(capacity: usize, consumer: Arc<Signal>, producer: Arc<Signal>) -> (Sender<T>, Receiver<T>) {
     let channel = Arc::new(Channel {
-        state: Mutex::new(State { queue: VecDeque::new(), tuples: 0, producer_waiting: false, closed: false }),
-        space: Condvar::new(),
+        state: Mutex::new(State { queue: VecDeque::new(), tuples: 0, full_since: None, closed: false }),
         consumer,
+        producer,
         capacity: capacity.max(1),
         blocked_ns: AtomicU64::new(0),
     });
@@ -163,7 +222,8 @@ pub struct Sender<T> {
 }
 
 impl<T: Send> Sender<T> {
-    /// Enqueues a message, blocking while the channel is full.
+    /// Enqueues a message without waiting. If that fills the channel, it counts among the
+    /// producer's full outputs until the consumer drains it ([`Signal::is_blocked`]).
     pub fn send(&self, message: Message<T>) -> Result<(), Closed> {
         let ch = &*self.channel;
         let n = match &message {
@@ -171,15 +231,6 @@ impl<T: Send> Sender<T> {
             _ => 0,
         };
         let mut state = lock(&ch.state);
-        if n > 0 && state.tuples + n > ch.capacity && state.tuples > 0 && !state.closed {
-            let start = now_ns();
-            while state.tuples + n > ch.capacity && state.tuples > 0 && !state.closed {
-                state.producer_waiting = true;
-                state = ch.space.wait(state).unwrap_or_else(|e| e.into_inner());
-            }
-            state.producer_waiting = false;
-            ch.blocked_ns.fetch_add(now_ns() - start, Ordering::Relaxed);
-        }
         if state.closed {
             return Err(Closed);
         }
@@ -192,6 +243,10 @@ impl<T: Send> Sender<T> {
                 state.tuples += n;
                 state.queue.push_back((now, message));
             }
+        }
+        if state.tuples >= ch.capacity && state.full_since.is_none() {
+            state.full_since = Some(now);
+            ch.producer.full_outputs.fetch_add(1, Ordering::SeqCst);
         }
         drop(state);
         ch.consumer.notify();
@@ -218,11 +273,16 @@ impl<T: Send> Receiver<T> {
         let ch = &*self.channel;
         let mut state = lock(&ch.state);
         let (_, message) = state.queue.pop_front()?;
+        let mut wake_producer = false;
         if let Message::Batch(b) = &message {
             state.tuples -= b.len();
-            if state.producer_waiting {
-                ch.space.notify_one();
+            if state.full_since.is_some() && state.tuples <= ch.capacity / 2 {
+                wake_producer = ch.release_producer(&mut state);
             }
+        }
+        drop(state);
+        if wake_producer {
+            ch.producer.notify();
         }
         Some(message)
     }
@@ -272,10 +332,12 @@ mod tests {
 
     #[test]
     fn fifo_and_capacity_in_tuples() {
-        let signal = Arc::new(Signal::default());
-        let (tx, rx) = channel::<u64>(10, signal.clone());
+        let (signal, full) = (Arc::new(Signal::default()), Arc::new(Signal::default()));
+        let (tx, rx) = channel::<u64>(10, signal.clone(), full.clone());
         let producer = thread::spawn(move || {
             for i in 0..100 {
+                // The producer's side of the dedicated model: never send while blocked.
+                full.wait_unless(None, || !full.is_blocked());
                 tx.send(batch(i * 4..i * 4 + 4)).unwrap();
             }
             tx.send(Message::End).unwrap();
@@ -293,8 +355,8 @@ mod tests {
                 Some(Message::Watermark(_)) => unreachable!(),
                 None => {
                     let occ = rx.channel.occupancy(now_ns());
-                    // Never more than capacity, except one oversize batch into an empty queue.
-                    assert!(occ.queue_len <= 10, "{occ:?}");
+                    // Never more than capacity plus the one batch that filled it.
+                    assert!(occ.queue_len < 10 + 4, "{occ:?}");
                     signal.wait_unless(None, || rx.is_ready());
                 }
             }
@@ -304,15 +366,48 @@ mod tests {
     }
 
     #[test]
-    fn oversize_batch_into_empty_channel_does_not_deadlock() {
-        let (tx, rx) = channel::<u64>(2, Arc::new(Signal::default()));
-        tx.send(batch(0..50)).unwrap();
-        assert!(matches!(rx.try_recv(), Some(Message::Batch(b)) if b.len() == 50));
+    fn a_full_channel_blocks_its_producer_until_drained_to_half() {
+        let producer = Arc::new(Signal::default());
+        let (tx, rx) = channel::<u64>(8, Arc::new(Signal::default()), producer.clone());
+        tx.send(batch(0..4)).unwrap();
+        assert!(!producer.is_blocked());
+        tx.send(batch(4..8)).unwrap();
+        assert!(producer.is_blocked(), "full at capacity");
+        // An oversize batch still goes in: sending never waits.
+        tx.send(batch(8..58)).unwrap();
+        assert!(producer.is_blocked());
+        assert!(matches!(rx.try_recv(), Some(Message::Batch(b)) if b.len() == 4));
+        assert!(producer.is_blocked(), "54 tuples left");
+        rx.try_recv();
+        rx.try_recv();
+        assert!(!producer.is_blocked(), "empty");
+        assert!(rx.observer().blocked_ns() > 0);
+    }
+
+    #[test]
+    fn blocked_counts_full_outputs_and_the_last_release_wakes() {
+        let producer = Arc::new(Signal::default());
+        let (a, ra) = channel::<u64>(2, Arc::new(Signal::default()), producer.clone());
+        let (b, rb) = channel::<u64>(2, Arc::new(Signal::default()), producer.clone());
+        let woken = Arc::new(AtomicUsize::new(0));
+        let w = woken.clone();
+        producer.set_hook(Arc::new(move || {
+            w.fetch_add(1, Ordering::SeqCst);
+        }));
+        a.send(batch(0..2)).unwrap();
+        b.send(batch(0..2)).unwrap();
+        assert!(producer.is_blocked());
+        ra.try_recv();
+        assert!(producer.is_blocked(), "one output is still full");
+        assert_eq!(woken.load(Ordering::SeqCst), 0);
+        rb.try_recv();
+        assert!(!producer.is_blocked());
+        assert_eq!(woken.load(Ordering::SeqCst), 1, "woken once, by the last release");
     }
 
     #[test]
     fn watermarks_coalesce() {
-        let (tx, rx) = channel::<u64>(8, Arc::new(Signal::default()));
+        let (tx, rx) = channel::<u64>(8, Arc::new(Signal::default()), Arc::new(Signal::default()));
         for w in 1..=5 {
             tx.send(Message::Watermark(w)).unwrap();
         }
@@ -321,14 +416,18 @@ mod tests {
     }
 
     #[test]
-    fn close_wakes_a_blocked_producer() {
-        let (tx, rx) = channel::<u64>(4, Arc::new(Signal::default()));
+    fn close_releases_a_blocked_producer() {
+        let producer = Arc::new(Signal::default());
+        let (tx, rx) = channel::<u64>(4, Arc::new(Signal::default()), producer.clone());
         tx.send(batch(0..4)).unwrap();
-        let observer = rx.observer();
-        let blocked = thread::spawn(move || tx.send(batch(4..8)));
+        assert!(producer.is_blocked());
+        let p = producer.clone();
+        let waiting = thread::spawn(move || p.wait_unless(None, || !p.is_blocked()));
         thread::sleep(Duration::from_millis(20));
-        observer.close();
-        assert_eq!(blocked.join().unwrap(), Err(Closed));
+        rx.observer().close();
+        waiting.join().unwrap();
+        assert!(!producer.is_blocked());
+        assert_eq!(tx.send(batch(4..8)), Err(Closed));
         assert!(rx.is_closed());
     }
 
@@ -337,7 +436,7 @@ mod tests {
         // Many rounds of: consumer waits with no timeout, producer sends once. A lost wake-up
         // would hang this test (the harness then reports it).
         let signal = Arc::new(Signal::default());
-        let (tx, rx) = channel::<u64>(1 << 20, signal.clone());
+        let (tx, rx) = channel::<u64>(1 << 20, signal.clone(), Arc::new(Signal::default()));
         let producer = thread::spawn(move || {
             for i in 0..20_000u64 {
                 tx.send(batch(i..i + 1)).unwrap();

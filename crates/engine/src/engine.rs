@@ -8,7 +8,7 @@ use std::thread::JoinHandle;
 use serde::Serialize;
 
 use crate::channel::{lock, AbortFlag, Observe, Signal};
-use crate::executor::{Dedicated, Executor, Runnable, Threading};
+use crate::executor::{executor, LevelChange, Observed, PoolThread, Runnable, Threading};
 use crate::graph::{BuildError, LogicalGraph, NodeKind};
 use crate::http::MetricsServer;
 use crate::metrics::{latency_histogram, snapshot, LatencySummary, OperatorMetrics, OperatorSnapshot, SinkMetrics};
@@ -34,6 +34,8 @@ pub struct EngineConfig {
     /// `factor` times it over the given time, then stays there — the papers' increasing-rate runs,
     /// for any workload without changing it.
     pub ramp: Option<(f64, std::time::Duration)>,
+    /// Print the threading model's decisions (the elastic level) on stderr.
+    pub verbose: bool,
 }
 
 impl Default for EngineConfig {
@@ -45,9 +47,14 @@ impl Default for EngineConfig {
             batch_size: 512,
             metrics_addr: None,
             ramp: None,
+            verbose: false,
         }
     }
 }
+
+/// The most physical operators one engine runs (each costs a task, its channels and, under the
+/// dedicated model, a thread).
+pub const MAX_PHYSICAL_OPERATORS: usize = 100_000;
 
 /// Why the engine failed.
 #[derive(Debug, thiserror::Error)]
@@ -95,7 +102,8 @@ pub struct TopologyOperator {
     pub parallelism: usize,
     /// Kind of the chain head.
     pub kind: NodeKind,
-    /// Linux thread id (0 before the thread started).
+    /// Linux thread id of the thread it runs on: its own under the dedicated model; under a
+    /// pool model, the worker that ran it last (0 before it ran).
     pub tid: i32,
 }
 
@@ -106,6 +114,10 @@ pub struct Topology {
     pub pid: u32,
     /// The threading model.
     pub threading: Threading,
+    /// The worker threads of a pool model (empty under the dedicated model).
+    pub threads: Vec<PoolThread>,
+    /// Worker threads running operators now (pool models; 0 under the dedicated model).
+    pub thread_level: usize,
     /// Whether chaining is on.
     pub chaining: bool,
     /// Query names.
@@ -133,6 +145,8 @@ pub struct RunSummary {
     pub e2e_latency_ms: LatencySummary,
     /// Every physical operator at the end.
     pub operators: Vec<OperatorSnapshot>,
+    /// Every change of the elastic thread level.
+    pub level_changes: Vec<LevelChange>,
 }
 
 pub(crate) struct Shared {
@@ -143,9 +157,10 @@ pub(crate) struct Shared {
     pub(crate) operators: Vec<Arc<OperatorMetrics>>,
     pub(crate) sinks: Vec<(usize, Arc<SinkMetrics>)>,
     pub(crate) start_ns: u64,
+    pub(crate) observed: Arc<Observed>,
     abort: Arc<AbortFlag>,
     channels: Vec<Arc<dyn Observe>>,
-    signals: Vec<Arc<Signal>>,
+    signals: Mutex<Vec<Arc<Signal>>>,
     stop: Arc<StopFlag>,
     failures: Mutex<Vec<(String, String)>>,
 }
@@ -174,9 +189,15 @@ impl Shared {
                 tid: self.operators[o.id].tid.load(Ordering::SeqCst),
             })
             .collect();
+        let threads = lock(&self.observed.threads)
+            .iter()
+            .map(|(name, tid)| PoolThread { name: name.clone(), tid: tid.load(Ordering::SeqCst) })
+            .collect();
         Topology {
             pid: std::process::id(),
-            threading: self.config.threading,
+            threading: self.config.threading.clone(),
+            threads,
+            thread_level: self.observed.thread_level.load(Ordering::SeqCst),
             chaining: self.config.chaining,
             queries: self.queries.clone(),
             logical: self.graph.clone(),
@@ -192,7 +213,7 @@ impl Shared {
         for c in &self.channels {
             c.close();
         }
-        for s in &self.signals {
+        for s in lock(&self.signals).iter() {
             s.notify();
         }
     }
@@ -243,32 +264,59 @@ impl Engine {
             entries.extend(q.nodes);
         }
         graph.validate()?;
+        let physical: usize = graph.nodes.iter().map(|n| n.parallelism).sum();
+        if physical > MAX_PHYSICAL_OPERATORS {
+            return Err(BuildError::Config(format!(
+                "{physical} operator instances (sum of parallelisms) exceed the engine's bound of \
+                 {MAX_PHYSICAL_OPERATORS}; use fewer operators or lower parallelism"
+            ))
+            .into());
+        }
+        if let Threading::Fused { threads } = &config.threading {
+            if let Some(n) = graph.nodes.iter().find(|n| n.thread.as_ref().is_some_and(|t| !threads.contains(t))) {
+                return Err(BuildError::Config(format!(
+                    "query '{}': operator '{}' is placed on thread '{}', which --threading {} does not declare; \
+                     declare it (fused:{},{}) or remove the thread hint",
+                    n.query,
+                    n.name,
+                    n.thread.as_deref().unwrap_or_default(),
+                    config.threading,
+                    threads.join(","),
+                    n.thread.as_deref().unwrap_or_default()
+                ))
+                .into());
+            }
+        }
         let plan = PhysicalPlan::new(&graph, config.chaining);
 
-        // Channels: create each by the producer's output type; the consumer's signal wakes it.
+        // Channels: create each by the producer's output type; the consumer's signal wakes it,
+        // the producer's holds it back while the channel is full.
         let signals: Vec<Arc<Signal>> = plan.operators.iter().map(|_| Arc::new(Signal::default())).collect();
         let mut senders: Vec<Option<AnyBox>> = Vec::new();
         let mut receivers: Vec<Option<AnyBox>> = Vec::new();
         let mut observers = Vec::new();
-        for ch in &plan.channels {
+        // Channels into and out of each physical operator, and of each logical edge per producer.
+        let mut channels_in: Vec<Vec<usize>> = vec![Vec::new(); plan.operators.len()];
+        let mut channels_out: Vec<Vec<usize>> = vec![Vec::new(); plan.operators.len()];
+        for (i, ch) in plan.channels.iter().enumerate() {
             let output = entries[graph.edges[ch.edge].from].output.as_ref().expect("producer has an output");
-            let (tx, rx, obs) = output.channel(config.channel_capacity, signals[ch.to].clone());
+            let (tx, rx, obs) = output.channel(config.channel_capacity, signals[ch.to].clone(), signals[ch.from].clone());
             senders.push(Some(tx));
             receivers.push(Some(rx));
             observers.push(obs);
+            channels_in[ch.to].push(i);
+            channels_out[ch.from].push(i);
+        }
+        let mut edges_out: Vec<Vec<usize>> = vec![Vec::new(); graph.nodes.len()];
+        for (e, edge) in graph.edges.iter().enumerate() {
+            edges_out[edge.from].push(e);
         }
 
         let mut metrics = Vec::new();
         for op in &plan.operators {
             let mut m = OperatorMetrics::default();
-            for (i, ch) in plan.channels.iter().enumerate() {
-                if ch.to == op.id {
-                    m.inputs.push(observers[i].clone());
-                }
-                if ch.from == op.id {
-                    m.outputs.push(observers[i].clone());
-                }
-            }
+            m.inputs = channels_in[op.id].iter().map(|&i| observers[i].clone()).collect();
+            m.outputs = channels_out[op.id].iter().map(|&i| observers[i].clone()).collect();
             metrics.push(Arc::new(m));
         }
 
@@ -295,10 +343,12 @@ impl Engine {
             let mut down: Option<AnyBox> = None;
             if graph.nodes[tail].kind != NodeKind::Sink {
                 let mut routes = Vec::new();
-                for (e, edge) in graph.outputs(tail) {
+                for &e in &edges_out[tail] {
+                    let edge = &graph.edges[e];
                     let mut targets: Vec<(usize, AnyBox)> = Vec::new();
-                    for (i, ch) in plan.channels.iter().enumerate() {
-                        if ch.edge == e && ch.from == op.id {
+                    for &i in &channels_out[op.id] {
+                        let ch = &plan.channels[i];
+                        if ch.edge == e {
                             targets.push((ch.to, senders[i].take().expect("each sender used once")));
                         }
                     }
@@ -317,10 +367,9 @@ impl Engine {
             }
             let head = op.logical[0];
             let mut ports: Vec<Vec<(usize, AnyBox)>> = (0..graph.nodes[head].ports).map(|_| Vec::new()).collect();
-            for (i, ch) in plan.channels.iter().enumerate() {
-                if ch.to == op.id {
-                    ports[ch.port].push((ch.from, receivers[i].take().expect("each receiver used once")));
-                }
+            for &i in &channels_in[op.id] {
+                let ch = &plan.channels[i];
+                ports[ch.port].push((ch.from, receivers[i].take().expect("each receiver used once")));
             }
             let ports = ports
                 .into_iter()
@@ -330,8 +379,19 @@ impl Engine {
                 })
                 .collect();
             let task = entries[head].code.task(&ctx, ports, down);
-            tasks.push(Runnable { name: op.name.clone(), task, metrics: metrics[op.id].clone() });
+            let mut downstream: Vec<usize> = channels_out[op.id].iter().map(|&i| plan.channels[i].to).collect();
+            downstream.dedup();
+            tasks.push(Runnable {
+                name: op.name.clone(),
+                task,
+                metrics: metrics[op.id].clone(),
+                signal: signals[op.id].clone(),
+                downstream,
+                thread_hint: op.logical.iter().find_map(|&n| graph.nodes[n].thread.clone()),
+            });
         }
+        let observed = Arc::new(Observed::default());
+        observed.verbose.store(config.verbose, Ordering::SeqCst);
 
         let shared = Arc::new(Shared {
             config: config.clone(),
@@ -341,9 +401,10 @@ impl Engine {
             operators: metrics,
             sinks,
             start_ns: now_ns(),
+            observed: observed.clone(),
             abort: Arc::new(AbortFlag::default()),
             channels: observers,
-            signals,
+            signals: Mutex::new(signals),
             stop,
             failures: Mutex::new(Vec::new()),
         });
@@ -363,11 +424,20 @@ impl Engine {
                 shared.abort();
             }
         });
-        let executor: Box<dyn Executor> = match config.threading {
-            Threading::Dedicated => Box::new(Dedicated),
-        };
-        let threads = executor.start(tasks, shared.abort.clone(), on_panic).map_err(EngineError::Spawn)?;
-        Ok(Engine { shared, threads, server })
+        let started = executor(&config.threading)
+            .start(tasks, shared.abort.clone(), on_panic, observed)
+            .map_err(EngineError::Spawn)?;
+        lock(&shared.signals).extend(started.wake_on_abort);
+        if shared.abort.is_raised() {
+            // An operator failed before the pool's own signals were registered: wake them too.
+            shared.abort();
+        }
+        Ok(Engine { shared, threads: started.threads, server })
+    }
+
+    /// Worker threads running operators now (pool models; 0 under the dedicated model).
+    pub fn thread_level(&self) -> usize {
+        self.shared.observed.thread_level.load(Ordering::SeqCst)
     }
 
     /// The topology with thread ids (as `/topology` serves it).
@@ -441,6 +511,7 @@ impl Engine {
             latency_ms: LatencySummary::of(&processing),
             e2e_latency_ms: LatencySummary::of(&e2e),
             operators,
+            level_changes: lock(&s.observed.level_changes).clone(),
         }
     }
 }

@@ -60,6 +60,9 @@ pub struct LogicalNode {
     pub ports: usize,
     /// How many instances run it (fission).
     pub parallelism: usize,
+    /// The named thread it is placed on under the `fused` threading model (none: the first).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread: Option<String>,
 }
 
 /// A stream from one logical operator into an input port of another.
@@ -232,15 +235,17 @@ impl LogicalGraph {
         }
         // Missing inputs first: a stream that was never connected leaves its consumer without
         // input and its producer dangling, and the consumer is the one to report.
+        let connected: HashSet<(NodeId, usize)> = self.edges.iter().map(|e| (e.to, e.port)).collect();
         for (id, n) in self.nodes.iter().enumerate() {
             for port in 0..n.ports {
-                if !self.edges.iter().any(|e| e.to == id && e.port == port) {
+                if !connected.contains(&(id, port)) {
                     return Err(BuildError::MissingInput { query: n.query.clone(), name: n.name.clone(), port });
                 }
             }
         }
+        let producers: HashSet<NodeId> = self.edges.iter().map(|e| e.from).collect();
         for (id, n) in self.nodes.iter().enumerate() {
-            if n.kind != NodeKind::Sink && self.outputs(id).next().is_none() {
+            if n.kind != NodeKind::Sink && !producers.contains(&id) {
                 return Err(BuildError::DanglingStream { query: n.query.clone(), name: n.name.clone() });
             }
         }
@@ -251,17 +256,19 @@ impl LogicalGraph {
     /// cycle that prevents one.
     pub fn topological_order(&self) -> Result<Vec<NodeId>, BuildError> {
         let mut indegree = vec![0usize; self.nodes.len()];
+        let mut outputs: Vec<Vec<NodeId>> = vec![Vec::new(); self.nodes.len()];
         for e in &self.edges {
             indegree[e.to] += 1;
+            outputs[e.from].push(e.to);
         }
         let mut ready: Vec<NodeId> = (0..self.nodes.len()).filter(|&n| indegree[n] == 0).rev().collect();
         let mut order = Vec::with_capacity(self.nodes.len());
         while let Some(n) = ready.pop() {
             order.push(n);
-            for (_, e) in self.outputs(n) {
-                indegree[e.to] -= 1;
-                if indegree[e.to] == 0 {
-                    ready.push(e.to);
+            for &to in &outputs[n] {
+                indegree[to] -= 1;
+                if indegree[to] == 0 {
+                    ready.push(to);
                 }
             }
         }
@@ -297,7 +304,7 @@ pub(crate) mod tests {
             NodeKind::Source => 0,
             _ => 1,
         };
-        LogicalNode { query: "q".into(), name: name.into(), kind, parallelism: par, ports }
+        LogicalNode { query: "q".into(), name: name.into(), kind, parallelism: par, ports, thread: None }
     }
 
     pub(crate) fn edge(from: NodeId, to: NodeId, partitioning: Partitioning) -> LogicalEdge {

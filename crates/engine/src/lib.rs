@@ -10,13 +10,15 @@
 //! - [`operator`]: the [`Operator`] trait users implement, and chains of fused operators;
 //!   [`ops`], [`window`], [`join`], [`source`], [`sink`] are the built-in operators.
 //! - [`channel`]: bounded, batched channels with backpressure; [`router`]: partitioning.
-//! - [`task`]: the runtime of one physical operator; [`executor`]: threading models that run
-//!   tasks (dedicated threads so far).
+//! - [`task`]: the runtime of one physical operator, whose steps never block; [`executor`]:
+//!   threading models that run tasks (dedicated threads, a dynamic or elastic worker pool, fused
+//!   threads); [`elastic`]: the elastic thread-level algorithm.
 //! - [`metrics`] and the HTTP endpoint (`/metrics`, `/topology`) through which the middleware
 //!   sees the engine; [`engine`]: starting, stopping and reporting.
 #![forbid(missing_docs)]
 
 pub mod channel;
+pub mod elastic;
 pub mod engine;
 pub mod executor;
 pub mod graph;
@@ -35,6 +37,7 @@ pub mod tuple;
 pub mod window;
 
 pub use engine::{Engine, EngineConfig, EngineError, RunSummary, Topology};
+pub use elastic::ElasticConfig;
 pub use executor::Threading;
 pub use graph::{BuildError, Partitioning};
 pub use operator::{Operator, Output, TwoInputOperator};

@@ -5,7 +5,7 @@
 //! snapshot is taken. The names are those of the papers (`queue_len`, `head_wait`, `cost`,
 //! `selectivity`) and are the public API the middleware's driver reads (docs/metrics-endpoint.md).
 
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use hdrhistogram::Histogram;
@@ -51,6 +51,11 @@ pub struct OperatorMetrics {
     pub tid: AtomicI32,
     /// CPU time of its thread when the thread ended (the thread is gone from /proc then).
     pub final_cpu_ns: AtomicU64,
+    /// Under a pool model: true, and its CPU time is the sum over its runs, measured with the
+    /// worker's thread CPU clock before and after each run (`pool_cpu_ns`).
+    pub pooled: AtomicBool,
+    /// CPU time spent running it on pool workers.
+    pub pool_cpu_ns: AtomicU64,
     /// Its input channels.
     pub(crate) inputs: Vec<Arc<dyn Observe>>,
     /// Its output channels.
@@ -182,7 +187,9 @@ impl OperatorSnapshot {
 pub(crate) fn snapshot(id: usize, query: &str, name: &str, m: &OperatorMetrics, now_ns: u64) -> OperatorSnapshot {
     let tid = m.tid.load(Ordering::Relaxed);
     let final_cpu = m.final_cpu_ns.load(Ordering::Relaxed);
-    let cpu_ns = if final_cpu > 0 || tid == 0 {
+    let cpu_ns = if m.pooled.load(Ordering::Relaxed) {
+        m.pool_cpu_ns.load(Ordering::Relaxed)
+    } else if final_cpu > 0 || tid == 0 {
         final_cpu
     } else {
         moirai_os::proc::thread_cpu_ns(std::process::id(), tid).unwrap_or(0)

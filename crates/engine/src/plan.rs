@@ -60,25 +60,39 @@ pub struct PhysicalPlan {
 /// output and the consumer's only input.
 pub fn can_chain(graph: &LogicalGraph, edge: usize, chaining: bool) -> bool {
     let e = &graph.edges[edge];
+    chainable(graph, edge, chaining, graph.outputs(e.from).count(), graph.inputs(e.to).count())
+}
+
+/// [`can_chain`] with the producer's output count and the consumer's input count given.
+fn chainable(graph: &LogicalGraph, edge: usize, chaining: bool, outputs: usize, inputs: usize) -> bool {
+    let e = &graph.edges[edge];
     let (from, to) = (&graph.nodes[e.from], &graph.nodes[e.to]);
     chaining
         && e.partitioning == Partitioning::Forward
         && from.parallelism == to.parallelism
         && from.kind != NodeKind::Sink
-        && graph.outputs(e.from).count() == 1
-        && graph.inputs(e.to).count() == 1
+        && outputs == 1
+        && inputs == 1
 }
 
 impl PhysicalPlan {
-    /// Plans a valid graph (see [`LogicalGraph::validate`]).
+    /// Plans a valid graph (see [`LogicalGraph::validate`]), in time linear in its size.
     pub fn new(graph: &LogicalGraph, chaining: bool) -> PhysicalPlan {
         let order = graph.topological_order().expect("plan a validated graph");
+        let mut inputs: Vec<Vec<usize>> = vec![Vec::new(); graph.nodes.len()];
+        let mut outputs = vec![0usize; graph.nodes.len()];
+        for (i, e) in graph.edges.iter().enumerate() {
+            inputs[e.to].push(i);
+            outputs[e.from] += 1;
+        }
         // chain_of[node] = index into `chains`.
         let mut chain_of = vec![usize::MAX; graph.nodes.len()];
         let mut chains: Vec<Vec<NodeId>> = Vec::new();
         for &n in &order {
-            let chained_to =
-                graph.inputs(n).find(|(i, _)| can_chain(graph, *i, chaining)).map(|(_, e)| chain_of[e.from]);
+            let chained_to = inputs[n]
+                .iter()
+                .find(|&&i| chainable(graph, i, chaining, outputs[graph.edges[i].from], inputs[n].len()))
+                .map(|&i| chain_of[graph.edges[i].from]);
             match chained_to {
                 Some(c) => {
                     chains[c].push(n);

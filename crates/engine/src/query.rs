@@ -84,7 +84,7 @@ pub(crate) struct RouteParts {
 /// The output side of a logical operator: channels and routers of its output type.
 pub(crate) trait OutputCode: Send {
     /// A channel of the output type: `(Sender<Out>, Receiver<Out>, observer)`.
-    fn channel(&self, capacity: usize, signal: Arc<Signal>) -> (AnyBox, AnyBox, Arc<dyn Observe>);
+    fn channel(&self, capacity: usize, consumer: Arc<Signal>, producer: Arc<Signal>) -> (AnyBox, AnyBox, Arc<dyn Observe>);
     /// A router over `routes`: a `Box<dyn Input<Out>>`.
     fn router(&self, routes: Vec<RouteParts>, batch_size: usize, metrics: Arc<OperatorMetrics>) -> AnyBox;
 }
@@ -117,8 +117,8 @@ fn one_input_task<T: Data>(ctx: &InstanceContext, mut rx: Vec<Vec<AnyBox>>, head
 struct Typed<T>(PhantomData<fn() -> T>);
 
 impl<T: Data> OutputCode for Typed<T> {
-    fn channel(&self, capacity: usize, signal: Arc<Signal>) -> (AnyBox, AnyBox, Arc<dyn Observe>) {
-        let (tx, rx) = channel::<T>(capacity, signal);
+    fn channel(&self, capacity: usize, consumer: Arc<Signal>, producer: Arc<Signal>) -> (AnyBox, AnyBox, Arc<dyn Observe>) {
+        let (tx, rx) = channel::<T>(capacity, consumer, producer);
         let observer = rx.observer();
         (Box::new(tx), Box::new(rx), observer)
     }
@@ -190,6 +190,7 @@ impl<T: Data> NodeCode for SourceCode<T> {
             down::<T>(d),
             ctx.batch_size,
             ctx.stop.clone(),
+            ctx.signal.clone(),
             ctx.metrics.clone(),
         );
         Box::new(task)
@@ -302,7 +303,7 @@ impl Query {
         output: Option<Box<dyn OutputCode>>,
     ) -> NodeId {
         let mut g = lock(&self.graph);
-        let node = LogicalNode { query: g.name.clone(), name: name.to_string(), kind, ports, parallelism: 1 };
+        let node = LogicalNode { query: g.name.clone(), name: name.to_string(), kind, ports, parallelism: 1, thread: None };
         g.nodes.push(NodeEntry { node, code, output });
         g.nodes.len() - 1
     }
@@ -399,6 +400,14 @@ impl<T: Data> Stream<T> {
     /// Sets how many instances run the operator that produces this stream.
     pub fn parallelism(self, n: usize) -> Self {
         lock(&self.graph).nodes[self.node].node.parallelism = n;
+        self
+    }
+
+    /// Places the operator that produces this stream on the named thread of the `fused`
+    /// threading model (`--threading fused:NAME,...`; a name it does not declare is an error).
+    /// Other threading models ignore it. A chain runs on the thread of its first placed operator.
+    pub fn thread(self, name: &str) -> Self {
+        lock(&self.graph).nodes[self.node].node.thread = Some(name.to_string());
         self
     }
 

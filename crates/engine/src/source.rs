@@ -222,9 +222,9 @@ impl<T: Send + 'static> SourceTask<T> {
         head: Box<dyn Input<T>>,
         batch_size: usize,
         stop: Arc<StopFlag>,
+        signal: Arc<Signal>,
         metrics: Arc<OperatorMetrics>,
     ) -> Self {
-        let signal = Arc::new(Signal::default());
         stop.register(signal.clone());
         let offered = source.offered.split(parallelism);
         *crate::channel::lock(&metrics.offered) = Some((0, offered));
@@ -274,6 +274,9 @@ impl<T: Send + 'static> Task for SourceTask<T> {
         // the only one that can fire them.
         if self.head.next_timer().is_some_and(|t| t <= now) {
             self.head.tick(now);
+            if self.signal.is_blocked() {
+                return Step::Blocked;
+            }
         }
         let unlimited = self.offered == Offered::Unlimited;
         let due = if unlimited {
@@ -284,6 +287,9 @@ impl<T: Send + 'static> Task for SourceTask<T> {
         if due == 0 {
             self.maybe_watermark(now);
             self.head.flush();
+            if self.signal.is_blocked() {
+                return Step::Blocked;
+            }
             let next = self.intended(self.emitted).max(now + MIN_SLEEP_NS);
             return Step::Idle { until: Some(self.head.next_timer().map_or(next, |t| t.min(next))) };
         }
@@ -301,7 +307,11 @@ impl<T: Send + 'static> Task for SourceTask<T> {
         OperatorMetrics::add(&self.metrics.tuples_in, self.batch.len());
         self.head.push_batch(&mut self.batch);
         self.maybe_watermark(now);
-        Step::Worked
+        if self.signal.is_blocked() {
+            Step::Blocked
+        } else {
+            Step::Worked
+        }
     }
 
     fn has_input(&self) -> bool {

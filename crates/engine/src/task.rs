@@ -21,11 +21,19 @@ pub enum Step {
         /// When to step again even if no input arrives, on the engine clock.
         until: Option<u64>,
     },
+    /// Some output channel is full: do not step it again until its [`Signal`] is notified and
+    /// [`Signal::is_blocked`] is false (the consumer drained the channel). What the step
+    /// produced is already in the channels; nothing waits inside the task.
+    Blocked,
     /// Its input has ended and it has passed the end on.
     Finished,
 }
 
 /// A physical operator, ready to run on any thread.
+///
+/// A step never blocks: sending into a full channel enqueues and marks the task blocked. A
+/// threading model steps a task only while [`Signal::is_blocked`] is false, and only on one
+/// thread at a time.
 pub trait Task: Send {
     /// Runs one round: at most one message per input channel (a batch of a source), then timers,
     /// then a flush if nothing came in.
@@ -142,7 +150,11 @@ impl<T: Send> Port<T> {
 }
 
 /// Fires due timers; then, if the step brought nothing, flushes and says until when to sleep.
-fn finish_step(head: &mut dyn crate::operator::Control, polled: usize) -> Step {
+/// A task whose outputs are full does neither: it reports [`Step::Blocked`].
+pub(crate) fn finish_step(head: &mut dyn crate::operator::Control, polled: usize, signal: &Signal) -> Step {
+    if signal.is_blocked() {
+        return Step::Blocked;
+    }
     if let Some(t) = head.next_timer() {
         let now = now_ns();
         if t <= now {
@@ -178,7 +190,7 @@ impl<T: Send> Task for OneInputTask<T> {
             self.head.finish();
             return Step::Finished;
         }
-        finish_step(&mut *self.head, polled.messages)
+        finish_step(&mut *self.head, polled.messages, &self.signal)
     }
 
     fn has_input(&self) -> bool {
@@ -221,7 +233,7 @@ impl<L: Send, R: Send> Task for TwoInputTask<L, R> {
         if let Some(w) = watermark {
             self.head.watermark(w);
         }
-        finish_step(&mut *self.head, left.messages + right.messages)
+        finish_step(&mut *self.head, left.messages + right.messages, &self.signal)
     }
 
     fn has_input(&self) -> bool {

@@ -5,8 +5,12 @@
 //! `(source, instance, seq)` tuples, then pass-through operators, unions and keyed operators with
 //! random parallelism (1–4) and random partitioning into each (forward where parallelisms are
 //! equal, rebalance, shuffle, broadcast, the default, key_by into keyed operators), and a sink at
-//! the end of every stream nothing else consumes. Channel capacity (1–64), batch size (1–32) and
-//! chaining are random too.
+//! the end of every stream nothing else consumes. Channel capacity (1–64), batch size (1–32),
+//! chaining and the threading model are random too: dedicated, a dynamic pool of 1–4 workers, an
+//! elastic pool of 1–4 whose level moves every 20 ms, and fused (one thread for everything). A
+//! pool of one worker with channels of one tuple is where a blocking design deadlocks (a
+//! producer waits on a full channel whose consumer only that same thread could run): tasks that
+//! never block must finish there too.
 //!
 //! Every operator appends `(node, instance)` to the tuple's *path*, so at a sink each tuple tells
 //! which physical operators it went through. That is enough to check, exactly:
@@ -26,7 +30,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
-use moirai_engine::{Engine, Operator, Output, Partitioning, Query, Source, Stream, Tuple};
+use moirai_engine::{Engine, EngineConfig, Operator, Output, Partitioning, Query, Source, Stream, Threading, Tuple};
 use proptest::prelude::*;
 use proptest::sample::Index;
 
@@ -96,6 +100,7 @@ struct Spec {
     capacity: usize,
     batch: usize,
     chaining: bool,
+    threading: Threading,
 }
 
 /// How the test asks for a partitioning: by default (let the builder choose) or explicitly.
@@ -128,6 +133,7 @@ struct Dag {
     capacity: usize,
     batch: usize,
     chaining: bool,
+    threading: Threading,
 }
 
 /// Broadcasts are capped so that no tuple reaches a sink more than this many times.
@@ -135,7 +141,13 @@ const MAX_COPIES: u64 = 8;
 
 impl Dag {
     fn resolve(spec: &Spec) -> Dag {
-        let mut dag = Dag { nodes: Vec::new(), capacity: spec.capacity, batch: spec.batch, chaining: spec.chaining };
+        let mut dag = Dag {
+            nodes: Vec::new(),
+            capacity: spec.capacity,
+            batch: spec.batch,
+            chaining: spec.chaining,
+            threading: spec.threading.clone(),
+        };
         for &(parallelism, len) in &spec.sources {
             dag.nodes.push(Node { kind: Kind::Source { len }, parallelism, inputs: vec![] });
         }
@@ -318,7 +330,7 @@ fn build(dag: &Dag) -> (Query, BTreeMap<usize, Store>) {
 fn check(dag: &Dag) -> Result<(), String> {
     let (q, stores) = build(dag);
     let query = q.build().map_err(|e| format!("build failed: {e}"))?;
-    let config = common::config(dag.capacity, dag.batch, dag.chaining);
+    let config = EngineConfig { threading: dag.threading.clone(), ..common::config(dag.capacity, dag.batch, dag.chaining) };
     let engine = Engine::start(config, vec![query]).map_err(|e| format!("start failed: {e}"))?;
     let summary = common::wait_or_fail(engine, common::HANG).map_err(|e| format!("run failed: {e}"))?;
 
@@ -485,6 +497,17 @@ fn op_spec() -> impl Strategy<Value = OpSpec> {
         .prop_map(|(kind, inputs, parallelism, parts, keys)| OpSpec { kind, inputs, parallelism, parts, keys })
 }
 
+/// Every threading model, pools of 1–4 workers.
+fn threading() -> impl Strategy<Value = Threading> {
+    prop_oneof![
+        Just("dedicated".to_string()),
+        (1usize..=4).prop_map(|n| format!("dynamic:{n}")),
+        (1usize..=4).prop_map(|n| format!("elastic:1-{n},period=20ms")),
+        Just("fused".to_string()),
+    ]
+    .prop_map(|s| s.parse::<Threading>().expect("a valid threading model"))
+}
+
 fn spec() -> impl Strategy<Value = Spec> {
     (
         prop::collection::vec((1usize..=4, 0u64..150), 1..=3),
@@ -493,19 +516,21 @@ fn spec() -> impl Strategy<Value = Spec> {
         1usize..=64,
         1usize..=32,
         any::<bool>(),
+        threading(),
     )
-        .prop_map(|(sources, ops, sink_parts, capacity, batch, chaining)| Spec {
+        .prop_map(|(sources, ops, sink_parts, capacity, batch, chaining, threading)| Spec {
             sources,
             ops,
             sink_parts,
             capacity,
             batch,
             chaining,
+            threading,
         })
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 40, max_shrink_time: 60_000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 80, max_shrink_time: 60_000, ..ProptestConfig::default() })]
 
     #[test]
     fn random_dags_lose_nothing_and_keep_order(spec in spec()) {
@@ -545,10 +570,15 @@ fn a_dag_with_every_partitioning() {
         // A sink runs as many instances as its input (2).
         node(Kind::Sink, 2, vec![(7, ex(Rebalance), Rebalance)]),
     ];
-    for chaining in [false, true] {
-        for (capacity, batch) in [(1, 1), (3, 7), (64, 32)] {
-            let dag = Dag { nodes: nodes.clone(), capacity, batch, chaining };
-            check(&dag).unwrap_or_else(|e| panic!("chaining {chaining}, capacity {capacity}, batch {batch}: {e}"));
+    for threading in ["dedicated", "dynamic:1", "dynamic:3", "elastic:1-3,period=10ms", "fused"] {
+        let threading: Threading = threading.parse().unwrap();
+        for chaining in [false, true] {
+            for (capacity, batch) in [(1, 1), (3, 7), (64, 32)] {
+                let dag = Dag { nodes: nodes.clone(), capacity, batch, chaining, threading: threading.clone() };
+                check(&dag).unwrap_or_else(|e| {
+                    panic!("{threading}, chaining {chaining}, capacity {capacity}, batch {batch}: {e}")
+                });
+            }
         }
     }
 }

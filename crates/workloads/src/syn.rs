@@ -114,6 +114,17 @@ impl SynConfig {
         if self.queries == 0 {
             return bad("SYN needs at least 1 query (queries = 0)".into());
         }
+        // Each query is a source, `ops` operators and a sink, each its own physical operator.
+        let physical = self.queries.saturating_mul(self.ops.saturating_add(2));
+        if physical > moirai_engine::engine::MAX_PHYSICAL_OPERATORS {
+            return bad(format!(
+                "{} queries x ({} operators + source + sink) = {physical} operators exceed the engine's bound of {}; \
+                 use fewer queries or operators",
+                self.queries,
+                self.ops,
+                moirai_engine::engine::MAX_PHYSICAL_OPERATORS
+            ));
+        }
         if !(self.selectivity.is_finite() && self.selectivity >= 0.0) {
             return bad(format!("selectivity {} must be a finite number >= 0", self.selectivity));
         }

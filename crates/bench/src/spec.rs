@@ -153,16 +153,17 @@ impl Configuration {
             Some(_) => return Err(bad("the #TAG after '#' must be letters, digits, '-' or '_'".into())),
             None => t,
         };
-        let (system, rest) = match body.split_once(':') {
+        // '@' first: a threading model may have ':' in it (os@dynamic:2), a system never '@'.
+        let (head, threading) = match body.split_once('@') {
+            Some((h, th)) if is_threading(th) => (h, Some(th.to_string())),
+            Some((_, th)) => return Err(bad(format!("'{th}' after '@' is not a threading model name"))),
+            None => (body, None),
+        };
+        let (system, sched) = match head.split_once(':') {
             Some(("moirai", r)) => (System::Moirai, r),
             Some(("flink", r)) => (System::Flink, r),
             Some((s, _)) => return Err(bad(format!("unknown system '{s}'; known: moirai (default), flink"))),
-            None => (System::Moirai, body),
-        };
-        let (sched, threading) = match rest.split_once('@') {
-            Some((s, th)) if is_name(th) => (s, Some(th.to_string())),
-            Some((_, th)) => return Err(bad(format!("'{th}' after '@' is not a threading model name"))),
-            None => (rest, None),
+            None => (System::Moirai, head),
         };
         let scheduler = match sched {
             "os" => Scheduler::Os,
@@ -208,6 +209,11 @@ impl fmt::Display for Configuration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.label)
     }
+}
+
+/// A threading model with its parameters: `dynamic:2`, `elastic:1-4:period=500ms`, `fused:a+b`.
+fn is_threading(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_:+=.".contains(c))
 }
 
 fn is_name(s: &str) -> bool {
@@ -291,6 +297,11 @@ mod tests {
         assert_eq!(c.policy(), Some("qs"));
         let c = Configuration::parse("os@dynamic").unwrap();
         assert_eq!(c.threading.as_deref(), Some("dynamic"));
+        let c = Configuration::parse("qs@elastic:1-2:period=500ms#e").unwrap();
+        assert_eq!((c.system, c.policy(), c.threading.as_deref()), (System::Moirai, Some("qs"), Some("elastic:1-2:period=500ms")));
+        let c = Configuration::parse("moirai:os@dynamic:2").unwrap();
+        assert_eq!((c.system, c.threading.as_deref()), (System::Moirai, Some("dynamic:2")));
+        assert!(Configuration::parse("os@fused:a+b").unwrap().check_implemented().is_ok());
         let c = Configuration::parse("flink:qs").unwrap();
         assert_eq!((c.system, c.policy()), (System::Flink, Some("qs")));
         let c = Configuration::parse("moirai:hr@dedicated#b").unwrap();
@@ -326,5 +337,7 @@ mod tests {
         assert!(Configuration::parse("flink:qs").unwrap().check_implemented().is_ok());
         let th = Configuration::parse("os@nosuchmodel").unwrap().check_implemented().unwrap_err().to_string();
         assert!(th.contains("nosuchmodel"), "{th}");
+        let th = Configuration::parse("os@dynamic:0").unwrap().check_implemented().unwrap_err().to_string();
+        assert!(th.contains("out of range"), "{th}");
     }
 }

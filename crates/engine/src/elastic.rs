@@ -62,7 +62,7 @@ impl ElasticConfig {
         self.max_cpu_permille as f64 / 1000.0
     }
 
-    /// Parses `[MIN-MAX][,start=N][,period=DURATION][,sens=0.05]` (what follows `elastic:`);
+    /// Parses `[MIN-MAX][:start=N][:period=DURATION][:sens=0.05]` (what follows `elastic:`);
     /// `whole` is the whole setting, for messages.
     pub fn parse(params: &str, whole: &str) -> Result<ElasticConfig, String> {
         let mut c = ElasticConfig::new();
@@ -76,7 +76,7 @@ impl ElasticConfig {
                 )),
             }
         };
-        for (i, part) in params.split(',').map(str::trim).filter(|p| !p.is_empty()).enumerate() {
+        for (i, part) in params.split(':').map(str::trim).filter(|p| !p.is_empty()).enumerate() {
             match part.split_once('=') {
                 None if i == 0 => match part.split_once('-') {
                     Some((lo, hi)) => {
@@ -99,7 +99,7 @@ impl ElasticConfig {
                 },
                 _ => {
                     return Err(format!(
-                        "'{whole}': unknown setting '{part}'; elastic[:MIN-MAX][,start=N][,period=1s][,sens=0.05]"
+                        "'{whole}': unknown setting '{part}'; elastic[:MIN-MAX][:start=N][:period=1s][:sens=0.05]"
                     ))
                 }
             }
@@ -123,9 +123,9 @@ impl Default for ElasticConfig {
 
 impl fmt::Display for ElasticConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}-{},start={},period={}", self.min, self.max, self.start, humantime::format_duration(self.period))?;
+        write!(f, "{}-{}:start={}:period={}", self.min, self.max, self.start, humantime::format_duration(self.period))?;
         if self.sens_permille != 50 {
-            write!(f, ",sens={}", self.sens())?;
+            write!(f, ":sens={}", self.sens())?;
         }
         Ok(())
     }
@@ -349,10 +349,10 @@ mod tests {
 
     #[test]
     fn settings_parse_and_bad_ones_are_explained() {
-        let c = ElasticConfig::parse("2-6,start=3,period=500ms", "elastic:...").unwrap();
+        let c = ElasticConfig::parse("2-6:start=3:period=500ms", "elastic:...").unwrap();
         assert_eq!((c.min, c.max, c.start, c.period), (2, 6, 3, Duration::from_millis(500)));
         assert_eq!(ElasticConfig::parse("4", "x").unwrap().max, 4);
         assert!(ElasticConfig::parse("0-2", "x").unwrap_err().contains("min '0'"));
-        assert!(ElasticConfig::parse("1-2,period=1ms", "x").unwrap_err().contains("too short"));
+        assert!(ElasticConfig::parse("1-2:period=1ms", "x").unwrap_err().contains("too short"));
     }
 }

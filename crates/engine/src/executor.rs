@@ -99,7 +99,7 @@ impl fmt::Display for Threading {
             Threading::Dynamic { threads } => write!(f, "dynamic:{threads}"),
             Threading::Elastic(c) => write!(f, "elastic:{c}"),
             Threading::Fused { threads } if threads.len() == 1 && threads[0] == "fused" => f.write_str("fused"),
-            Threading::Fused { threads } => write!(f, "fused:{}", threads.join(",")),
+            Threading::Fused { threads } => write!(f, "fused:{}", threads.join("+")),
         }
     }
 }
@@ -115,8 +115,8 @@ pub fn available_cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-const THREADING_HELP: &str = "threading models: dedicated, dynamic[:N], elastic[:MIN-MAX][,start=N][,period=DURATION], \
-fused[:NAME,NAME...]";
+const THREADING_HELP: &str = "threading models: dedicated, dynamic[:N], elastic[:MIN-MAX][:start=N][:period=DURATION], \
+fused[:NAME+NAME...]";
 
 impl std::str::FromStr for Threading {
     type Err = String;
@@ -139,9 +139,9 @@ impl std::str::FromStr for Threading {
             ("elastic", params) => Ok(Threading::Elastic(ElasticConfig::parse(params.unwrap_or(""), s)?)),
             ("fused", None) => Ok(Threading::Fused { threads: vec!["fused".into()] }),
             ("fused", Some(names)) => {
-                let threads: Vec<String> = names.split(',').map(|n| n.trim().to_string()).collect();
-                if let Some(bad) = threads.iter().find(|n| n.is_empty()) {
-                    return Err(format!("'{s}': an empty thread name ('{bad}'); name each thread, e.g. fused:io,work"));
+                let threads: Vec<String> = names.split('+').map(|n| n.trim().to_string()).collect();
+                if threads.iter().any(|n| n.is_empty()) {
+                    return Err(format!("'{s}': an empty thread name; name each thread, e.g. fused:io+work"));
                 }
                 let mut sorted = threads.clone();
                 sorted.sort();
@@ -725,7 +725,7 @@ mod tests {
 
     #[test]
     fn threading_names_round_trip() {
-        for s in ["dedicated", "dynamic:3", "fused", "fused:a,b", "elastic:1-4,start=2,period=500ms"] {
+        for s in ["dedicated", "dynamic:3", "fused", "fused:a+b", "elastic:1-4:start=2:period=500ms", "elastic:3"] {
             let t: Threading = s.parse().unwrap();
             assert_eq!(t.to_string().parse::<Threading>().unwrap(), t, "{s}");
         }
@@ -740,11 +740,11 @@ mod tests {
             ("dynamic:abc", "not a whole number"),
             ("dynamic:99999", "out of range"),
             ("elastic:4-2", "min 4 > max 2"),
-            ("elastic:1-2,start=3", "start 3"),
-            ("elastic:1-2,period=0s", "period"),
-            ("elastic:1-2,speed=3", "unknown"),
-            ("fused:a,,b", "empty thread name"),
-            ("fused:a,a", "named twice"),
+            ("elastic:1-2:start=3", "start 3"),
+            ("elastic:1-2:period=0s", "period"),
+            ("elastic:1-2:speed=3", "unknown"),
+            ("fused:a++b", "empty thread name"),
+            ("fused:a+a", "named twice"),
             ("dedicated:2", "no parameters"),
             ("pool", "unknown threading model 'pool'"),
         ] {

@@ -502,7 +502,7 @@ fn threading() -> impl Strategy<Value = Threading> {
     prop_oneof![
         Just("dedicated".to_string()),
         (1usize..=4).prop_map(|n| format!("dynamic:{n}")),
-        (1usize..=4).prop_map(|n| format!("elastic:1-{n},period=20ms")),
+        (1usize..=4).prop_map(|n| format!("elastic:1-{n}:period=20ms")),
         Just("fused".to_string()),
     ]
     .prop_map(|s| s.parse::<Threading>().expect("a valid threading model"))
@@ -570,7 +570,7 @@ fn a_dag_with_every_partitioning() {
         // A sink runs as many instances as its input (2).
         node(Kind::Sink, 2, vec![(7, ex(Rebalance), Rebalance)]),
     ];
-    for threading in ["dedicated", "dynamic:1", "dynamic:3", "elastic:1-3,period=10ms", "fused"] {
+    for threading in ["dedicated", "dynamic:1", "dynamic:3", "elastic:1-3:period=10ms", "fused"] {
         let threading: Threading = threading.parse().unwrap();
         for chaining in [false, true] {
             for (capacity, batch) in [(1, 1), (3, 7), (64, 32)] {

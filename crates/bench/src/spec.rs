@@ -298,7 +298,10 @@ mod tests {
         let c = Configuration::parse("os@dynamic").unwrap();
         assert_eq!(c.threading.as_deref(), Some("dynamic"));
         let c = Configuration::parse("qs@elastic:1-2:period=500ms#e").unwrap();
-        assert_eq!((c.system, c.policy(), c.threading.as_deref()), (System::Moirai, Some("qs"), Some("elastic:1-2:period=500ms")));
+        assert_eq!(
+            (c.system, c.policy(), c.threading.as_deref()),
+            (System::Moirai, Some("qs"), Some("elastic:1-2:period=500ms"))
+        );
         let c = Configuration::parse("moirai:os@dynamic:2").unwrap();
         assert_eq!((c.system, c.threading.as_deref()), (System::Moirai, Some("dynamic:2")));
         assert!(Configuration::parse("os@fused:a+b").unwrap().check_implemented().is_ok());

@@ -280,7 +280,12 @@ mod tests {
     }
 
     /// Runs `periods` updates on a throughput curve; returns the levels visited.
-    fn run(e: &mut Elastic, periods: usize, curve: impl Fn(usize) -> f64, mut noise: impl FnMut() -> f64) -> Vec<usize> {
+    fn run(
+        e: &mut Elastic,
+        periods: usize,
+        curve: impl Fn(usize) -> f64,
+        mut noise: impl FnMut() -> f64,
+    ) -> Vec<usize> {
         (0..periods).map(|_| e.update(curve(e.level()) * noise(), true).level).collect()
     }
 
@@ -299,7 +304,7 @@ mod tests {
             for &l in tail {
                 assert!(curve(l) >= 0.9 * curve(best), "best {best}: settled at {l}: {levels:?}");
             }
-                let (lo, hi) = (tail.iter().min().unwrap(), tail.iter().max().unwrap());
+            let (lo, hi) = (tail.iter().min().unwrap(), tail.iter().max().unwrap());
             assert!(hi - lo <= 1, "best {best}: oscillates {levels:?}");
         }
     }

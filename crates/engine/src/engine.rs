@@ -276,12 +276,12 @@ impl Engine {
             if let Some(n) = graph.nodes.iter().find(|n| n.thread.as_ref().is_some_and(|t| !threads.contains(t))) {
                 return Err(BuildError::Config(format!(
                     "query '{}': operator '{}' is placed on thread '{}', which --threading {} does not declare; \
-                     declare it (fused:{},{}) or remove the thread hint",
+                     declare it (fused:{}+{}) or remove the thread hint",
                     n.query,
                     n.name,
                     n.thread.as_deref().unwrap_or_default(),
                     config.threading,
-                    threads.join(","),
+                    threads.join("+"),
                     n.thread.as_deref().unwrap_or_default()
                 ))
                 .into());
@@ -300,7 +300,8 @@ impl Engine {
         let mut channels_out: Vec<Vec<usize>> = vec![Vec::new(); plan.operators.len()];
         for (i, ch) in plan.channels.iter().enumerate() {
             let output = entries[graph.edges[ch.edge].from].output.as_ref().expect("producer has an output");
-            let (tx, rx, obs) = output.channel(config.channel_capacity, signals[ch.to].clone(), signals[ch.from].clone());
+            let (tx, rx, obs) =
+                output.channel(config.channel_capacity, signals[ch.to].clone(), signals[ch.from].clone());
             senders.push(Some(tx));
             receivers.push(Some(rx));
             observers.push(obs);

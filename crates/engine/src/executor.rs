@@ -115,7 +115,8 @@ pub fn available_cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-const THREADING_HELP: &str = "threading models: dedicated, dynamic[:N], elastic[:MIN-MAX][:start=N][:period=DURATION], \
+const THREADING_HELP: &str =
+    "threading models: dedicated, dynamic[:N], elastic[:MIN-MAX][:start=N][:period=DURATION], \
 fused[:NAME+NAME...]";
 
 impl std::str::FromStr for Threading {
@@ -499,8 +500,7 @@ impl Pool {
                 return;
             }
             if index >= self.level.load(Ordering::SeqCst) {
-                self.parked
-                    .wait_unless(None, || index < self.level.load(Ordering::SeqCst) || self.done());
+                self.parked.wait_unless(None, || index < self.level.load(Ordering::SeqCst) || self.done());
                 continue;
             }
             let next_timer = self.fire_timers(now_ns());
@@ -548,10 +548,11 @@ impl Pools {
     }
 }
 
-/// Linux keeps 15 bytes of a thread name.
+/// A worker's thread name: `dynamic-0`, `elastic-3`, or a fused thread's own name (Linux keeps 15
+/// bytes of it).
 fn worker_name(pool: &str, index: usize, pools: usize) -> String {
     if pools == 1 && pool != "fused" {
-        format!("moirai-{pool}-{index}")
+        format!("{pool}-{index}")
     } else {
         pool.to_string()
     }
@@ -596,9 +597,15 @@ impl Executor for Pools {
                     let (s, q) = (state.clone(), ready.clone());
                     r.signal.set_hook(Arc::new(move || schedule(&s, i, &q)));
                     r.metrics.pooled.store(true, Ordering::SeqCst);
-                    let downstream =
-                        r.downstream.iter().filter(|&&d| pool_of[d] == p).map(|&d| local[d]).collect();
-                    Slot { name: r.name, task: Mutex::new(r.task), metrics: r.metrics, signal: r.signal, state, downstream }
+                    let downstream = r.downstream.iter().filter(|&&d| pool_of[d] == p).map(|&d| local[d]).collect();
+                    Slot {
+                        name: r.name,
+                        task: Mutex::new(r.task),
+                        metrics: r.metrics,
+                        signal: r.signal,
+                        state,
+                        downstream,
+                    }
                 })
                 .collect::<Vec<_>>();
             // Every operator starts queued, in plan order.

@@ -126,5 +126,10 @@ pub(crate) fn prometheus(shared: &Shared) -> String {
             let _ = writeln!(out, "{name}_count{{{}}} {}", labels(o), s.count);
         }
     }
+    let level = shared.observed.thread_level.load(std::sync::atomic::Ordering::SeqCst);
+    let (name, threading) = (names::THREAD_LEVEL, &shared.config.threading);
+    let _ =
+        writeln!(out, "# HELP {name} Worker threads running operators now (pool threading models; 0 for dedicated).");
+    let _ = writeln!(out, "# TYPE {name} gauge\n{name}{{threading=\"{}\"}} {level}", escape(&threading.to_string()));
     out
 }

@@ -36,8 +36,8 @@ pub mod task;
 pub mod tuple;
 pub mod window;
 
-pub use engine::{Engine, EngineConfig, EngineError, RunSummary, Topology};
 pub use elastic::ElasticConfig;
+pub use engine::{Engine, EngineConfig, EngineError, RunSummary, Topology};
 pub use executor::Threading;
 pub use graph::{BuildError, Partitioning};
 pub use operator::{Operator, Output, TwoInputOperator};

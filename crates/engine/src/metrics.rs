@@ -23,7 +23,8 @@ pub mod names {
     pub const QUEUE_LEN: &str = "moirai_operator_queue_len";
     /// Gauge: age of the oldest tuple queued for the operator, in seconds.
     pub const HEAD_WAIT: &str = "moirai_operator_head_wait_seconds";
-    /// Counter: CPU time of the operator's thread, in seconds.
+    /// Counter: CPU time of the operator's thread (under a pool model: of its runs on the
+    /// workers), in seconds.
     pub const CPU: &str = "moirai_operator_cpu_seconds_total";
     /// Gauge: CPU nanoseconds per input tuple since start.
     pub const COST: &str = "moirai_operator_cost_ns";
@@ -38,6 +39,8 @@ pub mod names {
     pub const LATENCY: &str = "moirai_sink_latency_seconds";
     /// Summary: end-to-end latency at a sink (egress − intended send time), in seconds.
     pub const E2E_LATENCY: &str = "moirai_sink_e2e_latency_seconds";
+    /// Gauge: worker threads running operators now (pool threading models; 0 for dedicated).
+    pub const THREAD_LEVEL: &str = "moirai_thread_level";
 }
 
 /// Live counters of one physical operator, shared by its thread and the metrics reader.

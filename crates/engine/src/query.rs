@@ -84,7 +84,12 @@ pub(crate) struct RouteParts {
 /// The output side of a logical operator: channels and routers of its output type.
 pub(crate) trait OutputCode: Send {
     /// A channel of the output type: `(Sender<Out>, Receiver<Out>, observer)`.
-    fn channel(&self, capacity: usize, consumer: Arc<Signal>, producer: Arc<Signal>) -> (AnyBox, AnyBox, Arc<dyn Observe>);
+    fn channel(
+        &self,
+        capacity: usize,
+        consumer: Arc<Signal>,
+        producer: Arc<Signal>,
+    ) -> (AnyBox, AnyBox, Arc<dyn Observe>);
     /// A router over `routes`: a `Box<dyn Input<Out>>`.
     fn router(&self, routes: Vec<RouteParts>, batch_size: usize, metrics: Arc<OperatorMetrics>) -> AnyBox;
 }
@@ -117,7 +122,12 @@ fn one_input_task<T: Data>(ctx: &InstanceContext, mut rx: Vec<Vec<AnyBox>>, head
 struct Typed<T>(PhantomData<fn() -> T>);
 
 impl<T: Data> OutputCode for Typed<T> {
-    fn channel(&self, capacity: usize, consumer: Arc<Signal>, producer: Arc<Signal>) -> (AnyBox, AnyBox, Arc<dyn Observe>) {
+    fn channel(
+        &self,
+        capacity: usize,
+        consumer: Arc<Signal>,
+        producer: Arc<Signal>,
+    ) -> (AnyBox, AnyBox, Arc<dyn Observe>) {
         let (tx, rx) = channel::<T>(capacity, consumer, producer);
         let observer = rx.observer();
         (Box::new(tx), Box::new(rx), observer)
@@ -303,7 +313,8 @@ impl Query {
         output: Option<Box<dyn OutputCode>>,
     ) -> NodeId {
         let mut g = lock(&self.graph);
-        let node = LogicalNode { query: g.name.clone(), name: name.to_string(), kind, ports, parallelism: 1, thread: None };
+        let node =
+            LogicalNode { query: g.name.clone(), name: name.to_string(), kind, ports, parallelism: 1, thread: None };
         g.nodes.push(NodeEntry { node, code, output });
         g.nodes.len() - 1
     }

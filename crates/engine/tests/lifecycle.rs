@@ -6,7 +6,8 @@
 //! - a panicking operator — mid-pipeline with its producers blocked on full channels, chained,
 //!   a sink, a source, a window, a join — is reported by name and the engine shuts down.
 //!
-//! Every wait is guarded by a timeout that only turns a hang into a failure.
+//! Each runs under every threading model ([`common::MODELS`]) where the model matters. Every wait
+//! is guarded by a timeout that only turns a hang into a failure.
 
 mod common;
 
@@ -34,6 +35,12 @@ fn operators<'a>(
 
 #[test]
 fn stop_drains_every_tuple_in_flight() {
+    for model in common::MODELS {
+        stop_drains_in(model);
+    }
+}
+
+fn stop_drains_in(model: &str) {
     let got: Arc<Mutex<Vec<(usize, u64)>>> = Arc::default();
     let sink = got.clone();
     let q = Query::new("drain");
@@ -44,7 +51,7 @@ fn stop_drains_every_tuple_in_flight() {
         .map("slower", slow)
         .parallelism(2)
         .sink("out", move |t| sink.lock().unwrap().push(t.data));
-    let engine = Engine::start(common::config(4, 2, false), vec![q.build().unwrap()]).unwrap();
+    let engine = Engine::start(common::config_in(model, 4, 2, false), vec![q.build().unwrap()]).unwrap();
 
     // Full queues before the stop: the sources are blocked and tuples wait in every channel.
     wait_until("full queues", HANG, || {
@@ -55,7 +62,7 @@ fn stop_drains_every_tuple_in_flight() {
     engine.stop();
     let summary = wait_or_fail(engine, HANG).expect("a stopped engine ends cleanly");
     assert!(summary.tuples_in > 0);
-    assert_eq!(summary.tuples_out, summary.tuples_in, "every tuple in flight was drained");
+    assert_eq!(summary.tuples_out, summary.tuples_in, "{model}: every tuple in flight was drained");
 
     // Each source instance's sequence arrived whole: 0..n, each once.
     let mut per_instance: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
@@ -66,7 +73,7 @@ fn stop_drains_every_tuple_in_flight() {
     for (i, mut seqs) in per_instance {
         seqs.sort_unstable();
         let n = seqs.len() as u64;
-        assert!(seqs.iter().copied().eq(0..n), "instance {i}: not 0..{n} exactly once");
+        assert!(seqs.iter().copied().eq(0..n), "{model}: instance {i}: not 0..{n} exactly once");
         total += n;
     }
     assert_eq!(total, summary.tuples_in);
@@ -74,10 +81,16 @@ fn stop_drains_every_tuple_in_flight() {
 
 #[test]
 fn stop_wakes_a_sleeping_source() {
+    for model in common::MODELS {
+        stop_wakes_in(model);
+    }
+}
+
+fn stop_wakes_in(model: &str) {
     // One tuple every 1000 s: after the first, the source sleeps far longer than the timeout.
     let q = Query::new("sleepy");
     let out = q.source("ticks", Source::new(|_, _| 0u64..).rate(0.001)).map("id", |x| x).collect("out");
-    let engine = Engine::start(common::config(4, 1, true), vec![q.build().unwrap()]).unwrap();
+    let engine = Engine::start(common::config_in(model, 4, 1, false), vec![q.build().unwrap()]).unwrap();
     wait_until("the first tuple", HANG, || engine.summary().tuples_out == 1);
     engine.stop();
     let summary = wait_or_fail(engine, HANG).unwrap();
@@ -100,11 +113,14 @@ fn endless(name: &str) -> Query {
 
 #[test]
 fn abort_ends_an_endless_query() {
-    let engine = Engine::start(common::config(2, 1, false), vec![endless("abort").build().unwrap()]).unwrap();
-    wait_until("blocked sources", HANG, || operators(&engine, "numbers").all(|o| o.blocked_ns > 0));
-    engine.abort();
-    let summary = wait_or_fail(engine, HANG).expect("an abort is not a failure");
-    assert!(summary.tuples_out <= summary.tuples_in);
+    for model in common::MODELS {
+        let config = common::config_in(model, 2, 1, false);
+        let engine = Engine::start(config, vec![endless("abort").build().unwrap()]).unwrap();
+        wait_until("blocked sources", HANG, || operators(&engine, "numbers").all(|o| o.blocked_ns > 0));
+        engine.abort();
+        let summary = wait_or_fail(engine, HANG).expect("an abort is not a failure");
+        assert!(summary.tuples_out <= summary.tuples_in, "{model}");
+    }
 }
 
 #[test]
@@ -159,6 +175,12 @@ impl Operator<u64, u64> for Exploder {
 
 #[test]
 fn a_panic_with_blocked_producers_and_waiting_consumers_is_reported() {
+    for model in common::MODELS {
+        panic_with_blocked_producers_in(model);
+    }
+}
+
+fn panic_with_blocked_producers_in(model: &str) {
     let armed = Arc::new(AtomicBool::new(false));
     let a = armed.clone();
     let q = Query::new("explode");
@@ -171,7 +193,7 @@ fn a_panic_with_blocked_producers_and_waiting_consumers_is_reported() {
         .parallelism(2)
         .map("after", |x| x)
         .discard("out");
-    let engine = Engine::start(common::config(4, 2, false), vec![q.build().unwrap()]).unwrap();
+    let engine = Engine::start(common::config_in(model, 4, 2, false), vec![q.build().unwrap()]).unwrap();
     // Arm only once the producers have blocked on the exploder's full channels.
     wait_until("blocked producers", HANG, || {
         operators(&engine, "fast").all(|o| o.blocked_ns > 0) && operators(&engine, "exploder").all(|o| o.queue_len > 0)
@@ -206,11 +228,13 @@ fn a_panic_in_a_sink_is_reported() {
 
 #[test]
 fn a_panic_in_a_source_is_reported() {
-    let q = Query::new("source");
-    q.source("exploding_source", Source::new(|_, _| (0u64..).inspect(|&i| assert!(i < 2000, "boom"))))
-        .map("slow", slow)
-        .discard("out");
-    expect_panic(q, common::config(4, 2, false), "exploding_source");
+    for model in common::MODELS {
+        let q = Query::new("source");
+        q.source("exploding_source", Source::new(|_, _| (0u64..).inspect(|&i| assert!(i < 2000, "boom"))))
+            .map("slow", slow)
+            .discard("out");
+        expect_panic(q, common::config_in(model, 4, 2, false), "exploding_source");
+    }
 }
 
 #[test]

@@ -330,7 +330,8 @@ fn build(dag: &Dag) -> (Query, BTreeMap<usize, Store>) {
 fn check(dag: &Dag) -> Result<(), String> {
     let (q, stores) = build(dag);
     let query = q.build().map_err(|e| format!("build failed: {e}"))?;
-    let config = EngineConfig { threading: dag.threading.clone(), ..common::config(dag.capacity, dag.batch, dag.chaining) };
+    let config =
+        EngineConfig { threading: dag.threading.clone(), ..common::config(dag.capacity, dag.batch, dag.chaining) };
     let engine = Engine::start(config, vec![query]).map_err(|e| format!("start failed: {e}"))?;
     let summary = common::wait_or_fail(engine, common::HANG).map_err(|e| format!("run failed: {e}"))?;
 

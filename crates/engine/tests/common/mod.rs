@@ -17,6 +17,18 @@ pub fn config(channel_capacity: usize, batch_size: usize, chaining: bool) -> Eng
     EngineConfig { channel_capacity, batch_size, chaining, ..EngineConfig::default() }
 }
 
+/// Every threading model, with pools of one worker (where a blocking design would deadlock)
+/// and of several, and an elastic pool whose level moves while the test runs.
+pub const MODELS: [&str; 5] = ["dedicated", "dynamic:1", "dynamic:3", "elastic:1-3:period=20ms", "fused"];
+
+/// [`config`] under the threading model `threading` (one of [`MODELS`]).
+pub fn config_in(threading: &str, channel_capacity: usize, batch_size: usize, chaining: bool) -> EngineConfig {
+    EngineConfig {
+        threading: threading.parse().expect("a valid threading model"),
+        ..config(channel_capacity, batch_size, chaining)
+    }
+}
+
 /// Waits for `engine` to finish and returns what [`Engine::wait`] returns; fails the test if it
 /// has not finished after `timeout`. On a hang the engine is aborted and dropped on a detached
 /// thread, so even an abort that does not help cannot hang the test itself.

@@ -404,6 +404,49 @@ pub fn cpu(summary: &Summary, labels: &[String]) -> Result<String, String> {
     draw(&chart, rate_axis(summary), linear_to(max_y), &rate_label, &|v| format!("{v:.2}"))
 }
 
+/// `(t, thread level)` of a point's per-second timeline, if it ran a pool threading model.
+fn thread_levels(point: &Point) -> Option<Vec<(f64, f64)>> {
+    let timeline = point.measured()?.extra.get("timeline")?.as_array()?;
+    let levels: Vec<(f64, f64)> = timeline
+        .iter()
+        .filter_map(|p| Some((p.get("t_s")?.as_f64()?, p.get("thread_level")?.as_f64()?)))
+        .collect();
+    levels.iter().any(|&(_, l)| l > 0.0).then_some(levels)
+}
+
+/// The thread level over time of every configuration whose thread level moved (elastic), at
+/// each swept rate, first repetition; `None` when no configuration's level moved.
+pub fn thread_level(labels: &[String], points: &[Point]) -> Option<Result<String, String>> {
+    let mut series = Vec::new();
+    let (mut max_t, mut max_level): (f64, f64) = (1.0, 1.0);
+    for (i, label) in labels.iter().enumerate() {
+        for p in points.iter().filter(|p| &p.configuration == label && p.rep == 1) {
+            let Some(levels) = thread_levels(p) else { continue };
+            if levels.iter().all(|&(_, l)| l == levels[0].1) {
+                continue;
+            }
+            max_t = levels.iter().map(|p| p.0).fold(max_t, f64::max);
+            max_level = levels.iter().map(|p| p.1).fold(max_level, f64::max);
+            series.push(Series {
+                label: format!("{label} @ {}", rate_label(&p.rate)),
+                colour: colour(i + series.len()),
+                style: Style::Solid,
+                points: levels,
+            });
+        }
+    }
+    if series.is_empty() {
+        return None;
+    }
+    let chart = Chart {
+        title: "Elastic thread level over time".into(),
+        x_desc: "time since the start of the point (s)",
+        y_desc: "worker threads running operators",
+        series,
+    };
+    Some(draw(&chart, linear_to(max_t), linear_to(max_level + 1.0), &|v| format!("{v:.0}"), &|v| format!("{v:.0}")))
+}
+
 /// `(rate, value)` of a configuration's cells that have a value, by rate.
 fn medians(
     summary: &Summary,

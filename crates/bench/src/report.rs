@@ -116,6 +116,9 @@ pub fn render(r: &Results<'_>) -> String {
     }
     charts.push(("Queue sizes vs offered rate".to_string(), plots::queues(r.summary, &labels)));
     charts.push(("CPU use vs offered rate".to_string(), plots::cpu(r.summary, &labels)));
+    if let Some(levels) = plots::thread_level(&labels, r.points) {
+        charts.push(("Elastic thread level over time".to_string(), levels));
+    }
     for (title, svg) in charts {
         let _ = write!(h, "<h2>{}</h2>\n<figure>", escape(&title));
         match svg {

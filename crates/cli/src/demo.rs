@@ -1,7 +1,8 @@
 //! `moirai demo`: the Lachesis experiment in a few minutes — SYN as the Lachesis evaluation ran it
 //! (20 queries x 3 operators, costs drawn per query), the OS scheduler alone vs queue-size (QS)
-//! scheduling by the middleware, side by side at rates around this machine's saturation point,
-//! with the table and `report.html`.
+//! scheduling by the middleware vs IBM Streams' dynamic pool (a worker per core, any worker runs
+//! any operator), side by side at rates around this machine's saturation point, with the table
+//! and `report.html`.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -47,14 +48,15 @@ pub fn run(a: DemoArgs) -> i32 {
         }
     };
     let privileged = moirai_os::caps::preflight(&[moirai_os::caps::Need::Nice]).is_ok();
-    let compare = if privileged { "os,qs" } else { "os" };
+    let compare = if privileged { "os,qs,os@dynamic" } else { "os,os@dynamic" };
     println!(
         "moirai demo: SYN as in the Lachesis evaluation (20 queries x 3 operators, per-query cost 1 us x 2^U{{0..5}}),"
     );
-    println!("  the Linux scheduler alone (os) vs queue-size scheduling through per-thread nice values (qs).");
+    println!("  the Linux scheduler alone (os) vs queue-size scheduling through per-thread nice values (qs)");
+    println!("  vs a pool of one worker per core where any worker runs any operator (os@dynamic, IBM Streams 4.2).");
     if !privileged {
         println!(
-            "  NOTE: qs needs CAP_SYS_NICE (run as root, or `setcap cap_sys_nice+ep` on the binary); running os alone."
+            "  NOTE: qs needs CAP_SYS_NICE (run as root, or `setcap cap_sys_nice+ep` on the binary); running os and os@dynamic."
         );
     }
     let capacity = match capacity() {

@@ -192,8 +192,7 @@ pub struct Observed {
     pub threads: Mutex<Vec<(String, Arc<AtomicI32>)>>,
     /// The pools' thread level now (the sum over pools; 0 for dedicated).
     pub thread_level: AtomicUsize,
-    /// Every change of the elastic level: (ns since start, new level, the throughput that led
-    /// to it, why).
+    /// Every change of the elastic level.
     pub level_changes: Mutex<Vec<LevelChange>>,
     /// Print every elastic decision on stderr.
     pub verbose: AtomicBool,
@@ -202,8 +201,8 @@ pub struct Observed {
 /// One decision of the elastic controller.
 #[derive(Clone, Debug, Serialize)]
 pub struct LevelChange {
-    /// Engine clock (ns).
-    pub at_ns: u64,
+    /// Seconds since the pool started.
+    pub at_s: f64,
     /// Level before.
     pub from: usize,
     /// Level after.
@@ -693,6 +692,7 @@ fn control_level(pool: &Pool, config: &ElasticConfig, observed: &Observed) {
     let total = || pool.slots.iter().map(|s| s.metrics.tuples_in.load(Ordering::Relaxed)).sum::<u64>();
     let mut cpu = crate::elastic::SystemCpu::new();
     let (mut last_tuples, mut last_ns) = (total(), now_ns());
+    let started = last_ns;
     loop {
         let deadline = last_ns + config.period.as_nanos() as u64;
         while !pool.done() && now_ns() < deadline {
@@ -713,11 +713,12 @@ fn control_level(pool: &Pool, config: &ElasticConfig, observed: &Observed) {
             observed.thread_level.store(decision.level, Ordering::SeqCst);
             pool.wake_all();
         }
-        let change = LevelChange { at_ns: now, from, to: decision.level, throughput, reason: decision.reason.into() };
+        let at_s = (now - started) as f64 / 1e9;
+        let change = LevelChange { at_s, from, to: decision.level, throughput, reason: decision.reason.into() };
         if observed.verbose.load(Ordering::Relaxed) {
             eprintln!(
-                "elastic: {:.0} tuples/s at level {} -> level {} ({})",
-                change.throughput, change.from, change.to, change.reason
+                "elastic: at {:.1} s, {:.0} tuples/s at level {} -> level {} ({})",
+                change.at_s, change.throughput, change.from, change.to, change.reason
             );
         }
         if decision.level != from {

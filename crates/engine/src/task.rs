@@ -151,7 +151,7 @@ impl<T: Send> Port<T> {
 
 /// Fires due timers; then, if the step brought nothing, flushes and says until when to sleep.
 /// A task whose outputs are full does neither: it reports [`Step::Blocked`].
-pub(crate) fn finish_step(head: &mut dyn crate::operator::Control, polled: usize, signal: &Signal) -> Step {
+fn finish_step(head: &mut dyn crate::operator::Control, polled: usize, signal: &Signal) -> Step {
     if signal.is_blocked() {
         return Step::Blocked;
     }

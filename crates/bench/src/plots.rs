@@ -407,10 +407,8 @@ pub fn cpu(summary: &Summary, labels: &[String]) -> Result<String, String> {
 /// `(t, thread level)` of a point's per-second timeline, if it ran a pool threading model.
 fn thread_levels(point: &Point) -> Option<Vec<(f64, f64)>> {
     let timeline = point.measured()?.extra.get("timeline")?.as_array()?;
-    let levels: Vec<(f64, f64)> = timeline
-        .iter()
-        .filter_map(|p| Some((p.get("t_s")?.as_f64()?, p.get("thread_level")?.as_f64()?)))
-        .collect();
+    let levels: Vec<(f64, f64)> =
+        timeline.iter().filter_map(|p| Some((p.get("t_s")?.as_f64()?, p.get("thread_level")?.as_f64()?))).collect();
     levels.iter().any(|&(_, l)| l > 0.0).then_some(levels)
 }
 

@@ -122,6 +122,9 @@ fn from_flags(a: &ScheduleArgs) -> Result<Config, String> {
                 driver,
                 url: url.clone(),
                 pid: None,
+                uid: None,
+                exe: None,
+                allow_owner_change: false,
             })
         })
         .collect();

@@ -505,3 +505,46 @@ period = "200ms"
     assert!(!h.dir_of(&instance).exists());
     drop(eng);
 }
+
+#[test]
+fn a_pool_engine_is_observed_but_none_of_its_threads_is_changed() {
+    if !is_root() {
+        eprintln!("SKIPPED a_pool_engine_is_observed_but_none_of_its_threads_is_changed: needs root (CAP_SYS_NICE)");
+        return;
+    }
+    // Under a pool a worker runs many operators: per-operator nice values would fight over it.
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let args = ["run", "syn", "--ops", "3", "--cost-ns", "3000", "--rate", "50000", "--duration", "120s"];
+    let eng = Proc::spawn(&[&args[..], &["--threading", "dynamic:2", "--metrics-addr", &addr]].concat());
+    let workers = || -> Vec<(u32, i32)> {
+        let Ok(resp) = ureq::get(&format!("http://127.0.0.1:{port}/topology")).call() else { return Vec::new() };
+        let topo: serde_json::Value = resp.into_json().unwrap();
+        let pid = topo["pid"].as_u64().unwrap() as u32;
+        let tids: Vec<(u32, i32)> =
+            topo["threads"].as_array().unwrap().iter().map(|t| (pid, t["tid"].as_i64().unwrap() as i32)).collect();
+        if tids.iter().any(|&(_, t)| t == 0) {
+            Vec::new()
+        } else {
+            tids
+        }
+    };
+    wait_until("the pool's workers", || !workers().is_empty());
+    let threads = workers();
+    assert_eq!(threads.len(), 2);
+    let before = nices(&threads);
+    let state = state_file("pool");
+    let (mw, mw_port) = schedule(port, &state, &["--policy", "qs"]);
+    wait_until("five rounds with the engine up", || {
+        metric(mw_port, "moirai_schedule_rounds_total").is_some_and(|r| r >= 5.0)
+            && metric(mw_port, "moirai_schedule_spes_up") == Some(1.0)
+    });
+    assert_eq!(nices(&threads), before, "no worker was reniced");
+    assert!(applied(mw_port).is_empty(), "nothing applied: {:?}", applied(mw_port));
+    mw.signal(libc::SIGINT);
+    let (code, err) = mw.wait();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("pool threading model 'dynamic:2'"), "the user is told why: {err}");
+    assert_eq!(err.matches("pool threading model").count(), 1, "once: {err}");
+    drop(eng);
+}

@@ -315,10 +315,11 @@ impl Engine {
 
         let mut metrics = Vec::new();
         for op in &plan.operators {
-            let mut m = OperatorMetrics::default();
-            m.inputs = channels_in[op.id].iter().map(|&i| observers[i].clone()).collect();
-            m.outputs = channels_out[op.id].iter().map(|&i| observers[i].clone()).collect();
-            metrics.push(Arc::new(m));
+            metrics.push(Arc::new(OperatorMetrics {
+                inputs: channels_in[op.id].iter().map(|&i| observers[i].clone()).collect(),
+                outputs: channels_out[op.id].iter().map(|&i| observers[i].clone()).collect(),
+                ..OperatorMetrics::default()
+            }));
         }
 
         let stop = Arc::new(StopFlag::default());

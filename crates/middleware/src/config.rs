@@ -9,6 +9,10 @@
 //! name = "engine"
 //! driver = "moirai"                          # moirai or flink
 //! url = "http://127.0.0.1:9464"
+//! # pid = 4711                               # pins: the engine must be this process,
+//! # uid = 1000                               # of this owner,
+//! # exe = "/usr/local/bin/moirai"            # running this executable
+//! # allow_owner_change = false               # re-attach to an engine of another owner
 //!
 //! [[spe]]
 //! name = "flink"
@@ -92,10 +96,21 @@ pub struct SpeConfig {
     /// The SPE's endpoint: the engine's metrics address (`http://127.0.0.1:9464`) or Flink's REST
     /// API (`http://127.0.0.1:8081`).
     pub url: String,
-    /// Flink only: the pid of the TaskManager JVM on this machine. Found by its threads' names
-    /// when absent; needed when several TaskManagers run here.
+    /// Flink: the pid of the TaskManager JVM on this machine, found by its threads' names when
+    /// absent and needed when several TaskManagers run here. moirai: a pin — the engine's
+    /// `/topology` must name this process, or nothing is touched.
     #[serde(default)]
     pub pid: Option<u32>,
+    /// moirai only: the engine's process must belong to this uid.
+    #[serde(default)]
+    pub uid: Option<u32>,
+    /// moirai only: the engine's process must run this executable.
+    #[serde(default)]
+    pub exe: Option<std::path::PathBuf>,
+    /// moirai only: attach again when the engine behind the URL restarts under another owner
+    /// (off: refused, since a local user could otherwise take over the port).
+    #[serde(default)]
+    pub allow_owner_change: bool,
 }
 
 /// How a policy's schedule reaches the OS.
@@ -292,9 +307,9 @@ impl Config {
             if !(s.url.starts_with("http://") || s.url.starts_with("https://")) {
                 return Err(format!("SPE '{}': url {:?} must start with http://", s.name, s.url));
             }
-            if s.pid.is_some() && s.driver != DriverKind::Flink {
+            if s.driver == DriverKind::Flink && (s.uid.is_some() || s.exe.is_some() || s.allow_owner_change) {
                 return Err(format!(
-                    "SPE '{}': `pid` is for the flink driver (a moirai engine reports its own pid); remove it",
+                    "SPE '{}': `uid`, `exe` and `allow_owner_change` are for the moirai driver; remove them",
                     s.name
                 ));
             }

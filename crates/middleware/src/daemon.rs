@@ -21,7 +21,7 @@ use moirai_sched::{
 
 use crate::config::{Config, DriverKind, PolicyConfig, TranslatorKind};
 use crate::driver::flink::FlinkDriver;
-use crate::driver::moirai::MoiraiDriver;
+use crate::driver::moirai::{MoiraiDriver, Pins};
 use crate::driver::{Driver, Observation};
 use crate::observe::{Log, SharedStats, StatsServer};
 use crate::translate::{Applied, CgroupTranslator, NiceTranslator};
@@ -131,7 +131,16 @@ impl Daemon {
         for spe in &config.spes {
             let bad = |e: String| DaemonError::Config(format!("SPE '{}': {e}", spe.name));
             match spe.driver {
-                DriverKind::Moirai => drivers.push(Box::new(MoiraiDriver::new(&spe.name, &spe.url).map_err(bad)?)),
+                DriverKind::Moirai => {
+                    let pins = Pins {
+                        pid: spe.pid,
+                        uid: spe.uid,
+                        exe: spe.exe.clone(),
+                        allow_owner_change: spe.allow_owner_change,
+                    };
+                    let driver = MoiraiDriver::new(&spe.name, &spe.url, pins, state.clone()).map_err(bad)?;
+                    drivers.push(Box::new(driver))
+                }
                 DriverKind::Flink => {
                     drivers.push(Box::new(FlinkDriver::new(&spe.name, &spe.url, spe.pid).map_err(bad)?))
                 }

@@ -23,6 +23,7 @@
 pub mod caps;
 pub mod cgroup;
 pub mod error;
+pub mod identity;
 pub mod nice;
 pub mod proc;
 pub mod realtime;

@@ -635,15 +635,6 @@ fn jcmd_for(pid: u32) -> PathBuf {
     beside.into_iter().chain(home).find(|p| p.is_file()).unwrap_or_else(|| PathBuf::from("jcmd"))
 }
 
-/// The effective uid and gid of a process (`/proc/<pid>/status`).
-fn owner(pid: u32) -> Option<(u32, u32)> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let field = |key: &str| -> Option<u32> {
-        status.lines().find_map(|l| l.strip_prefix(key))?.split_whitespace().nth(1)?.parse().ok()
-    };
-    Some((field("Uid:")?, field("Gid:")?))
-}
-
 /// Takes a thread dump of JVM `pid` with `jcmd <pid> Thread.print`. The attach API only talks to
 /// a JVM of the same effective user, so when run as root for another user's JVM, jcmd runs as
 /// that user.
@@ -656,7 +647,7 @@ pub fn thread_dump(pid: u32) -> Result<String, String> {
         .stderr(Stdio::piped());
     // SAFETY: geteuid has no preconditions.
     let euid = unsafe { libc::geteuid() };
-    if let Some((uid, gid)) = owner(pid) {
+    if let Some((uid, gid)) = moirai_os::identity::owner(pid) {
         if euid == 0 && uid != 0 {
             cmd.uid(uid).gid(gid);
         }
@@ -750,41 +741,10 @@ pub fn find_jvm(jobs: &[Job], preferred: Option<u32>) -> Result<u32, String> {
     }
 }
 
-/// The process listening on the port of a loopback `url` (`http://127.0.0.1:8081`), from
-/// `/proc/net/tcp{,6}` and the processes' socket descriptors; `None` for other hosts, or when it
-/// cannot be told (another user's process without root).
+/// The process listening on the port of a loopback `url` (`http://127.0.0.1:8081`); `None` for
+/// other hosts, or when it cannot be told (another user's process without root).
 pub fn rest_port_owner(url: &str) -> Option<u32> {
-    let authority = url.split("://").nth(1)?.split('/').next()?;
-    let (host, port) = authority.rsplit_once(':')?;
-    if !matches!(host, "127.0.0.1" | "localhost" | "[::1]" | "0.0.0.0") {
-        return None;
-    }
-    let port: u16 = port.parse().ok()?;
-    let mut sockets = BTreeSet::new();
-    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-        let Ok(text) = std::fs::read_to_string(table) else { continue };
-        for line in text.lines().skip(1) {
-            let f: Vec<&str> = line.split_whitespace().collect();
-            let listening = f.get(3) == Some(&"0A");
-            let on_port = f.get(1).and_then(|a| a.rsplit(':').next()).and_then(|p| u16::from_str_radix(p, 16).ok());
-            if listening && on_port == Some(port) {
-                sockets.extend(f.get(9).map(|inode| format!("socket:[{inode}]")));
-            }
-        }
-    }
-    if sockets.is_empty() {
-        return None;
-    }
-    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
-        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { continue };
-        for fd in fds.flatten() {
-            if std::fs::read_link(fd.path()).is_ok_and(|l| sockets.contains(l.to_string_lossy().as_ref())) {
-                return Some(pid);
-            }
-        }
-    }
-    None
+    super::loopback_port(url).and_then(moirai_os::identity::listening_pid)
 }
 
 /// The driver for a Flink cluster's TaskManager on this machine.

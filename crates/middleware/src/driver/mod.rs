@@ -31,3 +31,14 @@ pub trait Driver: Send {
     /// is reported and retried next round.
     fn observe(&mut self, needed: &[Metric]) -> Result<Observation, String>;
 }
+
+/// The port of a loopback URL (`http://127.0.0.1:9464`, `http://localhost:8081/`, `http://[::1]:9464`);
+/// `None` for any other host, or a URL without an explicit port.
+pub fn loopback_port(url: &str) -> Option<u16> {
+    let authority = url.split("://").nth(1)?.split('/').next()?;
+    let (host, port) = authority.rsplit_once(':')?;
+    if !matches!(host, "127.0.0.1" | "localhost" | "[::1]" | "0.0.0.0") {
+        return None;
+    }
+    port.parse().ok()
+}

@@ -3,9 +3,20 @@
 //! `/topology` gives operators, fusion, channels and thread ids; `/metrics` gives the primitive
 //! metrics (counters and gauges per physical operator). Both are read every round, so threads
 //! that come and go are followed.
+//!
+//! What an endpoint says is not taken on trust (the middleware runs as root): every round, the
+//! process the topology names must be the one listening on the endpoint's port (loopback URLs),
+//! must match the pins of its `[[spe]]` table (`pid`, `uid`, `exe`), and must have the owner the
+//! engine had when first attached unless `allow_owner_change`; only its own threads
+//! (`/proc/<pid>/task/<tid>`) are touched, and a thread id listed for two operators is refused.
+//! While attached it holds a lock keyed by the engine's pid, so no second middleware schedules
+//! the same process.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
 use std::time::Duration;
+
+use moirai_os::identity::{self, LockFile};
 
 use moirai_sched::{LogicalOperator, Metric, OpKind, PhysicalOperator, SpeTopology, ThreadRef};
 use serde::Deserialize;
@@ -18,6 +29,9 @@ use crate::prometheus;
 pub struct EngineTopology {
     /// The engine's process id.
     pub pid: u32,
+    /// The threading model (`dedicated`, `dynamic:2`, ...; absent from older engines).
+    #[serde(default)]
+    pub threading: String,
     /// Query names.
     pub queries: Vec<String>,
     /// Logical operators and streams.
@@ -165,13 +179,135 @@ impl EngineClient {
 pub struct MoiraiDriver {
     name: String,
     client: EngineClient,
+    pins: Pins,
+    /// Where this middleware keeps its originals (named in the engine's lock).
+    state_file: PathBuf,
+    /// The engine process attached to: (pid, owner uid), and the lock held on it.
+    attached: Option<(u32, u32, LockFile)>,
+    /// Warnings already shown.
+    warnings: BTreeSet<String>,
 }
 
+/// What the operator of the middleware expects of an engine's process (`[[spe]]` keys `pid`,
+/// `uid`, `exe`, `allow_owner_change`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Pins {
+    /// Its process id.
+    pub pid: Option<u32>,
+    /// The uid that owns it.
+    pub uid: Option<u32>,
+    /// Its executable.
+    pub exe: Option<PathBuf>,
+    /// Attach again to an engine of another owner than the first one (off: refused).
+    pub allow_owner_change: bool,
+}
+
+/// Where the per-engine locks are: one file per scheduled process, `spe-<pid>.lock`.
+pub const LOCK_DIR: &str = "/run/moirai";
+
 impl MoiraiDriver {
-    /// A driver for the engine at `url`, known as `name`.
-    pub fn new(name: &str, url: &str) -> Result<Self, String> {
-        Ok(MoiraiDriver { name: name.to_string(), client: EngineClient::new(url)? })
+    /// A driver for the engine at `url`, known as `name`, of a middleware keeping its originals
+    /// in `state_file`.
+    pub fn new(name: &str, url: &str, pins: Pins, state_file: PathBuf) -> Result<Self, String> {
+        Ok(MoiraiDriver {
+            name: name.to_string(),
+            client: EngineClient::new(url)?,
+            pins,
+            state_file,
+            attached: None,
+            warnings: BTreeSet::new(),
+        })
     }
+
+    fn warn_once(&mut self, text: String) {
+        if self.warnings.insert(text.clone()) {
+            eprintln!("moirai schedule: warning: SPE '{}': {text}", self.name);
+        }
+    }
+
+    /// Checks that the process `/topology` names is the engine this middleware may schedule, and
+    /// holds the lock on it; the error says what was refused and why.
+    fn verify(&mut self, engine: &EngineTopology) -> Result<(), String> {
+        let (url, pid) = (self.client.url().to_string(), engine.pid);
+        let refuse = |why: String| Err(format!("refusing to schedule the process {url} names (pid {pid}): {why}"));
+        match super::loopback_port(&url) {
+            Some(port) => match identity::listening_pid(port) {
+                Some(listener) if listener == pid => {}
+                Some(listener) => {
+                    return refuse(format!(
+                        "the port is served by process {listener}, not by {pid}; another process answers on the \
+                         engine's port"
+                    ))
+                }
+                None => {
+                    return refuse(
+                        "no process visible to this middleware listens on that port (run it as root or as the \
+                         engine's user)"
+                            .into(),
+                    )
+                }
+            },
+            None => self.warn_once(format!(
+                "{url} is not a loopback address: which process serves it cannot be checked, only the pins of its \
+                 [[spe]] table (pid, uid, exe) are"
+            )),
+        }
+        let Some((uid, _)) = identity::owner(pid) else {
+            return refuse("no such process on this machine".into());
+        };
+        if self.pins.pid.is_some_and(|p| p != pid) {
+            return refuse(format!("the [[spe]] table pins pid {}", self.pins.pid.unwrap_or_default()));
+        }
+        if self.pins.uid.is_some_and(|u| u != uid) {
+            return refuse(format!(
+                "it belongs to uid {uid}; the [[spe]] table pins uid {}",
+                self.pins.uid.unwrap_or_default()
+            ));
+        }
+        if let Some(exe) = &self.pins.exe {
+            let actual = identity::executable(pid).map_err(|e| format!("cannot read /proc/{pid}/exe: {e}"))?;
+            if &actual != exe {
+                return refuse(format!(
+                    "its executable is {}; the [[spe]] table pins {}",
+                    actual.display(),
+                    exe.display()
+                ));
+            }
+        }
+        match &self.attached {
+            Some((p, _, _)) if *p == pid => return Ok(()),
+            Some((p, u, _)) if *u != uid && !self.pins.allow_owner_change => {
+                return refuse(format!(
+                    "the engine was process {p} of uid {u}; this one belongs to uid {uid}. Set allow_owner_change = \
+                     true in its [[spe]] table if that is expected"
+                ))
+            }
+            _ => {}
+        }
+        // A new process: release the old lock, take the new one.
+        self.attached = None;
+        let dir = std::path::Path::new(LOCK_DIR);
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e} (run as root)", dir.display()))?;
+        let me = format!("middleware pid {} with state file {}", std::process::id(), self.state_file.display());
+        let lock = match LockFile::try_acquire(&dir.join(format!("spe-{pid}.lock")), &me) {
+            Ok(lock) => lock,
+            Err(Ok(holder)) => {
+                return refuse(format!(
+                    "another moirai schedule already schedules it ({holder}); stop that one first: two middlewares \
+                     would each take the other's values for the originals"
+                ))
+            }
+            Err(Err(e)) => return refuse(e),
+        };
+        self.attached = Some((pid, uid, lock));
+        Ok(())
+    }
+}
+
+/// True when the engine runs a pool threading model: a worker thread runs whichever operator is
+/// queued next, so no thread belongs to one operator.
+fn is_pool(threading: &str) -> bool {
+    !threading.is_empty() && threading != "dedicated"
 }
 
 fn kind_of(kind: &str) -> OpKind {
@@ -183,8 +319,11 @@ fn kind_of(kind: &str) -> OpKind {
 }
 
 /// Converts an engine topology; threads not started yet, or already gone from /proc, are left
-/// out (their operator has no thread this round).
+/// out (their operator has no thread this round). Under a pool threading model no operator has
+/// a thread of its own (its `tid` is only the worker that ran it last): operators get none, and
+/// nothing of the engine is reniced or moved.
 pub fn to_spe_topology(name: &str, t: &EngineTopology) -> SpeTopology {
+    let pool = is_pool(&t.threading);
     let logical = t
         .logical
         .nodes
@@ -196,7 +335,7 @@ pub fn to_spe_topology(name: &str, t: &EngineTopology) -> SpeTopology {
         .iter()
         .map(|p| {
             let threads = match moirai_os::proc::thread_stat(t.pid, p.tid) {
-                Ok(stat) if p.tid > 0 => vec![ThreadRef { tid: p.tid, start_ticks: stat.start_ticks }],
+                Ok(stat) if p.tid > 0 && !pool => vec![ThreadRef { tid: p.tid, start_ticks: stat.start_ticks }],
                 _ => Vec::new(),
             };
             PhysicalOperator {
@@ -239,7 +378,33 @@ impl Driver for MoiraiDriver {
         if engine.physical.iter().enumerate().any(|(i, p)| p.id != i) {
             return Err(format!("{}/topology: physical ids are not 0..n in order", self.client.url()));
         }
-        let topology = to_spe_topology(&self.name, &engine);
+        self.verify(&engine)?;
+        let mut topology = to_spe_topology(&self.name, &engine);
+        // Under the dedicated model each thread runs one operator: a tid listed twice is a lie.
+        let mut seen = BTreeMap::new();
+        for (i, op) in topology.physical.iter().enumerate() {
+            for t in &op.threads {
+                seen.entry(t.tid).or_insert_with(Vec::new).push(i);
+            }
+        }
+        for (tid, ops) in seen.into_iter().filter(|(_, ops)| ops.len() > 1) {
+            let names: Vec<String> = ops.iter().map(|&i| topology.physical[i].name.clone()).collect();
+            self.warn_once(format!(
+                "thread {tid} is listed for several operators ({}); none of them gets it",
+                names.join(", ")
+            ));
+            for i in ops {
+                topology.physical[i].threads.retain(|t| t.tid != tid);
+            }
+        }
+        if is_pool(&engine.threading) {
+            self.warn_once(format!(
+                "the engine runs the pool threading model '{}': a worker thread runs many operators, so \
+                 per-operator nice values and cgroups do not apply and none of its threads is changed (see \
+                 docs/threading.md)",
+                engine.threading
+            ));
+        }
         let is_source: Vec<bool> = engine
             .physical
             .iter()

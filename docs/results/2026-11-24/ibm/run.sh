@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # IBM Streams 4.2's experiments (their Fig. 8-10) on this machine: a pure pipeline of 1 000
-# operators and a wide graph (20 pipelines of 50), each with a trivial cost (0 ns) and a heavy one
-# (2 us per tuple), as fast as possible; dedicated vs dynamic at 1 and 2 threads vs fused vs
+# operators and a wide graph (20 pipelines of 50), each with a trivial cost (0 ns, default
+# channels) and a heavy one (1 us per tuple per operator, channels of 16 tuples in batches of 4 so
+# that the drain after the run stays short), as fast as possible; dedicated vs dynamic at 1 and 2 threads vs fused vs
 # elastic, alternated per repetition; plus the 7-operator SYN at 1 000 tuples/s for the CPU an
 # idle-ish pool costs. Run from the repository's root after `cargo build --release -p moirai-cli`.
 set -u
@@ -11,9 +12,10 @@ MODELS="dedicated dynamic:1 dynamic:2 fused elastic"
 for rep in $(seq 1 "$REPS"); do
   for graph in "pipe:--ops 1000" "wide:--queries 20 --ops 50"; do
     name=${graph%%:*}; args=${graph#*:}
-    for cost in 0 2000; do
+    for cost in 0 1000; do
+      ch=""; [ $cost -gt 0 ] && ch="--channel-capacity 16 --batch-size 4"
       for m in $MODELS; do
-        $M run syn $args --cost-ns $cost --rate 0 --duration $D --threading $m --json 2>/dev/null | tail -1 \
+        $M run syn $args --cost-ns $cost $ch --rate 0 --duration $D --threading $m --json 2>/dev/null | tail -1 \
           > "$OUT/$name-$cost-${m//:/_}-$rep.json"
       done
     done
@@ -41,7 +43,7 @@ def med(key, field):
     return st.median(v) if v else float("nan")
 print("graph  cost_ns  model        ingress/s (median)  vs dedicated  cores")
 for name in ["pipe", "wide"]:
-    for cost in ["0", "2000"]:
+    for cost in ["0", "1000"]:
         base = med(f"{name}-{cost}-dedicated", "ingress_tps")
         for m in ["dedicated", "dynamic_1", "dynamic_2", "fused", "elastic"]:
             k = f"{name}-{cost}-{m}"

@@ -1,0 +1,167 @@
+//! Who a process is: the process listening on a local TCP port, a process's owner and
+//! executable, whether it has exited; and exclusive lock files that name their holder.
+//!
+//! The middleware runs as root and changes other processes' threads, so it must know that the
+//! process an endpoint names is the one serving that endpoint (see `docs/schedule.md`).
+
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::io::{self, Read, Seek, Write};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+/// The process holding a listening TCP socket on `port` (IPv4 or IPv6), from `/proc/net/tcp{,6}`
+/// and the processes' descriptors; `None` if nobody listens there or the holder's descriptors
+/// cannot be read (another user's process, without root).
+pub fn listening_pid(port: u16) -> Option<u32> {
+    let mut sockets = BTreeSet::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(text) = std::fs::read_to_string(table) else { continue };
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let listening = f.get(3) == Some(&"0A");
+            let on_port = f.get(1).and_then(|a| a.rsplit(':').next()).and_then(|p| u16::from_str_radix(p, 16).ok());
+            if listening && on_port == Some(port) {
+                sockets.extend(f.get(9).map(|inode| format!("socket:[{inode}]")));
+            }
+        }
+    }
+    if sockets.is_empty() {
+        return None;
+    }
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { continue };
+        for fd in fds.flatten() {
+            if std::fs::read_link(fd.path()).is_ok_and(|l| sockets.contains(l.to_string_lossy().as_ref())) {
+                return Some(pid);
+            }
+        }
+    }
+    None
+}
+
+/// The effective uid and gid of a process (`/proc/<pid>/status`); `None` if it does not exist.
+pub fn owner(pid: u32) -> Option<(u32, u32)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |key: &str| -> Option<u32> {
+        status.lines().find_map(|l| l.strip_prefix(key))?.split_whitespace().nth(1)?.parse().ok()
+    };
+    Some((field("Uid:")?, field("Gid:")?))
+}
+
+/// The executable of a process (`/proc/<pid>/exe`).
+pub fn executable(pid: u32) -> io::Result<PathBuf> {
+    std::fs::read_link(format!("/proc/{pid}/exe"))
+}
+
+/// True while process `pid` runs: it exists and is not a zombie (exited, not yet reaped by its
+/// parent, and holding nothing any more).
+pub fn is_running(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command name, which is in parentheses and may contain any byte.
+        Ok(stat) => {
+            stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next()).is_some_and(|s| s != "Z")
+        }
+        Err(_) => false,
+    }
+}
+
+/// An exclusive lock on a file (flock), held until dropped; the file names the holder.
+#[derive(Debug)]
+pub struct LockFile {
+    file: File,
+    path: PathBuf,
+}
+
+impl LockFile {
+    /// Takes the lock on `path` without waiting and writes `holder` into the file. If another
+    /// process holds it, returns `Err(Some(what that holder wrote))`; `Err(None)` with an I/O
+    /// error message when the file cannot be opened. A lock dies with its process: a holder that
+    /// crashed leaves no stale lock.
+    pub fn try_acquire(path: &Path, holder: &str) -> Result<LockFile, Result<String, String>> {
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| Err(format!("cannot open {}: {e}", path.display())))?;
+        // SAFETY: flock on a valid, open descriptor; no memory is passed.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let mut held = String::new();
+            let _ = file.read_to_string(&mut held);
+            return Err(Ok(held.trim().to_string()));
+        }
+        let written = file.set_len(0).and_then(|_| file.rewind()).and_then(|_| writeln!(file, "{holder}"));
+        written.map_err(|e| Err(format!("cannot write {}: {e}", path.display())))?;
+        Ok(LockFile { file, path: path.to_path_buf() })
+    }
+
+    /// Where the lock is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for LockFile {
+    fn drop(&mut self) {
+        // Empty it, so that a reader never sees a holder that is gone; the flock ends with the
+        // descriptor. The file itself stays: removing it could let two processes lock two files.
+        let _ = self.file.set_len(0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_listener_of_a_port_is_this_process() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        assert_eq!(listening_pid(port), Some(std::process::id()));
+        drop(listener);
+        assert_eq!(listening_pid(port), None);
+    }
+
+    #[test]
+    fn owner_executable_and_running() {
+        let me = std::process::id();
+        // SAFETY: geteuid has no preconditions.
+        let euid = unsafe { libc::geteuid() };
+        assert_eq!(owner(me).map(|o| o.0), Some(euid));
+        assert_eq!(executable(me).unwrap(), std::env::current_exe().unwrap());
+        assert!(is_running(me));
+        assert!(!is_running(u32::MAX / 2));
+    }
+
+    #[test]
+    fn a_zombie_is_not_running() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        // Exited but not reaped: a zombie until wait().
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while is_running(pid) {
+            assert!(std::time::Instant::now() < deadline, "the child never exited");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(std::path::Path::new(&format!("/proc/{pid}")).exists(), "still a zombie, not reaped");
+        child.wait().unwrap();
+    }
+
+    #[test]
+    fn a_lock_is_exclusive_names_its_holder_and_ends_with_its_holder() {
+        let dir = std::env::temp_dir().join(format!("moirai-lock-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("x.lock");
+        let first = LockFile::try_acquire(&path, "pid 1 state /a").unwrap();
+        // flock locks belong to the open file description: a second open conflicts even here.
+        assert_eq!(LockFile::try_acquire(&path, "pid 2").unwrap_err(), Ok("pid 1 state /a".to_string()));
+        drop(first);
+        let again = LockFile::try_acquire(&path, "pid 3").unwrap();
+        assert_eq!(again.path(), path);
+        drop(again);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

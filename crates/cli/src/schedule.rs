@@ -79,7 +79,7 @@ fn from_flags(a: &ScheduleArgs) -> Result<Config, String> {
     };
     let spec = match (a.policy.as_deref(), &a.script) {
         (None | Some("script"), Some(script)) => {
-            PolicySpec::Script { script: script.clone(), level, max_operations: None }
+            PolicySpec::Script { script: script.clone(), level, max_operations: None, time_limit_ms: None }
         }
         (Some("script"), None) => return Err("--policy script needs --script \"<expression>\"".into()),
         (Some(_), Some(_)) => return Err("--script implies --policy script; drop --policy".into()),
@@ -138,14 +138,54 @@ fn from_flags(a: &ScheduleArgs) -> Result<Config, String> {
     Ok(config)
 }
 
+/// How long the scheduling loop has after SIGINT/SIGTERM to restore and exit by itself.
+pub const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// After a stop request, gives the loop [`STOP_GRACE`] to finish; then restores every original
+/// value from the state file itself and ends the process (exit code 1).
+fn watchdog(stop: &AtomicBool, finished: &AtomicBool, state: &std::path::Path, log: &Log) {
+    while !stop.load(Ordering::SeqCst) {
+        if finished.load(Ordering::SeqCst) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let deadline = std::time::Instant::now() + STOP_GRACE;
+    while std::time::Instant::now() < deadline {
+        if finished.load(Ordering::SeqCst) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    log.error(format!(
+        "the scheduling loop did not stop within {STOP_GRACE:?} of the signal (a policy stuck?); restoring from {} \
+         and exiting",
+        state.display()
+    ));
+    match moirai_os::RestoreLog::restore_from(state) {
+        Ok(report) => log.info(format!("{}: {report}", state.display())),
+        Err(e) => log.error(format!("{e}; run `moirai schedule --restore-only --state-file {}`", state.display())),
+    }
+    std::process::exit(1);
+}
+
 pub fn run(a: ScheduleArgs) -> i32 {
     let log = Log::new(a.verbose, a.quiet);
     if a.restore_only {
         let path = a.state_file.clone().unwrap_or_else(|| DEFAULT_STATE_FILE.into());
+        if path.is_dir() {
+            log.error(format!("the state file {} is a directory; name the file in it", path.display()));
+            return 2;
+        }
         return match moirai_os::RestoreLog::restore_from(&path) {
-            Ok(report) => {
+            Ok(report) if report.is_clean() => {
                 log.info(format!("{}: {report}", path.display()));
                 0
+            }
+            Ok(report) => {
+                // What could not be undone stays in the state file for another try.
+                log.error(format!("{}: not everything could be restored: {report}", path.display()));
+                1
             }
             Err(e) => {
                 log.error(e.to_string());
@@ -181,6 +221,18 @@ pub fn run(a: ScheduleArgs) -> i32 {
         log.error(format!("cannot handle SIGINT/SIGTERM: {e}"));
         return 1;
     }
+    // The signal is seen on ctrlc's own thread; if the scheduling loop does not end within the
+    // grace period (stuck in a policy), this watchdog restores from the state file and exits.
+    let finished = Arc::new(AtomicBool::new(false));
+    {
+        let (stop, finished, state, out) = (stop.clone(), finished.clone(), config.state_file.clone(), log.clone());
+        if let Err(e) =
+            std::thread::Builder::new().name("stop-watchdog".into()).spawn(move || watchdog(&stop, &finished, &state, &out))
+        {
+            log.error(format!("cannot start the stop watchdog: {e}"));
+            return 1;
+        }
+    }
     let daemon = match Daemon::new(config, log.clone()) {
         Ok(d) => d,
         Err(e @ DaemonError::Config(_)) => {
@@ -193,6 +245,7 @@ pub fn run(a: ScheduleArgs) -> i32 {
         }
     };
     let report = daemon.run(&stop, a.rounds);
+    finished.store(true, Ordering::SeqCst);
     // Give the log a moment to flush before exit on slow terminals.
     std::thread::sleep(Duration::from_millis(1));
     if report.is_clean() {

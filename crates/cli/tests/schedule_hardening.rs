@@ -264,3 +264,162 @@ fn a_second_middleware_refuses_an_engine_the_first_schedules() {
     }
     drop(engine);
 }
+
+// ---------------------------------------------------------------------------------------------
+// A stuck or failing policy, restoring without privilege, a directory as state file, a zombie.
+
+/// A real engine with a real cost, serving its metrics on a free port; (process, port).
+fn engine() -> (Proc, u16) {
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let p = Proc::moirai(&[
+        "run", "syn", "--ops", "3", "--cost-ns", "3000", "--rate", "50000", "--duration", "120s", "--metrics-addr", &addr,
+    ]);
+    let pid = p.pid();
+    wait_until("the engine's threads", || moirai_os::proc::threads(pid).is_ok_and(|t| t.len() > 5));
+    wait_until("the engine's endpoint", || ureq::get(&format!("http://127.0.0.1:{port}/topology")).call().is_ok());
+    (p, port)
+}
+
+fn nices(pid: u32) -> Vec<(i32, i32)> {
+    moirai_os::proc::threads(pid).map(|ts| ts.iter().map(|t| (t.tid, t.nice)).collect()).unwrap_or_default()
+}
+
+/// A config with the engine at `port`, `state` as state file, and `policies` (TOML tables).
+fn config_file(dir: &Path, port: u16, state: &Path, policies: &str) -> PathBuf {
+    let path = dir.join("schedule.toml");
+    let text = format!(
+        "state_file = {state:?}\n\n[[spe]]\nname = \"engine\"\ndriver = \"moirai\"\nurl = \"http://127.0.0.1:{port}\"\n\n{policies}"
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+const RUNAWAY: &str = "let x = 0; while true { x += 1; } x";
+
+#[test]
+fn sigterm_restores_and_exits_even_while_a_policy_is_stuck() {
+    if !is_root() {
+        eprintln!("SKIPPED sigterm_restores_and_exits_even_while_a_policy_is_stuck: needs root");
+        return;
+    }
+    let dir = TempDir::new("stuck");
+    let (eng, port) = engine();
+    let before = nices(eng.pid());
+    // QS renices first; then a script with every limit raised out of reach hangs the round.
+    let policies = format!(
+        "[[policy]]\nname = \"qs\"\ntype = \"qs\"\ntranslator = \"nice\"\nperiod = \"100ms\"\n\n\
+         [[policy]]\nname = \"stuck\"\ntype = \"script\"\nscript = {RUNAWAY:?}\nmax_operations = 9000000000000000000\n\
+         time_limit_ms = 3600000\ntranslator = \"nice\"\nperiod = \"100ms\"\n"
+    );
+    let config = config_file(&dir.0, port, &dir.0.join("state.json"), &policies);
+    let mw = Proc::moirai(&["schedule", "--config", &config.display().to_string()]);
+    wait_until("QS applied", || nices(eng.pid()).iter().any(|&(_, n)| n != 0));
+    std::thread::sleep(Duration::from_millis(300));
+    mw.signal(libc::SIGTERM);
+    let (code, err) = mw.wait();
+    assert_eq!(code, Some(1), "the watchdog ended it:\n{err}");
+    assert!(err.contains("did not stop within"), "{err}");
+    let after: std::collections::BTreeMap<i32, i32> = nices(eng.pid()).into_iter().collect();
+    for (tid, n) in before {
+        if let Some(&now) = after.get(&tid) {
+            assert_eq!(now, n, "thread {tid} restored:\n{err}");
+        }
+    }
+    drop(eng);
+}
+
+#[test]
+fn a_script_over_its_time_limit_is_skipped_and_reported_once() {
+    if !is_root() {
+        eprintln!("SKIPPED a_script_over_its_time_limit_is_skipped_and_reported_once: needs root");
+        return;
+    }
+    let dir = TempDir::new("overrun");
+    let (eng, port) = engine();
+    let policies = format!(
+        "[[policy]]\nname = \"slow\"\ntype = \"script\"\nscript = {RUNAWAY:?}\nmax_operations = 9000000000000000000\n\
+         time_limit_ms = 50\ntranslator = \"nice\"\nperiod = \"100ms\"\n"
+    );
+    let config = config_file(&dir.0, port, &dir.0.join("state.json"), &policies);
+    let (code, err) = Proc::moirai(&["schedule", "--config", &config.display().to_string(), "--rounds", "8"]).wait();
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(err.matches("ran over its time limit of 50ms").count(), 1, "reported once, skipped each round:\n{err}");
+    drop(eng);
+}
+
+#[test]
+fn restore_only_without_privilege_exits_1_and_keeps_the_state() {
+    if !is_root() {
+        eprintln!("SKIPPED restore_only_without_privilege_exits_1_and_keeps_the_state: needs root");
+        return;
+    }
+    let dir = TempDir::new("restore-nobody");
+    let state = dir.0.join("state.json");
+    let (eng, port) = engine();
+    let before = nices(eng.pid());
+    let mw = schedule(port, &state, &[]);
+    wait_until("QS applied", || nices(eng.pid()).iter().any(|&(_, n)| n < 0));
+    mw.signal(libc::SIGKILL);
+    let _ = mw.wait();
+    std::fs::set_permissions(&state, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    // As nobody: raising another user's threads' priority back is refused.
+    let (code, err) = Proc::spawn(
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN, "schedule", "--restore-only", "--state-file"])
+            .arg(&state),
+    )
+    .wait();
+    assert_eq!(code, Some(1), "every restore failed:\n{err}");
+    assert!(err.contains("not everything could be restored"), "{err}");
+    assert!(state.exists(), "what could not be undone stays recorded");
+    // As root it works, and everything is back.
+    let (code, err) = Proc::moirai(&["schedule", "--restore-only", "--state-file", &state.display().to_string()]).wait();
+    assert_eq!(code, Some(0), "{err}");
+    let after: std::collections::BTreeMap<i32, i32> = nices(eng.pid()).into_iter().collect();
+    for (tid, n) in before {
+        if let Some(&now) = after.get(&tid) {
+            assert_eq!(now, n, "thread {tid}");
+        }
+    }
+    drop(eng);
+}
+
+#[test]
+fn restore_only_right_after_kill_9_treats_the_unreaped_middleware_as_gone() {
+    if !is_root() {
+        eprintln!("SKIPPED restore_only_right_after_kill_9_treats_the_unreaped_middleware_as_gone: needs root");
+        return;
+    }
+    let dir = TempDir::new("zombie");
+    let state = dir.0.join("state.json");
+    let (eng, port) = engine();
+    let mw = schedule(port, &state, &[]);
+    wait_until("QS applied", || nices(eng.pid()).iter().any(|&(_, n)| n != 0));
+    mw.signal(libc::SIGKILL);
+    // Not reaped: a zombie until `mw` is waited for.
+    let zombie = mw.pid();
+    wait_until("the kill", || !moirai_os::identity::is_running(zombie));
+    let (code, err) = Proc::moirai(&["schedule", "--restore-only", "--state-file", &state.display().to_string()]).wait();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("still running"), "{err}");
+    assert!(nices(eng.pid()).iter().all(|&(_, n)| n == 0), "restored");
+    let _ = mw.wait();
+    drop(eng);
+}
+
+#[test]
+fn a_directory_as_state_file_is_refused_before_anything_is_created() {
+    let dir = TempDir::new("statedir");
+    let lock = dir.0.with_extension("lock");
+    let (code, err) = Proc::moirai(&[
+        "schedule", "--engine", "http://127.0.0.1:9", "--policy", "qs", "--state-file", &dir.0.display().to_string(),
+    ])
+    .wait();
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("is a directory"), "{err}");
+    assert!(!lock.exists(), "{} was created", lock.display());
+    let (code, err) =
+        Proc::moirai(&["schedule", "--restore-only", "--state-file", &dir.0.display().to_string()]).wait();
+    assert_eq!(code, Some(2), "{err}");
+}

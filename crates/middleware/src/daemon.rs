@@ -6,7 +6,7 @@
 //! Only the processes the drivers report are touched. An SPE that is down is logged and retried
 //! every tick; the loop never exits because of it, and never spins.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -68,6 +68,8 @@ pub struct Daemon {
     up: BTreeMap<String, bool>,
     /// Whether the policies' warnings about the topology were shown.
     warned: bool,
+    /// Policies whose last round failed (reported when they start failing, not every round).
+    failing: BTreeSet<String>,
 }
 
 fn requirement(p: &Running) -> Requirement {
@@ -96,6 +98,15 @@ impl Daemon {
     /// Prepares everything, restoring a crashed run first; touches no SPE thread yet.
     pub fn new(config: Config, out: Log) -> Result<Daemon, DaemonError> {
         config.validate().map_err(DaemonError::Config)?;
+        // Bad input before anything is created (the state file's lock is `<file>.lock`).
+        let state = &config.state_file;
+        if state.is_dir() {
+            return Err(DaemonError::Config(format!(
+                "the state file {} is a directory; give a file in it, e.g. {}",
+                state.display(),
+                state.join("moirai-schedule.json").display()
+            )));
+        }
         let mut needs: Vec<Need> = Vec::new();
         for p in &config.policies {
             let need = match p.translator {
@@ -115,7 +126,6 @@ impl Daemon {
         }
         preflight(&needs).map_err(|e| DaemonError::Privilege(e.to_string()))?;
 
-        let state = &config.state_file;
         if let Some(dir) = state.parent() {
             std::fs::create_dir_all(dir)
                 .map_err(|e| DaemonError::State(format!("cannot create {}: {e}", dir.display())))?;
@@ -194,6 +204,7 @@ impl Daemon {
             start: Instant::now(),
             up: BTreeMap::new(),
             warned: false,
+            failing: BTreeSet::new(),
         })
     }
 
@@ -329,10 +340,20 @@ impl Daemon {
             let scope = running.config.scope.resolve(&cluster);
             let ctx = PolicyContext { cluster: &cluster, metrics: &values, scope: &scope };
             let schedule = match running.policy.schedule(&ctx) {
-                Ok(s) => s,
+                Ok(s) => {
+                    if self.failing.remove(&running.config.name) {
+                        self.out.info(format!("policy '{}' works again", running.config.name));
+                    }
+                    s
+                }
                 Err(e) => {
-                    let msg = format!("policy '{}': {e}", running.config.name);
-                    self.fail(msg);
+                    // Skipped this round; said once until it works again, counted every time.
+                    let msg = format!("policy '{}': {e} (skipped until it works again)", running.config.name);
+                    if self.failing.insert(running.config.name.clone()) {
+                        self.fail(msg);
+                    } else {
+                        self.stats.lock().errors += 1;
+                    }
                     continue;
                 }
             };

@@ -118,9 +118,12 @@ impl RestoreLog {
     pub(crate) fn restore_from_with_fs(path: &Path, fs: Arc<dyn CgroupFs>) -> Result<RestoreReport, OsError> {
         let Some(state) = load(path)? else { return Ok(RestoreReport::default()) };
         let writer = state.writer_pid;
+        // A writer that exited but was not reaped yet (a zombie, e.g. right after kill -9) holds
+        // nothing any more: it is gone.
         if writer != std::process::id()
             && writer != 0
             && identity(writer, writer as Tid, state.writer_start_ticks) == Identity::Same
+            && crate::identity::is_running(writer)
         {
             return Err(OsError::StateFile {
                 path: path.to_path_buf(),

@@ -12,5 +12,5 @@ pub use constant::{ConstantKey, ConstantPolicy};
 pub use grouping::{Combine, GroupBy, GroupPolicy, GroupPriority};
 pub use metric::MetricPolicy;
 pub use random::RandomPolicy;
-pub use script::{ScriptPolicy, DEFAULT_MAX_OPERATIONS};
+pub use script::{ScriptPolicy, DEFAULT_MAX_OPERATIONS, DEFAULT_TIME_LIMIT};
 pub use spec::PolicySpec;

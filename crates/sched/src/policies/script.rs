@@ -9,9 +9,13 @@
 //! The script is compiled once, in strict-variables mode, so a misspelt metric is an error at
 //! compile time with its line and column. Which metrics it reads is derived from the script
 //! itself (a metric is read if the script stops compiling without it), so the metric provider
-//! computes exactly those. Evaluation is bounded by an operations limit, so a runaway loop fails
-//! with an error instead of hanging the middleware; the script has no I/O (printing is dropped,
-//! modules cannot be imported).
+//! computes exactly those. Evaluation is bounded by an operations limit and a round by a time
+//! limit (over all operators), so a runaway loop fails with an error — the policy is skipped that
+//! round — instead of hanging the middleware; the script has no I/O (printing is dropped, modules
+//! cannot be imported).
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use rhai::{Dynamic, Engine, EvalAltResult, ParseError, ParseErrorType, Position, Scope as RhaiScope, AST};
 
@@ -23,6 +27,9 @@ use crate::schedule::Schedule;
 /// small loops, a few milliseconds at most for a runaway script.
 pub const DEFAULT_MAX_OPERATIONS: u64 = 100_000;
 
+/// The time one round of a script policy (every operator) may take unless configured otherwise.
+pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_millis(200);
+
 /// The variables bound besides the metrics.
 const CONTEXT_VARIABLES: [&str; 4] = ["name", "query", "spe", "kind"];
 
@@ -33,6 +40,9 @@ pub struct ScriptPolicy {
     engine: Engine,
     ast: AST,
     metrics: Vec<Metric>,
+    time_limit: Duration,
+    /// When the current round must end; checked as the script runs.
+    deadline: Arc<Mutex<Instant>>,
 }
 
 impl std::fmt::Debug for ScriptPolicy {
@@ -51,16 +61,32 @@ impl ScriptPolicy {
         ScriptPolicy::with_max_operations(name, source, level, DEFAULT_MAX_OPERATIONS)
     }
 
-    /// Compiles `source`; each evaluation may run at most `max_operations` operations (≥ 1).
+    /// Compiles `source`; each evaluation may run at most `max_operations` operations (≥ 1), a
+    /// round at most [`DEFAULT_TIME_LIMIT`].
     pub fn with_max_operations(
         name: impl Into<String>,
         source: &str,
         level: Level,
         max_operations: u64,
     ) -> Result<ScriptPolicy, PolicyError> {
+        ScriptPolicy::with_limits(name, source, level, max_operations, DEFAULT_TIME_LIMIT)
+    }
+
+    /// Compiles `source`; each evaluation may run at most `max_operations` operations (≥ 1), and
+    /// a round over all operators at most `time_limit` (> 0).
+    pub fn with_limits(
+        name: impl Into<String>,
+        source: &str,
+        level: Level,
+        max_operations: u64,
+        time_limit: Duration,
+    ) -> Result<ScriptPolicy, PolicyError> {
         let name = name.into();
         if max_operations == 0 {
             return Err(PolicyError::Config { policy: name, message: "max_operations must be at least 1".into() });
+        }
+        if time_limit.is_zero() {
+            return Err(PolicyError::Config { policy: name, message: "time_limit_ms must be at least 1".into() });
         }
         if source.trim().is_empty() {
             return Err(PolicyError::Config {
@@ -68,7 +94,13 @@ impl ScriptPolicy {
                 message: "the script is empty; write an expression such as `queue_size`".into(),
             });
         }
-        let engine = sandboxed_engine(max_operations);
+        let deadline = Arc::new(Mutex::new(Instant::now()));
+        let mut engine = sandboxed_engine(max_operations);
+        let d = deadline.clone();
+        // Reading the clock costs ~20 ns: every 1024 operations is plenty for a time limit.
+        engine.on_progress(move |ops| {
+            (ops % 1024 == 0 && Instant::now() > *d.lock().unwrap_or_else(|e| e.into_inner())).then(|| Dynamic::UNIT)
+        });
         let ast = engine
             .compile_with_scope(&declarations(level, None), source)
             .map_err(|e| compile_error(&name, level, &e))?;
@@ -77,7 +109,7 @@ impl ScriptPolicy {
             .into_iter()
             .filter(|&m| engine.compile_with_scope(&declarations(level, Some(m)), source).is_err())
             .collect();
-        Ok(ScriptPolicy { name, level, engine, ast, metrics })
+        Ok(ScriptPolicy { name, level, engine, ast, metrics, time_limit, deadline })
     }
 
     fn evaluate(&self, op: &OperatorView<'_>) -> Result<f64, PolicyError> {
@@ -107,6 +139,11 @@ impl ScriptPolicy {
                 EvalAltResult::ErrorTooManyOperations(_) => "the script ran more than the limit of operations (a loop \
                                                              that does not end?); simplify it or raise max_operations"
                     .to_string(),
+                EvalAltResult::ErrorTerminated(..) => format!(
+                    "the policy ran over its time limit of {:?} this round (a loop that does not end?); it is skipped \
+                     this round; simplify the script or raise time_limit_ms",
+                    self.time_limit
+                ),
                 other => {
                     let text = other.to_string();
                     text.strip_suffix(&format!(" ({position})")).map_or(text.clone(), str::to_string)
@@ -143,6 +180,7 @@ impl Policy for ScriptPolicy {
     }
 
     fn schedule(&mut self, ctx: &PolicyContext<'_>) -> Result<Schedule, PolicyError> {
+        *self.deadline.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now() + self.time_limit;
         single_priority(ctx, &self.name, self.level, |op| self.evaluate(op))
     }
 }

@@ -94,6 +94,27 @@ fn runaway_scripts_stop_at_the_operations_limit() {
 }
 
 #[test]
+fn a_round_over_its_time_limit_is_stopped_and_says_so() {
+    // Operations limit raised out of reach (as the operations error suggests doing): the time
+    // limit still ends the loop, within the round.
+    let c = Cluster::new(vec![two_queries("engine")]).unwrap();
+    let m = MetricValues::from_fn(&c, &Metric::ALL, |_, _| 1.0);
+    let scope = Scope::all().resolve(&c);
+    let limit = std::time::Duration::from_millis(50);
+    let mut p = ScriptPolicy::with_limits("user", "loop { }", Level::Physical, u64::MAX, limit).unwrap();
+    let started = std::time::Instant::now();
+    let err = p.schedule(&PolicyContext { cluster: &c, metrics: &m, scope: &scope }).unwrap_err();
+    assert!(err.to_string().contains("ran over its time limit of 50ms"), "{err}");
+    assert!(err.to_string().contains("time_limit_ms"), "{err}");
+    // Not a speed assertion: without the limit this loop would not end at all.
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    // The next round gets its own budget: a script that ends is fine.
+    let mut ok = ScriptPolicy::with_limits("user", "queue_size", Level::Physical, u64::MAX, limit).unwrap();
+    assert!(ok.schedule(&PolicyContext { cluster: &c, metrics: &m, scope: &scope }).is_ok());
+    assert!(ScriptPolicy::with_limits("user", "1", Level::Physical, 10, std::time::Duration::ZERO).is_err());
+}
+
+#[test]
 fn non_numbers_are_runtime_errors_naming_the_operator() {
     let err = run("name", Level::Physical).unwrap_err();
     assert!(

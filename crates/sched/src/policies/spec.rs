@@ -80,6 +80,10 @@ pub enum PolicySpec {
         /// Operations limit per evaluation (default [`super::DEFAULT_MAX_OPERATIONS`]).
         #[serde(default)]
         max_operations: Option<u64>,
+        /// Time limit of one round over all operators, in ms (default
+        /// [`super::DEFAULT_TIME_LIMIT`]); a round over it is skipped and reported.
+        #[serde(default)]
+        time_limit_ms: Option<u64>,
     },
     /// A grouping schedule.
     Groups {
@@ -103,11 +107,12 @@ impl PolicySpec {
             PolicySpec::Constant { by, values, default, level } => {
                 Box::new(ConstantPolicy::new(name, *by, values.clone(), *default, *level)?)
             }
-            PolicySpec::Script { script, level, max_operations } => Box::new(ScriptPolicy::with_max_operations(
+            PolicySpec::Script { script, level, max_operations, time_limit_ms } => Box::new(ScriptPolicy::with_limits(
                 name,
                 script,
                 *level,
                 max_operations.unwrap_or(super::DEFAULT_MAX_OPERATIONS),
+                time_limit_ms.map_or(super::DEFAULT_TIME_LIMIT, std::time::Duration::from_millis),
             )?),
             PolicySpec::Groups { by, priority } => Box::new(GroupPolicy::new(name, *by, priority.clone())?),
         })

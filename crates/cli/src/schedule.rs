@@ -226,8 +226,9 @@ pub fn run(a: ScheduleArgs) -> i32 {
     let finished = Arc::new(AtomicBool::new(false));
     {
         let (stop, finished, state, out) = (stop.clone(), finished.clone(), config.state_file.clone(), log.clone());
-        if let Err(e) =
-            std::thread::Builder::new().name("stop-watchdog".into()).spawn(move || watchdog(&stop, &finished, &state, &out))
+        if let Err(e) = std::thread::Builder::new()
+            .name("stop-watchdog".into())
+            .spawn(move || watchdog(&stop, &finished, &state, &out))
         {
             log.error(format!("cannot start the stop watchdog: {e}"));
             return 1;

@@ -6,12 +6,15 @@
 //! format is documented in `docs/metrics-endpoint.md`, the contract the middleware relies on.
 //!
 //! Bounds, so that no client can take the endpoint down:
-//! - at most [`MAX_CONNECTIONS`] open connections; a new one beyond closes the one idle longest;
+//! - at most [`MAX_CONNECTIONS`] open connections, and never more than a quarter of the process's
+//!   descriptor limit (`RLIMIT_NOFILE`), so the engine keeps descriptors of its own; a new one
+//!   beyond closes the one idle longest;
 //! - a request head must arrive whole within [`HEAD_TIMEOUT`] and fit in [`MAX_HEAD`] bytes;
 //!   a keep-alive connection idle for [`IDLE_TIMEOUT`] is closed;
-//! - when the process runs out of file descriptors (`EMFILE`/`ENFILE`), the loop closes the
-//!   connection idle longest, or pauses accepting for a moment, says so once per incident on
-//!   stderr, and keeps serving;
+//! - when the process runs out of file descriptors all the same (`EMFILE`/`ENFILE`), the loop
+//!   lowers its cap below what is open, closes the connection idle longest or pauses accepting
+//!   for a moment, and keeps serving; it says so on stderr at most once a minute (with how many
+//!   more times it happened), so a flood cannot fill a log or block on a full pipe;
 //! - responses go out in one write (head and body together) with `TCP_NODELAY`, so keep-alive
 //!   clients never wait for a delayed ACK.
 
@@ -38,6 +41,18 @@ pub const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// How often the loop wakes to check timeouts and the stop flag.
 const TICK: Duration = Duration::from_millis(100);
+/// Least time between two reports of running out of descriptors.
+const REPORT_EVERY: Duration = Duration::from_secs(60);
+
+/// The connection cap for this process: [`MAX_CONNECTIONS`], at most a quarter of the soft
+/// descriptor limit (at least one).
+fn connection_cap() -> usize {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit with a valid, writable rlimit struct.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0;
+    let quarter = if ok { usize::try_from(lim.rlim_cur / 4).unwrap_or(usize::MAX) } else { MAX_CONNECTIONS };
+    MAX_CONNECTIONS.min(quarter).max(1)
+}
 
 /// The running endpoint.
 pub(crate) struct MetricsServer {
@@ -53,9 +68,18 @@ impl MetricsServer {
         let addr = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
-        let thread = std::thread::Builder::new()
-            .name("moirai-http".into())
-            .spawn(move || Server { listener, conns: Vec::new(), shared, paused_until: None, fd_incident: false }.run(&flag))?;
+        let thread = std::thread::Builder::new().name("moirai-http".into()).spawn(move || {
+            let server = Server {
+                listener,
+                conns: Vec::new(),
+                cap: connection_cap(),
+                shared,
+                paused_until: None,
+                fd_reported: None,
+                fd_unreported: 0,
+            };
+            server.run(&flag);
+        })?;
         Ok(MetricsServer { stop, thread: Some(thread), addr })
     }
 
@@ -101,11 +125,14 @@ impl Conn {
 struct Server {
     listener: TcpListener,
     conns: Vec<Conn>,
+    /// Most connections kept open (lowered when descriptors run out).
+    cap: usize,
     shared: Arc<Shared>,
     /// Accepting is paused (out of descriptors, nothing to close) until then.
     paused_until: Option<Instant>,
-    /// Whether the current shortage of descriptors was reported.
-    fd_incident: bool,
+    /// When running out of descriptors was last reported, and how often since.
+    fd_reported: Option<Instant>,
+    fd_unreported: u64,
 }
 
 impl Server {
@@ -114,7 +141,11 @@ impl Server {
             let now = Instant::now();
             let accepting = self.paused_until.is_none_or(|t| now >= t);
             let mut fds = Vec::with_capacity(self.conns.len() + 1);
-            fds.push(libc::pollfd { fd: self.listener.as_raw_fd(), events: if accepting { libc::POLLIN } else { 0 }, revents: 0 });
+            fds.push(libc::pollfd {
+                fd: self.listener.as_raw_fd(),
+                events: if accepting { libc::POLLIN } else { 0 },
+                revents: 0,
+            });
             for c in &self.conns {
                 let events = if c.written < c.out.len() { libc::POLLOUT } else { libc::POLLIN };
                 fds.push(libc::pollfd { fd: c.stream.as_raw_fd(), events, revents: 0 });
@@ -152,8 +183,7 @@ impl Server {
         loop {
             match self.listener.accept() {
                 Ok((stream, _)) => {
-                    self.fd_incident = false;
-                    if self.conns.len() >= MAX_CONNECTIONS && !self.close_idlest() {
+                    if self.conns.len() >= self.cap && !self.close_idlest() {
                         // Every connection is busy: this one waits for nothing, it is closed.
                         drop(stream);
                         continue;
@@ -176,14 +206,7 @@ impl Server {
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == ErrorKind::Interrupted || e.kind() == ErrorKind::ConnectionAborted => {}
                 Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE)) => {
-                    if !self.fd_incident {
-                        self.fd_incident = true;
-                        eprintln!(
-                            "moirai engine: metrics endpoint: out of file descriptors ({e}) with {} connections open; \
-                             closing idle ones and serving on (raise `ulimit -n` if this recurs)",
-                            self.conns.len()
-                        );
-                    }
+                    self.out_of_descriptors(&e);
                     if !self.close_idlest() {
                         self.paused_until = Some(Instant::now() + TICK);
                         return;
@@ -196,6 +219,28 @@ impl Server {
                 }
             }
         }
+    }
+
+    /// Lowers the cap below what is open and reports the shortage, at most once a minute.
+    fn out_of_descriptors(&mut self, e: &std::io::Error) {
+        self.cap = self.conns.len().saturating_sub(1).max(1);
+        let now = Instant::now();
+        if self.fd_reported.is_some_and(|at| now - at < REPORT_EVERY) {
+            self.fd_unreported += 1;
+            return;
+        }
+        let again = match self.fd_unreported {
+            0 => String::new(),
+            n => format!(" ({n} more time(s) since the last report)"),
+        };
+        eprintln!(
+            "moirai engine: metrics endpoint: out of file descriptors ({e}) with {} connections open{again}; \
+             keeping at most {} and serving on (raise `ulimit -n` if this recurs)",
+            self.conns.len(),
+            self.cap
+        );
+        self.fd_reported = Some(now);
+        self.fd_unreported = 0;
     }
 
     /// Closes the connection idle longest; false if none is idle.
@@ -247,9 +292,12 @@ impl Server {
         let mut lines = head.lines();
         let request = lines.next().unwrap_or("");
         let mut parts = request.split_whitespace();
-        let (method, url, version) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+        let (method, url, version) =
+            (parts.next().unwrap_or(""), parts.next().unwrap_or(""), parts.next().unwrap_or(""));
         let close_asked = lines.any(|l| {
-            l.split_once(':').is_some_and(|(k, v)| k.trim().eq_ignore_ascii_case("connection") && v.trim().eq_ignore_ascii_case("close"))
+            l.split_once(':').is_some_and(|(k, v)| {
+                k.trim().eq_ignore_ascii_case("connection") && v.trim().eq_ignore_ascii_case("close")
+            })
         });
         let keep_alive = version == "HTTP/1.1" && !close_asked;
         let (status, content_type, body) = if method != "GET" && method != "HEAD" {

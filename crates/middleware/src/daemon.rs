@@ -64,8 +64,9 @@ pub struct Daemon {
     server: Option<StatsServer>,
     out: Log,
     start: Instant,
-    /// Whether each SPE answered last time (to log changes, not every failure).
-    up: BTreeMap<String, bool>,
+    /// Per SPE: `None` when it answered last time, else the error last reported (logged when it
+    /// changes, e.g. from "unreachable" to a refusal, not every round).
+    down: BTreeMap<String, Option<String>>,
     /// Whether the policies' warnings about the topology were shown.
     warned: bool,
     /// Policies whose last round failed (reported when they start failing, not every round).
@@ -202,7 +203,7 @@ impl Daemon {
             server,
             out,
             start: Instant::now(),
-            up: BTreeMap::new(),
+            down: BTreeMap::new(),
             warned: false,
             failing: BTreeSet::new(),
         })
@@ -262,27 +263,29 @@ impl Daemon {
     }
 
     fn observe(&mut self) -> Vec<Observation> {
+        // Only SPEs the provider covers get a narrowed metric list; before the provider exists, or
+        // for an SPE that was down when it was built (a re-attach), sample everything the driver
+        // offers, so the round that rebuilds the provider has every value it asks for.
         let needed: BTreeMap<String, Vec<moirai_sched::Metric>> = match &self.provider {
             Some((_, p)) => {
-                self.drivers.iter().map(|d| (d.spe().to_string(), p.needed(d.spe()).unwrap_or_default())).collect()
+                self.drivers.iter().filter_map(|d| Some((d.spe().to_string(), p.needed(d.spe())?))).collect()
             }
             None => BTreeMap::new(),
         };
         let mut observations = Vec::new();
         for d in &mut self.drivers {
-            // Before the provider exists, sample everything the driver offers.
             let metrics = needed.get(d.spe()).cloned().unwrap_or_else(|| d.provides().into_iter().collect());
             let result = d.observe(&metrics);
-            let was_up = self.up.insert(d.spe().to_string(), result.is_ok());
             match result {
                 Ok(o) => {
-                    if was_up == Some(false) {
+                    if let Some(Some(_)) = self.down.insert(d.spe().to_string(), None) {
                         self.out.info(format!("SPE '{}' is back", d.spe()));
                     }
                     observations.push(o);
                 }
                 Err(e) => {
-                    if was_up != Some(false) {
+                    let e = e.to_string();
+                    if self.down.insert(d.spe().to_string(), Some(e.clone())).flatten() != Some(e.clone()) {
                         self.out.error(format!("SPE '{}' unavailable: {e}; retrying every tick", d.spe()));
                         self.stats.lock().errors += 1;
                     }

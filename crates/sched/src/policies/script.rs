@@ -99,7 +99,7 @@ impl ScriptPolicy {
         let d = deadline.clone();
         // Reading the clock costs ~20 ns: every 1024 operations is plenty for a time limit.
         engine.on_progress(move |ops| {
-            (ops % 1024 == 0 && Instant::now() > *d.lock().unwrap_or_else(|e| e.into_inner())).then(|| Dynamic::UNIT)
+            (ops % 1024 == 0 && Instant::now() > *d.lock().unwrap_or_else(|e| e.into_inner())).then_some(Dynamic::UNIT)
         });
         let ast = engine
             .compile_with_scope(&declarations(level, None), source)

@@ -105,8 +105,8 @@ impl WordCountConfig {
     /// Checks every parameter; the error says which and how to fix it.
     pub fn validate(&self) -> Result<(), BuildError> {
         let bad = |m: String| Err(BuildError::Config(m));
-        crate::check::rate(self.rate)?;
-        crate::check::parallelism(self.parallelism, 1024)?;
+        crate::check::rate("rate", self.rate).map_err(BuildError::Config)?;
+        crate::check::parallelism("parallelism", self.parallelism, 1024).map_err(BuildError::Config)?;
         if !(1..=1024).contains(&self.max_words) {
             return bad(format!("max_words {} must be in 1..=1024 (Hone's sentences had up to 32)", self.max_words));
         }

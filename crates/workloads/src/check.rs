@@ -19,10 +19,16 @@ pub const MAX_COST_NS: u64 = 1_000_000_000;
 pub fn rate(what: &str, rate: f64) -> Result<(), String> {
     if !(rate.is_finite() && rate >= 0.0) {
         Err(format!("{what} {rate} must be a number of tuples/s >= 0 (0 = as fast as possible)"))
-    } else if rate > MAX_RATE {
+    } else {
+        schedulable(what, rate, ", or 0 for as fast as possible")
+    }
+}
+
+fn schedulable(what: &str, rate: f64, or: &str) -> Result<(), String> {
+    if rate > MAX_RATE {
         Err(format!(
-            "{what} {rate} tuples/s cannot be scheduled: a source paces tuples in whole nanoseconds, so it \
-             offers at most {MAX_RATE:.0} tuples/s; use a rate up to {MAX_RATE:.0}, or 0 for as fast as possible"
+            "{what} {rate:e} tuples/s cannot be scheduled: a source paces tuples in whole nanoseconds, so it \
+             offers at most {MAX_RATE:.0} tuples/s; use a rate up to 1e9{or}"
         ))
     } else {
         Ok(())
@@ -35,7 +41,7 @@ pub fn ramp_to(what: &str, to: f64, from: f64) -> Result<(), String> {
     if !(to.is_finite() && to > 0.0 && from > 0.0) {
         return Err(format!("{what} {to} needs a positive target and a positive rate to start from"));
     }
-    rate(what, to)
+    schedulable(what, to, "")
 }
 
 /// How long a run's sources produce: positive and at most [`MAX_DURATION`].
@@ -57,8 +63,8 @@ pub fn duration(what: &str, d: Duration) -> Result<(), String> {
 pub fn cost_ns(what: &str, ns: u64) -> Result<(), String> {
     if ns > MAX_COST_NS {
         Err(format!(
-            "{what} {ns} ns per tuple is more than the busy loop burns ({MAX_COST_NS} ns = 1 s per tuple); \
-             use at most {MAX_COST_NS}"
+            "{what} {ns} ns per tuple is above the {MAX_COST_NS} ns (1 s per tuple and operator) the busy \
+             loop is calibrated for; use at most {MAX_COST_NS}"
         ))
     } else {
         Ok(())

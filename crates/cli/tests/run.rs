@@ -100,6 +100,7 @@ fn numbers_a_run_cannot_honour_are_usage_errors() {
         (&["wordcount", "--rate", "1e25"][..], &["--rate", "at most 1000000000 tuples/s"][..]),
         (&["ysb", "--rate", "1e25"][..], &["--rate", "at most 1000000000 tuples/s"][..]),
         (&["linear-road", "--rate", "1e25"][..], &["--rate", "at most 1000000000 tuples/s"][..]),
+        (&["ysb", "--window-ms", "18446744073709551615"][..], &["window_ms 18446744073709551615", "30 days"][..]),
     ] {
         let (code, out, err) = run(args);
         assert_eq!(code, Some(2), "{args:?}: {err}");

@@ -59,6 +59,16 @@ pub fn duration(what: &str, d: Duration) -> Result<(), String> {
     }
 }
 
+/// A window length in ms: positive and at most [`MAX_DURATION`] (`hint` names a typical length).
+pub fn window_ms(what: &str, ms: u64, hint: &str) -> Result<(), String> {
+    let max = MAX_DURATION.as_millis() as u64;
+    if (1..=max).contains(&ms) {
+        Ok(())
+    } else {
+        Err(format!("{what} {ms} must be in 1..={max} ms (at most 30 days; {hint})"))
+    }
+}
+
 /// A CPU cost per tuple and operator, in ns: at most [`MAX_COST_NS`].
 pub fn cost_ns(what: &str, ns: u64) -> Result<(), String> {
     if ns > MAX_COST_NS {
@@ -121,6 +131,8 @@ mod tests {
         assert!(channel("--channel-capacity", 0, "--batch-size", 1).is_err());
         assert!(channel("--channel-capacity", MAX_CHANNEL_CAPACITY + 1, "--batch-size", 1).is_err());
         assert!(channel("--channel-capacity", MAX_CHANNEL_CAPACITY, "--batch-size", MAX_BATCH_SIZE + 1).is_err());
+        assert!(window_ms("window_ms", 0, "e.g. 1000").is_err() && window_ms("window_ms", u64::MAX, "").is_err());
+        assert!(window_ms("window_ms", 2_592_000_000, "").is_ok());
         assert!(parallelism("parallelism", 0, 4).is_err() && parallelism("parallelism", 4, 4).is_ok());
     }
 }

@@ -119,9 +119,7 @@ impl WordCountConfig {
                 self.zipf_exponent
             ));
         }
-        if self.window_ms == 0 {
-            return bad("window_ms must be positive, e.g. 1000".into());
-        }
+        crate::check::window_ms("window_ms", self.window_ms, "e.g. 1000").map_err(BuildError::Config)?;
         Ok(())
     }
 }

@@ -92,9 +92,7 @@ impl YsbConfig {
                 self.campaigns, self.ads_per_campaign
             ));
         }
-        if self.window_ms == 0 {
-            return bad("window_ms must be positive (Yahoo: 10000)".into());
-        }
+        crate::check::window_ms("window_ms", self.window_ms, "Yahoo: 10000").map_err(BuildError::Config)?;
         Ok(())
     }
 }

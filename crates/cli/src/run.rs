@@ -34,14 +34,14 @@ pub enum Workload {
 #[derive(Args, Clone, Debug)]
 pub struct EngineArgs {
     /// Offered rate in tuples/s, in total over all queries and source instances (0 = as fast as
-    /// possible).
+    /// possible; at most 1e9, one tuple per ns).
     #[arg(long, default_value_t = 0.0)]
     rate: f64,
     /// Ramp the offered rate linearly from --rate to this many tuples/s over the whole
     /// --duration (the papers' increasing-rate runs).
     #[arg(long)]
     ramp_to: Option<f64>,
-    /// How long the sources produce (e.g. 5s, 1m).
+    /// How long the sources produce (e.g. 5s, 1m; at most 30days).
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     duration: Duration,
     /// Share of the run discarded as warm-up before throughput and latency are measured.
@@ -60,10 +60,10 @@ pub struct EngineArgs {
     /// chaining off), and as the middleware schedules them.
     #[arg(long, default_value_t = false)]
     chaining: bool,
-    /// Capacity of each channel, in tuples.
+    /// Capacity of each channel, in tuples (at most 16777216).
     #[arg(long, default_value_t = EngineConfig::default().channel_capacity)]
     channel_capacity: usize,
-    /// Tuples per channel batch.
+    /// Tuples per channel batch (at most the channel capacity and 65536).
     #[arg(long, default_value_t = EngineConfig::default().batch_size)]
     batch_size: usize,
     /// Serve /metrics and /topology on this address while running (e.g. 127.0.0.1:9464).
@@ -87,8 +87,8 @@ pub struct SynArgs {
     /// Operators between source and sink, per query [default: 5; 3 with --lachesis].
     #[arg(long)]
     ops: Option<usize>,
-    /// CPU time per tuple and operator, in ns, a calibrated busy loop [default: 0; 1000 with
-    /// --lachesis].
+    /// CPU time per tuple and operator, in ns, a calibrated busy loop, at most 1 s [default: 0;
+    /// 1000 with --lachesis].
     #[arg(long)]
     cost_ns: Option<u64>,
     /// Output tuples per input tuple of each operator [default: 1].
@@ -206,7 +206,14 @@ struct Report {
     duration_s: f64,
     measured_s: f64,
     ingress_tps: f64,
+    /// Tuples out per second from the end of the warm-up until the last tuple came out: the
+    /// measured window plus the drain after the run's end.
     egress_tps: f64,
+    /// The time `egress_tps` is over, in seconds: `measured_s` + `drained_s`.
+    egress_s: f64,
+    /// How long the run drained after its end (the sources stopped, the tuples still queued came
+    /// out), in seconds: a few ms when the engine keeps up, long when it is far behind.
+    drained_s: f64,
     tuples_in: u64,
     tuples_out: u64,
     latency_ms: LatencySummary,
@@ -246,6 +253,10 @@ pub fn run(workload: Workload) -> i32 {
             let mut config = if a.lachesis { SynConfig::lachesis() } else { SynConfig::default() };
             config.queries = a.queries.unwrap_or(config.queries);
             config.ops = a.ops.unwrap_or(config.ops);
+            if let Err(e) = a.cost_ns.map_or(Ok(()), |c| moirai_workloads::check::cost_ns("--cost-ns", c)) {
+                eprintln!("moirai: {e}");
+                return 2;
+            }
             config.cost_ns = a.cost_ns.unwrap_or(config.cost_ns);
             config.selectivity = a.selectivity.unwrap_or(config.selectivity);
             config.blocking = a.blocking;
@@ -349,22 +360,18 @@ pub fn run(workload: Workload) -> i32 {
     }
 }
 
+/// The engine flags every workload shares; the bounds are moirai_workloads::check's.
 fn check(args: &EngineArgs) -> Result<(), String> {
-    if !(args.rate.is_finite() && args.rate >= 0.0) {
-        return Err(format!("--rate {} must be a number >= 0 (0 = as fast as possible)", args.rate));
-    }
+    use moirai_workloads::check;
+    check::rate("--rate", args.rate)?;
     if let Some(to) = args.ramp_to {
-        if !(to.is_finite() && to > 0.0 && args.rate > 0.0) {
-            return Err(format!("--ramp-to {to} needs a positive target and a positive --rate to start from"));
-        }
+        check::ramp_to("--ramp-to", to, args.rate)?;
     }
-    if args.duration.is_zero() {
-        return Err("--duration must be positive, e.g. 5s".into());
-    }
+    check::duration("--duration", args.duration)?;
     if !(0.0..0.9).contains(&args.warmup) {
         return Err(format!("--warmup {} must be a share of the run in [0, 0.9)", args.warmup));
     }
-    Ok(())
+    check::channel("--channel-capacity", args.channel_capacity, "--batch-size", args.batch_size)
 }
 
 fn execute(
@@ -468,6 +475,7 @@ fn execute(
     let measured = measure_start.elapsed().as_secs_f64().max(1e-9);
     let cpu_after = moirai_os::proc::process_cpu_ns(pid).unwrap_or(0);
     let rss_end = moirai_os::proc::process_rss_bytes(pid).unwrap_or(0);
+    let run_end = Instant::now();
     engine.stop();
     let end = match engine.wait() {
         Ok(s) => s,
@@ -476,6 +484,10 @@ fn execute(
             return 1;
         }
     };
+    // The tuples still queued at the end come out while the engine drains: egress counts them
+    // over the time they took, not over the measured window alone (which may have seen none).
+    let drained = run_end.elapsed().as_secs_f64();
+    let egress_s = measured + drained;
     let cpu: u64 = end.operators.iter().map(|o| o.cpu_ns).sum();
     let workload_stats = workload_after();
     let report = Report {
@@ -486,7 +498,9 @@ fn execute(
         duration_s: args.duration.as_secs_f64(),
         measured_s: measured,
         ingress_tps: (after.tuples_in - before.tuples_in) as f64 / measured,
-        egress_tps: (after.tuples_out - before.tuples_out) as f64 / measured,
+        egress_tps: end.tuples_out.saturating_sub(before.tuples_out) as f64 / egress_s,
+        egress_s,
+        drained_s: drained,
         tuples_in: end.tuples_in,
         tuples_out: end.tuples_out,
         latency_ms: end.latency_ms,
@@ -580,7 +594,13 @@ fn print_report(r: &Report, json: bool) {
     };
     println!("offered rate      {offered}");
     println!("ingress           {:.0} tuples/s over {:.2} s after warm-up", r.ingress_tps, r.measured_s);
-    println!("egress            {:.0} tuples/s", r.egress_tps);
+    println!("egress            {:.0} tuples/s over {:.2} s, until the last tuple came out", r.egress_tps, r.egress_s);
+    if r.drained_s >= 0.1 {
+        println!(
+            "drained           {:.2} s after the end of the run: tuples still queued came out then (egress counts them)",
+            r.drained_s
+        );
+    }
     println!("tuples            {} in, {} out", r.tuples_in, r.tuples_out);
     println!("latency (ms)      {}", l(&r.latency_ms));
     println!("end-to-end (ms)   {}", l(&r.e2e_latency_ms));

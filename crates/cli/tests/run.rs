@@ -80,3 +80,71 @@ fn bad_flags_are_usage_errors() {
         assert!(err.contains(expect), "{args:?} should mention {expect}: {err}");
     }
 }
+
+#[test]
+fn numbers_a_run_cannot_honour_are_usage_errors() {
+    // Each refused with exit 2, a message naming the flag, the bound and how to fix it. `--rate
+    // 1e25` used to be accepted and overflow the source's schedule (a panic, or 1 tuple in).
+    for (args, expect) in [
+        (&["syn", "--rate", "1e25"][..], &["--rate 1e25", "at most 1000000000 tuples/s"][..]),
+        (&["syn", "--rate", "NaN"][..], &["--rate NaN", ">= 0"][..]),
+        (&["syn", "--rate", "inf"][..], &["--rate inf", ">= 0"][..]),
+        (&["syn", "--rate", "1000", "--ramp-to", "1e12"][..], &["--ramp-to", "at most 1000000000"][..]),
+        (&["syn", "--rate", "1000", "--ramp-to", "NaN"][..], &["--ramp-to NaN", "positive target"][..]),
+        (&["syn", "--duration", "31days"][..], &["--duration", "30 days", "use at most 30days"][..]),
+        (&["syn", "--cost-ns", "2000000000"][..], &["--cost-ns 2000000000", "1 s per tuple", "at most"][..]),
+        (&["syn", "--batch-size", "100000000"][..], &["--batch-size 100000000", "1..=65536"][..]),
+        (&["syn", "--channel-capacity", "1000000000"][..], &["--channel-capacity 1000000000", "1..=16777216"][..]),
+        (&["syn", "--channel-capacity", "64", "--batch-size", "128"][..], &["--batch-size 128", "larger than"][..]),
+        (&["syn", "--channel-capacity", "0"][..], &["--channel-capacity 0"][..]),
+        (&["wordcount", "--rate", "1e25"][..], &["--rate", "at most 1000000000 tuples/s"][..]),
+        (&["ysb", "--rate", "1e25"][..], &["--rate", "at most 1000000000 tuples/s"][..]),
+        (&["linear-road", "--rate", "1e25"][..], &["--rate", "at most 1000000000 tuples/s"][..]),
+        (&["ysb", "--window-ms", "18446744073709551615"][..], &["window_ms 18446744073709551615", "30 days"][..]),
+    ] {
+        let (code, out, err) = run(args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(out.is_empty(), "{args:?} ran: {out}");
+        for e in expect {
+            assert!(err.contains(e), "{args:?} should mention {e}: {err}");
+        }
+    }
+    // The bounds themselves are accepted: one tuple per ns, batches as large as the channel.
+    let (code, _, err) = run(&["syn", "--ops", "1", "--rate", "1e9", "--duration", "300ms"]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, _, err) =
+        run(&["syn", "--ops", "1", "--channel-capacity", "64", "--batch-size", "64", "--duration", "300ms"]);
+    assert_eq!(code, Some(0), "{err}");
+}
+
+#[test]
+fn a_run_that_drains_past_its_end_reports_the_egress_it_measured() {
+    // One operator at 1 ms per tuple takes one 4096-tuple batch in at once and sends nothing on
+    // until its output batch is full, 4 s later: the 1 s run's measured window sees no tuple out,
+    // then the run drains ~3 s. Egress used to be 0 tuples/s although every tuple came out.
+    let (code, out, err) = run(&[
+        "syn",
+        "--ops",
+        "1",
+        "--cost-ns",
+        "1000000",
+        "--channel-capacity",
+        "4096",
+        "--batch-size",
+        "4096",
+        "--duration",
+        "1s",
+        "--json",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let v = last_json(&out);
+    let f = |k: &str| v[k].as_f64().unwrap_or_else(|| panic!("no {k}: {v}"));
+    assert_eq!(v["tuples_in"], v["tuples_out"], "{v}");
+    let (drained, egress_s, tuples_out) = (f("drained_s"), f("egress_s"), f("tuples_out"));
+    assert!(drained > 1.0, "it drained for seconds: {v}");
+    assert!((egress_s - f("measured_s") - drained).abs() < 1e-6, "egress is over the window and the drain: {v}");
+    // All tuples came out after the warm-up, over egress_s.
+    let egress = f("egress_tps");
+    assert!(egress > 0.0 && (egress * egress_s - tuples_out).abs() <= 1.0, "egress {egress} over {egress_s} s: {v}");
+    assert!(out.contains("drained ") && out.contains("after the end of the run"), "the summary says so: {out}");
+}

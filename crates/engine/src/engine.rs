@@ -56,6 +56,14 @@ impl Default for EngineConfig {
 /// dedicated model, a thread).
 pub const MAX_PHYSICAL_OPERATORS: usize = 100_000;
 
+/// The largest channel capacity, in tuples: a channel holds up to this many (times the size of
+/// a tuple) in memory.
+pub const MAX_CHANNEL_CAPACITY: usize = 1 << 24;
+
+/// The largest channel batch, in tuples: every router buffer and source batch is allocated at
+/// this size.
+pub const MAX_BATCH_SIZE: usize = 1 << 16;
+
 /// Why the engine failed.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -232,6 +240,14 @@ impl Engine {
         if config.channel_capacity == 0 || config.batch_size == 0 {
             return Err(BuildError::Config("channel capacity and batch size must be at least 1".into()).into());
         }
+        if config.channel_capacity > MAX_CHANNEL_CAPACITY || config.batch_size > MAX_BATCH_SIZE {
+            return Err(BuildError::Config(format!(
+                "channel capacity {} and batch size {} must be at most {MAX_CHANNEL_CAPACITY} and \
+                 {MAX_BATCH_SIZE} tuples",
+                config.channel_capacity, config.batch_size
+            ))
+            .into());
+        }
         if queries.is_empty() {
             return Err(BuildError::Config("no query to run".into()).into());
         }
@@ -262,6 +278,17 @@ impl Engine {
                 edges.push(e);
             }
             entries.extend(q.nodes);
+        }
+        // A ramp multiplies every rate-limited source's rate: the target must be schedulable too.
+        if let Some((factor, over)) = config.ramp {
+            for (n, e) in graph.nodes.iter().zip(&entries) {
+                if let Some(crate::source::Offered::Constant(r)) = e.code.offered() {
+                    let ramp = crate::source::Offered::Ramp { from: r, to: r * factor, over };
+                    if let Err(e) = ramp.validate() {
+                        return Err(BuildError::Config(format!("query '{}', source '{}': {e}", n.query, n.name)).into());
+                    }
+                }
+            }
         }
         graph.validate()?;
         let physical: usize = graph.nodes.iter().map(|n| n.parallelism).sum();

@@ -72,6 +72,10 @@ pub(crate) trait NodeCode: Send {
     /// This operator as the head of a physical operator, reading `receivers` (per input port, a
     /// `Receiver<In>` each).
     fn task(&self, ctx: &InstanceContext, receivers: Vec<Vec<AnyBox>>, down: Option<AnyBox>) -> Box<dyn Task>;
+    /// The rate a source offers (none for other operators).
+    fn offered(&self) -> Option<Offered> {
+        None
+    }
 }
 
 /// A route being assembled: partitioning, key hash and a `Sender<T>` per consumer instance.
@@ -205,6 +209,9 @@ impl<T: Data> NodeCode for SourceCode<T> {
         );
         Box::new(task)
     }
+    fn offered(&self) -> Option<Offered> {
+        Some(self.0.offered)
+    }
 }
 
 struct TwoInputCode<L, R, Out, Op, M> {
@@ -299,6 +306,11 @@ impl Query {
 
     /// Adds a source.
     pub fn source<T: Data>(&self, name: &str, source: Source<T>) -> Stream<T> {
+        if let Err(e) = source.offered.validate() {
+            let mut g = lock(&self.graph);
+            let query = g.name.clone();
+            g.errors.push(BuildError::Config(format!("query '{query}', source '{name}': {e}")));
+        }
         let id =
             self.add(name, NodeKind::Source, 0, Box::new(SourceCode(source)), Some(Box::new(Typed::<T>(PhantomData))));
         Stream::new(self.graph.clone(), id)

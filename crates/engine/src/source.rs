@@ -27,6 +27,11 @@ pub type Generator<T> = Arc<dyn Fn(usize, usize) -> Box<dyn Iterator<Item = T> +
 /// Extracts a tuple's event time, in nanoseconds.
 pub type EventTime<T> = Arc<dyn Fn(&T) -> u64 + Send + Sync>;
 
+/// The highest rate a source offers, tuples/s in total. A source paces its tuples by their
+/// intended send times in whole nanoseconds: above one tuple per nanosecond consecutive tuples
+/// would share a send time and the schedule could not be kept (nor its backlog measured).
+pub const MAX_RATE: f64 = 1e9;
+
 /// The rate a source offers, over time.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Offered {
@@ -57,11 +62,22 @@ impl Offered {
         }
     }
 
-    /// Checks the rates; the message says how to fix them.
+    /// Checks the rates: finite, positive (a ramp may start at 0) and at most [`MAX_RATE`]; the
+    /// message says how to fix them.
     pub fn validate(&self) -> Result<(), String> {
+        let schedulable = |what: &str, r: f64| {
+            if r > MAX_RATE {
+                Err(format!(
+                    "{what} {r} tuples/s is above the {MAX_RATE:.0} tuples/s a source can schedule (it paces \
+                     tuples in whole nanoseconds); offer at most {MAX_RATE:.0} tuples/s"
+                ))
+            } else {
+                Ok(())
+            }
+        };
         match *self {
             Offered::Unlimited => Ok(()),
-            Offered::Constant(r) if r.is_finite() && r > 0.0 => Ok(()),
+            Offered::Constant(r) if r.is_finite() && r > 0.0 => schedulable("rate", r),
             Offered::Constant(r) => Err(format!("rate {r} must be a positive number of tuples/s")),
             Offered::Ramp { from, to, over } => {
                 if !(from.is_finite() && from >= 0.0 && to.is_finite() && to > 0.0) {
@@ -69,7 +85,8 @@ impl Offered {
                 } else if over.is_zero() {
                     Err("a ramp needs a positive length".into())
                 } else {
-                    Ok(())
+                    schedulable("ramp start", from)?;
+                    schedulable("ramp target", to)
                 }
             }
         }
@@ -91,7 +108,8 @@ impl Offered {
             }
         };
         // Tuple k is intended at the moment the cumulative rate reaches k, so tuple 0 at once.
-        cumulative.floor() as u64 + 1
+        // (Saturating: a schedule far beyond any run's length has everything due.)
+        (cumulative.floor() as u64).saturating_add(1)
     }
 
     /// When tuple `k` is intended, in ns after the start.
@@ -157,14 +175,15 @@ impl<T: Send + 'static> Source<T> {
     }
 
     /// Offers `tuples_per_second` in total, split evenly over the instances; 0 = as fast as
-    /// possible.
+    /// possible. A rate that cannot be scheduled (negative, not finite, above [`MAX_RATE`]) makes
+    /// [`crate::Query::build`] fail.
     pub fn rate(mut self, tuples_per_second: f64) -> Self {
-        self.offered = if tuples_per_second > 0.0 { Offered::Constant(tuples_per_second) } else { Offered::Unlimited };
+        self.offered = if tuples_per_second == 0.0 { Offered::Unlimited } else { Offered::Constant(tuples_per_second) };
         self
     }
 
     /// Offers a rate rising linearly from `from` to `to` tuples/s in total over `over`, then
-    /// staying at `to`.
+    /// staying at `to`. A ramp that cannot be scheduled makes [`crate::Query::build`] fail.
     pub fn ramp(mut self, from: f64, to: f64, over: Duration) -> Self {
         self.offered = Offered::Ramp { from, to, over };
         self
@@ -248,7 +267,8 @@ impl<T: Send + 'static> SourceTask<T> {
     }
 
     fn intended(&self, k: u64) -> u64 {
-        self.start_ns + self.offered.intended(k)
+        // (Saturating: at a tiny rate the next tuple may be due after the end of time.)
+        self.start_ns.saturating_add(self.offered.intended(k))
     }
 
     fn maybe_watermark(&mut self, now: u64) {
@@ -368,5 +388,18 @@ mod tests {
         assert!(Offered::Ramp { from: 10.0, to: 0.0, over: Duration::from_secs(1) }.validate().is_err());
         assert!(Offered::Ramp { from: 10.0, to: 20.0, over: Duration::ZERO }.validate().is_err());
         assert!(Offered::Ramp { from: 0.0, to: 20.0, over: Duration::from_secs(1) }.validate().is_ok());
+        // One tuple per nanosecond is the most a source schedules.
+        assert!(Offered::Constant(MAX_RATE).validate().is_ok());
+        let e = Offered::Constant(1e25).validate().unwrap_err();
+        assert!(e.contains("1000000000 tuples/s"), "{e}");
+        assert!(Offered::Constant(f64::NAN).validate().is_err());
+        assert!(Offered::Ramp { from: 1.0, to: 1e10, over: Duration::from_secs(1) }.validate().is_err());
+    }
+
+    #[test]
+    fn extreme_schedules_saturate_instead_of_overflowing() {
+        // Far beyond any run, everything is due; a tiny rate's next tuple is due at the end of time.
+        assert_eq!(Offered::Constant(MAX_RATE).due(u64::MAX), u64::MAX);
+        assert_eq!(Offered::Constant(1e-300).intended(1), u64::MAX);
     }
 }

@@ -142,6 +142,10 @@ fn bad_engine_settings() {
     says(&e, &["capacity", "at least 1"]);
     let e = start_error(EngineConfig { batch_size: 0, ..EngineConfig::default() }, vec![ok_query("q")]);
     says(&e, &["batch size", "at least 1"]);
+    let e = start_error(EngineConfig { channel_capacity: usize::MAX, ..EngineConfig::default() }, vec![ok_query("q")]);
+    says(&e, &["channel capacity", "at most 16777216"]);
+    let e = start_error(EngineConfig { batch_size: 100_000_000, ..EngineConfig::default() }, vec![ok_query("q")]);
+    says(&e, &["batch size 100000000", "at most", "65536"]);
 
     let taken = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap();
@@ -192,4 +196,28 @@ fn streams_of_another_query() {
     left.interval_join("my_join", right, 0, 1, |_, l: &u64, _: &u64| *l).discard("out");
     let e = build_error(a);
     says(&e, &["'my_join'", "another query"]);
+}
+
+#[test]
+fn unschedulable_rates_are_refused() {
+    // A source paces tuples in whole nanoseconds: above 1e9 tuples/s (or NaN, infinite, negative)
+    // its schedule means nothing. It used to overflow in the source thread.
+    for (rate, hint) in [(1e25, "at most 1000000000 tuples/s"), (f64::NAN, "positive"), (-5.0, "positive")] {
+        let q = Query::new("q");
+        q.source("src", Source::new(|_, _| 0..10u64).rate(rate)).discard("out");
+        says(&build_error(q), &["'q'", "'src'", hint]);
+    }
+    let q = Query::new("q");
+    q.source("src", Source::new(|_, _| 0..10u64).ramp(10.0, f64::INFINITY, Duration::from_secs(1))).discard("out");
+    says(&build_error(q), &["'src'", "finite"]);
+    // The most a source schedules is fine.
+    let q = Query::new("q");
+    q.source("src", Source::new(|_, _| 0..10u64).rate(moirai_engine::source::MAX_RATE)).discard("out");
+    assert!(q.build().is_ok());
+    // A ramp (EngineConfig::ramp) must not lift a schedulable rate beyond it either.
+    let q = Query::new("q");
+    q.source("src", Source::new(|_, _| 0..10u64).rate(1e6)).discard("out");
+    let config = EngineConfig { ramp: Some((1e6, Duration::from_secs(1))), ..EngineConfig::default() };
+    let e = start_error(config, vec![q.build().unwrap()]);
+    says(&e, &["'src'", "ramp target", "at most 1000000000 tuples/s"]);
 }

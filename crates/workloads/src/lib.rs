@@ -9,7 +9,7 @@
 //! - [`ysb`]: the Yahoo Streaming Benchmark (ad events, campaign join, 10 s windows).
 #![forbid(missing_docs)]
 
-mod check;
+pub mod check;
 pub mod cost;
 pub mod linear_road;
 pub mod syn;

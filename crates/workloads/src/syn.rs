@@ -134,12 +134,21 @@ impl SynConfig {
                 self.selectivity
             ));
         }
-        crate::check::rate(self.rate)?;
+        crate::check::rate("rate", self.rate).map_err(BuildError::Config)?;
         if self.variance_factor >= 32 || self.cost_ns.checked_mul(1 << self.variance_factor).is_none() {
             return bad(format!(
                 "cost {} ns · 2^{} does not fit: use a variance factor below 32 and a smaller cost",
                 self.cost_ns, self.variance_factor
             ));
+        }
+        // The dearest query costs cost_ns · 2^variance_factor (its operators up to ± the variance).
+        let dearest = self.cost_ns << self.variance_factor;
+        if let Err(e) = crate::check::cost_ns("cost", dearest) {
+            return bad(if self.variance_factor == 0 {
+                e
+            } else {
+                format!("{e} (cost {} ns · 2^{} = {dearest} ns)", self.cost_ns, self.variance_factor)
+            });
         }
         if !(0.0..1.0).contains(&self.operator_variance) {
             return bad(format!("operator variance {} must be a share in [0, 1), e.g. 0.1", self.operator_variance));
@@ -388,6 +397,9 @@ mod tests {
             (SynConfig { operator_variance: 1.5, ..SynConfig::lachesis() }, "operator variance"),
             (SynConfig { block_probability: 2.0, ..SynConfig::lachesis() }, "block probability"),
             (SynConfig { rate: -1.0, ..SynConfig::default() }, "rate"),
+            (SynConfig { rate: 1e25, ..SynConfig::default() }, "at most 1000000000 tuples/s"),
+            (SynConfig { cost_ns: u64::MAX, ..SynConfig::default() }, "1 s per tuple"),
+            (SynConfig { cost_ns: 100_000_000, ..SynConfig::lachesis() }, "2^5 = 3200000000 ns"),
         ];
         for (config, needle) in cases {
             match queries(&config) {

@@ -105,8 +105,8 @@ impl WordCountConfig {
     /// Checks every parameter; the error says which and how to fix it.
     pub fn validate(&self) -> Result<(), BuildError> {
         let bad = |m: String| Err(BuildError::Config(m));
-        crate::check::rate(self.rate)?;
-        crate::check::parallelism(self.parallelism, 1024)?;
+        crate::check::rate("rate", self.rate).map_err(BuildError::Config)?;
+        crate::check::parallelism("parallelism", self.parallelism, 1024).map_err(BuildError::Config)?;
         if !(1..=1024).contains(&self.max_words) {
             return bad(format!("max_words {} must be in 1..=1024 (Hone's sentences had up to 32)", self.max_words));
         }
@@ -119,9 +119,7 @@ impl WordCountConfig {
                 self.zipf_exponent
             ));
         }
-        if self.window_ms == 0 {
-            return bad("window_ms must be positive, e.g. 1000".into());
-        }
+        crate::check::window_ms("window_ms", self.window_ms, "e.g. 1000").map_err(BuildError::Config)?;
         Ok(())
     }
 }

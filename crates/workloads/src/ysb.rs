@@ -81,8 +81,8 @@ impl YsbConfig {
     /// Checks every parameter; the error says which and how to fix it.
     pub fn validate(&self) -> Result<(), BuildError> {
         let bad = |m: String| Err(BuildError::Config(m));
-        crate::check::rate(self.rate)?;
-        crate::check::parallelism(self.parallelism, 1024)?;
+        crate::check::rate("rate", self.rate).map_err(BuildError::Config)?;
+        crate::check::parallelism("parallelism", self.parallelism, 1024).map_err(BuildError::Config)?;
         if self.campaigns == 0
             || self.ads_per_campaign == 0
             || self.campaigns.saturating_mul(self.ads_per_campaign) > 10_000_000
@@ -92,9 +92,7 @@ impl YsbConfig {
                 self.campaigns, self.ads_per_campaign
             ));
         }
-        if self.window_ms == 0 {
-            return bad("window_ms must be positive (Yahoo: 10000)".into());
-        }
+        crate::check::window_ms("window_ms", self.window_ms, "Yahoo: 10000").map_err(BuildError::Config)?;
         Ok(())
     }
 }

@@ -183,9 +183,7 @@ impl LinearRoadConfig {
         if self.parallelism == 0 || self.parallelism > 256 {
             return bad(format!("parallelism must be in 1..=256, not {}", self.parallelism));
         }
-        if !(self.rate.is_finite() && self.rate >= 0.0) {
-            return bad(format!("rate must be a finite number of records per second >= 0, not {}", self.rate));
-        }
+        crate::check::rate("rate", self.rate).map_err(LinearRoadError::Config)?;
         if self.shape == Shape::Lachesis && self.output.is_some() {
             return bad(
                 "the Lachesis shape emits only dummy notifications; write outputs with the faithful shape".into()

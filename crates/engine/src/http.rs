@@ -53,9 +53,9 @@ impl MetricsServer {
         let addr = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
-        let thread = std::thread::Builder::new().name("moirai-http".into()).spawn(move || {
-            Server { listener, conns: Vec::new(), shared, paused_until: None, fd_incident: false }.run(&flag)
-        })?;
+        let thread = std::thread::Builder::new()
+            .name("moirai-http".into())
+            .spawn(move || Server { listener, conns: Vec::new(), shared, paused_until: None, fd_incident: false }.run(&flag))?;
         Ok(MetricsServer { stop, thread: Some(thread), addr })
     }
 
@@ -114,11 +114,7 @@ impl Server {
             let now = Instant::now();
             let accepting = self.paused_until.is_none_or(|t| now >= t);
             let mut fds = Vec::with_capacity(self.conns.len() + 1);
-            fds.push(libc::pollfd {
-                fd: self.listener.as_raw_fd(),
-                events: if accepting { libc::POLLIN } else { 0 },
-                revents: 0,
-            });
+            fds.push(libc::pollfd { fd: self.listener.as_raw_fd(), events: if accepting { libc::POLLIN } else { 0 }, revents: 0 });
             for c in &self.conns {
                 let events = if c.written < c.out.len() { libc::POLLOUT } else { libc::POLLIN };
                 fds.push(libc::pollfd { fd: c.stream.as_raw_fd(), events, revents: 0 });
@@ -251,12 +247,9 @@ impl Server {
         let mut lines = head.lines();
         let request = lines.next().unwrap_or("");
         let mut parts = request.split_whitespace();
-        let (method, url, version) =
-            (parts.next().unwrap_or(""), parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+        let (method, url, version) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""), parts.next().unwrap_or(""));
         let close_asked = lines.any(|l| {
-            l.split_once(':').is_some_and(|(k, v)| {
-                k.trim().eq_ignore_ascii_case("connection") && v.trim().eq_ignore_ascii_case("close")
-            })
+            l.split_once(':').is_some_and(|(k, v)| k.trim().eq_ignore_ascii_case("connection") && v.trim().eq_ignore_ascii_case("close"))
         });
         let keep_alive = version == "HTTP/1.1" && !close_asked;
         let (status, content_type, body) = if method != "GET" && method != "HEAD" {

@@ -279,13 +279,7 @@ fn lines(config: &LinearRoadConfig, stats: &LinearRoadStats) -> Source<String> {
             let generator = config.traffic.clone();
             Source::new(move |_, _| -> Box<dyn Iterator<Item = String> + Send> {
                 match Generator::new(generator.clone()) {
-                    Ok(g) => Box::new(g.map({
-                        let stats = stats.clone();
-                        move |p| {
-                            stats.record_read();
-                            record_line(&Record::Position(p))
-                        }
-                    })),
+                    Ok(g) => Box::new(g.map(|p| record_line(&Record::Position(p)))),
                     Err(e) => {
                         stats.fail(LinearRoadError::Config(e));
                         Box::new(std::iter::empty())
@@ -329,7 +323,6 @@ impl Iterator for RawLines {
                 continue;
             }
             line.truncate(text.len());
-            self.stats.record_read();
             return Some(line);
         }
     }

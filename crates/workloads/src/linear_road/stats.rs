@@ -26,7 +26,8 @@ pub const DEADLINE_NS: u64 = DEADLINE_S * 1_000_000_000;
 /// The counts of a run, as [`LinearRoadStats::report`] gives them.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct LinearRoadReport {
-    /// Records the source read (from the input file, or generated).
+    /// Records that entered the query (read from the input file, or generated): position reports,
+    /// queries passed on and records dropped.
     pub records_read: u64,
     /// Records in the input file (checked before the run); `None` when generating.
     pub records_total: Option<u64>,
@@ -68,7 +69,6 @@ struct OutputFile {
 
 #[derive(Default)]
 struct Counters {
-    records_read: AtomicU64,
     position_reports: AtomicU64,
     query_records: AtomicU64,
     other_records: AtomicU64,
@@ -142,10 +142,6 @@ impl LinearRoadStats {
 
     pub(crate) fn set_records_total(&self, total: Option<u64>) {
         *lock(&self.0.records_total) = total;
-    }
-
-    pub(crate) fn record_read(&self) {
-        self.0.counters.records_read.fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn query_record(&self) {
@@ -224,7 +220,7 @@ impl LinearRoadStats {
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let (outputs, misses) = (get(&c.deadline_outputs), get(&c.deadline_misses));
         LinearRoadReport {
-            records_read: get(&c.records_read),
+            records_read: get(&c.position_reports) + get(&c.query_records) + get(&c.other_records),
             records_total: *lock(&self.0.records_total),
             position_reports: get(&c.position_reports),
             query_records: get(&c.query_records),

@@ -119,9 +119,13 @@ pub struct LinearRoadArgs {
     #[arg(long, default_value_t = LinearRoadConfig::default().traffic.cars_per_second)]
     cars_per_second: f64,
     /// Replay this file (type,time,carid,speed,xway,lane,dir,seg,pos,qid,sinit,send,dow,tod,day)
-    /// instead of generating.
+    /// instead of generating. It is replayed to its end unless --duration is given.
     #[arg(long)]
     input: Option<PathBuf>,
+    /// Replay at the records' own clock (their time column), this many times faster than real
+    /// time: 1.0 = real time, as the benchmark runs, 10.0 = ten times faster. Excludes --rate.
+    #[arg(long)]
+    replay_speed: Option<f64>,
     /// Write toll notifications, accident alerts and toll assessments here (faithful shape).
     #[arg(long)]
     output: Option<PathBuf>,
@@ -257,6 +261,18 @@ pub fn run(workload: Workload) -> i32 {
             execute("syn", &a.engine, syn::queries(&config).map(|q| (q, after)).map_err(|e| e.to_string()), params)
         }
         Workload::LinearRoad(a) => {
+            let duration_given = duration_given();
+            if let Err(e) = check_linear_road(&a, duration_given) {
+                eprintln!("moirai: {e}");
+                return 2;
+            }
+            // A file runs to its end unless --duration is given: the run ends when the source
+            // does, and is measured whole (its warm-up never ends).
+            let until_end = a.input.is_some() && !duration_given;
+            let mut engine = a.engine.clone();
+            if until_end {
+                engine.duration = UNTIL_INPUT_ENDS;
+            }
             let config = LinearRoadConfig {
                 traffic: linear_road::generator::GeneratorConfig {
                     xways: a.xways,
@@ -266,6 +282,7 @@ pub fn run(workload: Workload) -> i32 {
                     ..Default::default()
                 },
                 rate: a.engine.rate,
+                replay_speed: a.replay_speed,
                 parallelism: a.parallelism,
                 input: a.input.clone(),
                 output: a.output.clone(),
@@ -275,16 +292,34 @@ pub fn run(workload: Workload) -> i32 {
             let params = serde_json::json!({
                 "shape": a.shape.to_string(), "xways": a.xways, "traffic_s": config.traffic.duration_s,
                 "cars_per_second": a.cars_per_second, "parallelism": a.parallelism, "seed": a.seed,
-                "input": a.input, "output": a.output,
+                "input": a.input, "output": a.output, "replay_speed": a.replay_speed,
+                "run_until": if until_end { "the input ends" } else { "--duration" },
             });
             let built = linear_road::queries(&config).map_err(|e| e.to_string()).map(|(q, stats)| {
+                let input = a.input.clone();
+                if let (Some(path), Some(0)) = (&input, stats.report().records_total) {
+                    eprintln!(
+                        "moirai: warning: {} holds no Linear Road records (only blank lines or a header): \
+                         nothing to replay",
+                        path.display()
+                    );
+                }
+                let duration = engine.duration;
                 let after: After = Box::new(move || match stats.finish() {
-                    Ok(report) => serde_json::to_value(report).unwrap_or_default(),
+                    Ok(report) => {
+                        let records = records_note(&report, input.as_deref(), until_end, duration);
+                        if let Some(note) = records.strip_prefix("stopped") {
+                            eprintln!("moirai: linear-road: stopped{note}");
+                        }
+                        let mut v = serde_json::to_value(report).unwrap_or_default();
+                        v["records"] = records.into();
+                        v
+                    }
                     Err(e) => serde_json::json!({ "error": e.to_string() }),
                 });
                 (q, after)
             });
-            execute("linear-road", &a.engine, built, params)
+            execute("linear-road", &engine, built, params)
         }
         Workload::WordCount(a) => {
             let config = WordCountConfig {
@@ -346,6 +381,59 @@ pub fn run(workload: Workload) -> i32 {
             });
             execute("ysb", &a.engine, built, params)
         }
+    }
+}
+
+/// The duration of a Linear Road replay that runs until its input ends (a cap never reached).
+const UNTIL_INPUT_ENDS: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// Whether `--duration` is on the command line (rather than its default).
+fn duration_given() -> bool {
+    std::env::args_os().any(|a| a.to_str().is_some_and(|a| a == "--duration" || a.starts_with("--duration=")))
+}
+
+/// The Linear Road flags that only make sense together (or apart).
+fn check_linear_road(a: &LinearRoadArgs, duration_given: bool) -> Result<(), String> {
+    if let Some(speed) = a.replay_speed {
+        if !(speed.is_finite() && speed > 0.0) {
+            return Err(format!(
+                "--replay-speed {speed} must be a positive, finite factor (1.0 = the records' clock in real time)"
+            ));
+        }
+        if a.engine.rate > 0.0 {
+            return Err(format!(
+                "--replay-speed {speed} and --rate {} exclude each other: replay at the records' own clock, or at \
+                 a fixed rate",
+                a.engine.rate
+            ));
+        }
+    }
+    if a.input.is_some() && a.engine.ramp_to.is_some() && !duration_given {
+        return Err("--ramp-to with --input needs --duration (the length of the ramp)".into());
+    }
+    Ok(())
+}
+
+/// How much of the input a Linear Road run read, in words.
+fn records_note(
+    report: &linear_road::LinearRoadReport,
+    input: Option<&std::path::Path>,
+    until_end: bool,
+    duration: Duration,
+) -> String {
+    let read = report.records_read;
+    match (report.records_total, input) {
+        (Some(0), Some(path)) => format!("none: {} holds no records", path.display()),
+        (Some(total), Some(path)) if read < total && !until_end => format!(
+            "stopped after {read} of {total} records of {} (--duration {}); drop --duration to replay it to its end",
+            path.display(),
+            humantime::format_duration(duration)
+        ),
+        (Some(total), Some(path)) if read < total => {
+            format!("stopped after {read} of {total} records of {} (the run failed)", path.display())
+        }
+        (Some(total), _) => format!("all {total} records read"),
+        (None, _) => format!("{read} records generated"),
     }
 }
 

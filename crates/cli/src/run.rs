@@ -41,9 +41,13 @@ pub struct EngineArgs {
     /// --duration (the papers' increasing-rate runs).
     #[arg(long)]
     ramp_to: Option<f64>,
-    /// How long the sources produce (e.g. 5s, 1m; at most 30days).
-    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
-    duration: Duration,
+    /// How long the sources produce (e.g. 5s, 1m; at most 30days) [default: 5s; a Linear Road
+    /// --input runs to its end unless given].
+    #[arg(long, value_parser = humantime::parse_duration)]
+    duration: Option<Duration>,
+    /// Run until the queries' input ends instead of for a duration (set by the workload).
+    #[arg(skip)]
+    until_input_ends: bool,
     /// Share of the run discarded as warm-up before throughput and latency are measured.
     #[arg(long, default_value_t = 0.2)]
     warmup: f64,
@@ -119,9 +123,13 @@ pub struct LinearRoadArgs {
     #[arg(long, default_value_t = LinearRoadConfig::default().traffic.cars_per_second)]
     cars_per_second: f64,
     /// Replay this file (type,time,carid,speed,xway,lane,dir,seg,pos,qid,sinit,send,dow,tod,day)
-    /// instead of generating.
+    /// instead of generating. It is replayed to its end unless --duration is given.
     #[arg(long)]
     input: Option<PathBuf>,
+    /// Replay at the records' own clock (their time column), this many times faster than real
+    /// time: 1.0 = real time, as the benchmark runs, 10.0 = ten times faster. Excludes --rate.
+    #[arg(long)]
+    replay_speed: Option<f64>,
     /// Write toll notifications, accident alerts and toll assessments here (faithful shape).
     #[arg(long)]
     output: Option<PathBuf>,
@@ -268,6 +276,15 @@ pub fn run(workload: Workload) -> i32 {
             execute("syn", &a.engine, syn::queries(&config).map(|q| (q, after)).map_err(|e| e.to_string()), params)
         }
         Workload::LinearRoad(a) => {
+            if let Err(e) = check_linear_road(&a) {
+                eprintln!("moirai: {e}");
+                return 2;
+            }
+            // A file runs to its end unless --duration is given: the run ends when the source
+            // does, and is measured whole (there is no warm-up to cut).
+            let until_end = a.input.is_some() && a.engine.duration.is_none();
+            let mut engine = a.engine.clone();
+            engine.until_input_ends = until_end;
             let config = LinearRoadConfig {
                 traffic: linear_road::generator::GeneratorConfig {
                     xways: a.xways,
@@ -277,6 +294,7 @@ pub fn run(workload: Workload) -> i32 {
                     ..Default::default()
                 },
                 rate: a.engine.rate,
+                replay_speed: a.replay_speed,
                 parallelism: a.parallelism,
                 input: a.input.clone(),
                 output: a.output.clone(),
@@ -286,16 +304,34 @@ pub fn run(workload: Workload) -> i32 {
             let params = serde_json::json!({
                 "shape": a.shape.to_string(), "xways": a.xways, "traffic_s": config.traffic.duration_s,
                 "cars_per_second": a.cars_per_second, "parallelism": a.parallelism, "seed": a.seed,
-                "input": a.input, "output": a.output,
+                "input": a.input, "output": a.output, "replay_speed": a.replay_speed,
+                "run_until": if until_end { "the input ends" } else { "--duration" },
             });
             let built = linear_road::queries(&config).map_err(|e| e.to_string()).map(|(q, stats)| {
+                let input = a.input.clone();
+                if let (Some(path), Some(0)) = (&input, stats.report().records_total) {
+                    eprintln!(
+                        "moirai: warning: {} holds no Linear Road records (only blank lines or a header): \
+                         nothing to replay",
+                        path.display()
+                    );
+                }
+                let duration = engine.duration();
                 let after: After = Box::new(move || match stats.finish() {
-                    Ok(report) => serde_json::to_value(report).unwrap_or_default(),
+                    Ok(report) => {
+                        let records = records_note(&report, input.as_deref(), duration);
+                        if let Some(note) = records.strip_prefix("stopped") {
+                            eprintln!("moirai: linear-road: stopped{note}");
+                        }
+                        let mut v = serde_json::to_value(report).unwrap_or_default();
+                        v["records"] = records.into();
+                        v
+                    }
                     Err(e) => serde_json::json!({ "error": e.to_string() }),
                 });
                 (q, after)
             });
-            execute("linear-road", &a.engine, built, params)
+            execute("linear-road", &engine, built, params)
         }
         Workload::WordCount(a) => {
             let config = WordCountConfig {
@@ -360,6 +396,60 @@ pub fn run(workload: Workload) -> i32 {
     }
 }
 
+/// The Linear Road flags that only make sense together (or apart).
+fn check_linear_road(a: &LinearRoadArgs) -> Result<(), String> {
+    if let Some(speed) = a.replay_speed {
+        if !(speed.is_finite() && speed > 0.0) {
+            return Err(format!(
+                "--replay-speed {speed} must be a positive, finite factor (1.0 = the records' clock in real time)"
+            ));
+        }
+        if a.engine.rate > 0.0 {
+            return Err(format!(
+                "--replay-speed {speed} and --rate {} exclude each other: replay at the records' own clock, or at \
+                 a fixed rate",
+                a.engine.rate
+            ));
+        }
+    }
+    if a.input.is_some() && a.engine.ramp_to.is_some() && a.engine.duration.is_none() {
+        return Err("--ramp-to with --input needs --duration (the length of the ramp)".into());
+    }
+    Ok(())
+}
+
+/// How much of the input a Linear Road run read, in words.
+fn records_note(
+    report: &linear_road::LinearRoadReport,
+    input: Option<&std::path::Path>,
+    duration: Option<Duration>,
+) -> String {
+    let read = report.records_read;
+    match (report.records_total, input) {
+        (Some(0), Some(path)) => format!("none: {} holds no records", path.display()),
+        (Some(total), Some(path)) if read < total && duration.is_some() => format!(
+            "stopped after {read} of {total} records of {} (--duration {}); drop --duration to replay it to its end",
+            path.display(),
+            humantime::format_duration(duration.unwrap_or_default())
+        ),
+        (Some(total), Some(path)) if read < total => {
+            format!("stopped after {read} of {total} records of {} (the run failed)", path.display())
+        }
+        (Some(total), _) => format!("all {total} records read"),
+        (None, _) => format!("{read} records generated"),
+    }
+}
+
+/// By default, the sources produce this long.
+const DEFAULT_DURATION: Duration = Duration::from_secs(5);
+
+impl EngineArgs {
+    /// How long the sources produce; `None` when the run goes on until the input ends.
+    fn duration(&self) -> Option<Duration> {
+        (!self.until_input_ends).then(|| self.duration.unwrap_or(DEFAULT_DURATION))
+    }
+}
+
 /// The engine flags every workload shares; the bounds are moirai_workloads::check's.
 fn check(args: &EngineArgs) -> Result<(), String> {
     use moirai_workloads::check;
@@ -367,7 +457,9 @@ fn check(args: &EngineArgs) -> Result<(), String> {
     if let Some(to) = args.ramp_to {
         check::ramp_to("--ramp-to", to, args.rate)?;
     }
-    check::duration("--duration", args.duration)?;
+    if let Some(d) = args.duration() {
+        check::duration("--duration", d)?;
+    }
     if !(0.0..0.9).contains(&args.warmup) {
         return Err(format!("--warmup {} must be a share of the run in [0, 0.9)", args.warmup));
     }
@@ -384,6 +476,7 @@ fn execute(
         eprintln!("moirai: {e}");
         return 2;
     }
+    let duration = args.duration();
     let (queries, workload_after) = match queries {
         Ok(q) => q,
         Err(e) => {
@@ -397,7 +490,7 @@ fn execute(
         channel_capacity: args.channel_capacity,
         batch_size: args.batch_size,
         metrics_addr: args.metrics_addr,
-        ramp: args.ramp_to.map(|to| (to / args.rate, args.duration)),
+        ramp: args.ramp_to.zip(duration).map(|(to, over)| (to / args.rate, over)),
         verbose: args.verbose,
     };
     let pid = std::process::id();
@@ -422,7 +515,8 @@ fn execute(
     let start = Instant::now();
     // If the queries end during the warm-up (a finite input), the whole run is measured.
     let from_start = (engine.summary(), moirai_os::proc::process_cpu_ns(pid).unwrap_or(0), rss_start, start);
-    let warmup = args.duration.mul_f64(args.warmup);
+    // Until the input ends, the whole run is measured: there is no length to take a share of.
+    let warmup = duration.map(|d| d.mul_f64(args.warmup));
     // Sleep in short steps so that an operator failure ends the run early.
     let sleep_until = |until: Duration| {
         while start.elapsed() < until && !engine.is_finished() {
@@ -438,18 +532,18 @@ fn execute(
     let mut next_sample = Duration::ZERO;
     let mut samples = 0u64;
     loop {
-        if measured_from.is_none() && start.elapsed() >= warmup {
+        if measured_from.is_none() && warmup.is_some_and(|w| start.elapsed() >= w) {
             let before = engine.summary();
             engine.reset_latency();
             let cpu = moirai_os::proc::process_cpu_ns(pid).unwrap_or(0);
             let rss = moirai_os::proc::process_rss_bytes(pid).unwrap_or(0);
             measured_from = Some((before, cpu, rss, Instant::now()));
         }
-        if start.elapsed() >= args.duration || engine.is_finished() {
+        if duration.is_some_and(|d| start.elapsed() >= d) || engine.is_finished() {
             break;
         }
         next_sample += Duration::from_millis(100);
-        sleep_until(next_sample.min(args.duration));
+        sleep_until(duration.map_or(next_sample, |d| next_sample.min(d)));
         let ops = engine.snapshot();
         if measured_from.is_some() {
             queues.sample(&ops);
@@ -495,7 +589,7 @@ fn execute(
         threading: args.threading.clone(),
         chaining: args.chaining,
         offered_rate: args.rate,
-        duration_s: args.duration.as_secs_f64(),
+        duration_s: duration.unwrap_or(run_end - start).as_secs_f64(),
         measured_s: measured,
         ingress_tps: (after.tuples_in - before.tuples_in) as f64 / measured,
         egress_tps: end.tuples_out.saturating_sub(before.tuples_out) as f64 / egress_s,

@@ -11,6 +11,10 @@
 //! for latency and throughput and keeps memory bounded; the lag is exposed as the source's
 //! `backlog` metric, like a Kafka consumer's lag. At rate 0 the source produces as fast as the
 //! engine takes tuples, and intended = ingress.
+//!
+//! A source may instead follow a clock in its data ([`Source::replay`]): each tuple is intended at
+//! `start + (its time − the first tuple's time) / speed`, so a recorded stream is replayed at its
+//! own pace (speed 1), or faster.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,6 +35,19 @@ pub type EventTime<T> = Arc<dyn Fn(&T) -> u64 + Send + Sync>;
 /// intended send times in whole nanoseconds: above one tuple per nanosecond consecutive tuples
 /// would share a send time and the schedule could not be kept (nor its backlog measured).
 pub const MAX_RATE: f64 = 1e9;
+
+/// A replay clock: the time a tuple carries (ns) and how many times faster than that clock to
+/// replay.
+pub(crate) struct Replay<T> {
+    clock: EventTime<T>,
+    speed: f64,
+}
+
+impl<T> Clone for Replay<T> {
+    fn clone(&self) -> Self {
+        Replay { clock: self.clock.clone(), speed: self.speed }
+    }
+}
 
 /// The rate a source offers, over time.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -144,6 +161,7 @@ pub struct Source<T> {
     pub(crate) offered: Offered,
     pub(crate) event_time: Option<EventTime<T>>,
     pub(crate) out_of_orderness_ns: u64,
+    pub(crate) replay: Option<Replay<T>>,
 }
 
 impl<T> Clone for Source<T> {
@@ -153,6 +171,7 @@ impl<T> Clone for Source<T> {
             offered: self.offered,
             event_time: self.event_time.clone(),
             out_of_orderness_ns: self.out_of_orderness_ns,
+            replay: self.replay.clone(),
         }
     }
 }
@@ -171,14 +190,29 @@ impl<T: Send + 'static> Source<T> {
             offered: Offered::Unlimited,
             event_time: None,
             out_of_orderness_ns: 0,
+            replay: None,
         }
     }
 
     /// Offers `tuples_per_second` in total, split evenly over the instances; 0 = as fast as
     /// possible. A rate that cannot be scheduled (negative, not finite, above [`MAX_RATE`]) makes
-    /// [`crate::Query::build`] fail.
+    /// [`crate::Query::build`] fail. Replaces a [`replay`](Self::replay) clock.
     pub fn rate(mut self, tuples_per_second: f64) -> Self {
         self.offered = if tuples_per_second == 0.0 { Offered::Unlimited } else { Offered::Constant(tuples_per_second) };
+        self.replay = None;
+        self
+    }
+
+    /// Replays the data at its own clock: `clock(data)` is the time a tuple carries, in ns (non-
+    /// decreasing along each instance's generator), and each tuple is intended `(clock −
+    /// the first tuple's clock) / speed` after the instance started; `speed` 1.0 is real time,
+    /// 10.0 ten times faster. A tuple is sent when it is due; one that is late (the engine did not
+    /// take tuples fast enough) keeps its intended time, so end-to-end latency shows the delay.
+    /// Replaces a [`rate`](Self::rate); `speed` must be positive and finite (else the source
+    /// sends as fast as possible).
+    pub fn replay(mut self, clock: impl Fn(&T) -> u64 + Send + Sync + 'static, speed: f64) -> Self {
+        self.offered = Offered::Unlimited;
+        self.replay = (speed.is_finite() && speed > 0.0).then(|| Replay { clock: Arc::new(clock), speed });
         self
     }
 
@@ -186,6 +220,7 @@ impl<T: Send + 'static> Source<T> {
     /// staying at `to`. A ramp that cannot be scheduled makes [`crate::Query::build`] fail.
     pub fn ramp(mut self, from: f64, to: f64, over: Duration) -> Self {
         self.offered = Offered::Ramp { from, to, over };
+        self.replay = None;
         self
     }
 
@@ -226,6 +261,11 @@ pub(crate) struct SourceTask<T> {
     out_of_orderness_ns: u64,
     max_event_ns: u64,
     next_watermark_ns: u64,
+    replay: Option<Replay<T>>,
+    /// The clock of the first tuple, when replaying.
+    replay_origin: Option<u64>,
+    /// A tuple drawn from the generator but not yet due, when replaying.
+    peeked: Option<T>,
     exhausted: bool,
     stop: Arc<StopFlag>,
     signal: Arc<Signal>,
@@ -259,6 +299,9 @@ impl<T: Send + 'static> SourceTask<T> {
             out_of_orderness_ns: source.out_of_orderness_ns,
             max_event_ns: 0,
             next_watermark_ns: 0,
+            replay: source.replay.clone(),
+            replay_origin: None,
+            peeked: None,
             exhausted: false,
             stop,
             signal,
@@ -269,6 +312,29 @@ impl<T: Send + 'static> SourceTask<T> {
     fn intended(&self, k: u64) -> u64 {
         // (Saturating: at a tiny rate the next tuple may be due after the end of time.)
         self.start_ns.saturating_add(self.offered.intended(k))
+    }
+
+    /// Replaying: moves the tuples due at `now` (at most a batch) into the batch; returns when the
+    /// next one is due if it is not yet.
+    fn take_replayed(&mut self, replay: &Replay<T>, now: u64) -> Option<u64> {
+        while self.batch.len() < self.batch_size {
+            let Some(data) = self.peeked.take().or_else(|| self.generator.next()) else {
+                self.exhausted = true;
+                return None;
+            };
+            let clock = (replay.clock)(&data);
+            let origin = *self.replay_origin.get_or_insert(clock);
+            let intended_ns = self.start_ns + (clock.saturating_sub(origin) as f64 / replay.speed) as u64;
+            if intended_ns > now {
+                self.peeked = Some(data);
+                return Some(intended_ns);
+            }
+            let event_ns = self.event_time.as_ref().map_or(intended_ns, |f| f(&data));
+            self.max_event_ns = self.max_event_ns.max(event_ns);
+            self.batch.push(Tuple { event_ns, intended_ns, ingress_ns: now, data });
+            self.emitted += 1;
+        }
+        None
     }
 
     fn maybe_watermark(&mut self, now: u64) {
@@ -297,6 +363,22 @@ impl<T: Send + 'static> Task for SourceTask<T> {
             if self.signal.is_blocked() {
                 return Step::Blocked;
             }
+        }
+        if let Some(replay) = self.replay.clone() {
+            let next = self.take_replayed(&replay, now);
+            if self.batch.is_empty() && !self.exhausted {
+                self.maybe_watermark(now);
+                self.head.flush();
+                if self.signal.is_blocked() {
+                    return Step::Blocked;
+                }
+                let next = next.unwrap_or(now).max(now + MIN_SLEEP_NS);
+                return Step::Idle { until: Some(self.head.next_timer().map_or(next, |t| t.min(next))) };
+            }
+            OperatorMetrics::add(&self.metrics.tuples_in, self.batch.len());
+            self.head.push_batch(&mut self.batch);
+            self.maybe_watermark(now);
+            return if self.signal.is_blocked() { Step::Blocked } else { Step::Worked };
         }
         let unlimited = self.offered == Offered::Unlimited;
         let due = if unlimited {

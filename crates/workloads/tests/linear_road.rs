@@ -5,7 +5,9 @@ use std::path::PathBuf;
 
 use moirai_engine::plan::PhysicalPlan;
 use moirai_engine::{Engine, EngineConfig};
-use moirai_workloads::linear_road::model::{PositionReport, QueryKind, QueryRecord, EXIT_LANE};
+use moirai_workloads::linear_road::model::{
+    historical_toll, AccountBalance, DailyExpenditure, PositionReport, QueryKind, QueryRecord, EXIT_LANE,
+};
 use moirai_workloads::linear_road::{
     check_input, csv, generator, queries, read_input, reference, write_input, AccidentAlert, GeneratorConfig,
     LinearRoadConfig, LinearRoadError, LinearRoadReport, LrOutput, Record, Shape, TollAssessment, TollNotification,
@@ -359,4 +361,180 @@ fn lachesis_shape_passes_every_tuple_to_the_sink() {
         assert_eq!(report.lachesis_notifications, [n, n, n], "one notification per report on each branch");
         assert_eq!(report.deadline_outputs, 3 * n);
     }
+}
+
+/// A historical query record.
+fn query(kind: QueryKind, time: u32, car: u32, xway: i32, qid: i32, day: i32) -> Record {
+    Record::Query(QueryRecord { kind, time, car, xway, qid, sinit: -1, send: -1, dow: -1, tod: -1, day })
+}
+
+/// Generated traffic with historical queries among the reports: some cars ask for their balance
+/// or a day's expenditure (today, yesterday, …, on their expressway or another) when they report,
+/// and a few ask for travel times (not answered).
+fn with_queries(records: Vec<Record>) -> Vec<Record> {
+    let mut out = Vec::with_capacity(records.len() * 11 / 10);
+    let mut qid = 0;
+    for r in records {
+        out.push(r);
+        let Record::Position(p) = r else { continue };
+        qid += 1;
+        if p.car % 3 == 0 {
+            out.push(query(QueryKind::AccountBalance, p.time, p.car, -1, qid, -1));
+        } else if p.car % 7 == 0 {
+            let day = (p.time / 30 % 4) as i32; // 0 = today, 1..=3 from the history
+            let xway = if p.time % 90 < 60 { p.xway as i32 } else { 1 };
+            out.push(query(QueryKind::DailyExpenditure, p.time, p.car, xway, qid, day));
+        } else if p.car % 101 == 0 {
+            out.push(query(QueryKind::TravelTime, p.time, p.car, 0, qid, -1));
+        }
+    }
+    out
+}
+
+fn write_file(name: &str, records: &[Record]) -> TempFile {
+    let file = TempFile::new(name);
+    let mut text = Vec::new();
+    csv::write_records(&mut text, records).unwrap();
+    std::fs::write(&file.0, text).unwrap();
+    file
+}
+
+/// Type-2 and type-3 queries are answered, by the engine as by the reference, at any parallelism:
+/// balances count every toll charged so far, daily expenditures today's tolls or the history.
+#[test]
+fn historical_queries_are_answered_as_the_reference_answers_them() {
+    let g = traffic(11, 6.0, 1200);
+    let records = with_queries(generator::generate(&g).unwrap());
+    let file = write_file("queries.csv", &records);
+    let want = sorted(reference::run_with_history(records.clone(), g.seed));
+    let balances: Vec<&AccountBalance> =
+        want.iter().filter_map(|o| if let LrOutput::Balance(b) = o { Some(b) } else { None }).collect();
+    let expenditures: Vec<&DailyExpenditure> =
+        want.iter().filter_map(|o| if let LrOutput::Expenditure(e) = o { Some(e) } else { None }).collect();
+    let asked = |kind| records.iter().filter(|r| matches!(r, Record::Query(q) if q.kind == kind)).count();
+    assert_eq!(balances.len(), asked(QueryKind::AccountBalance), "every type-2 query is answered");
+    assert_eq!(expenditures.len(), asked(QueryKind::DailyExpenditure), "every type-3 query is answered");
+    // The traffic charges tolls, so some balances and today's expenditures are not zero.
+    let paid = balances.iter().filter(|b| b.bal > 0 && b.result_time <= b.time).count();
+    let spent_today = expenditures.iter().filter(|e| e.bal > 0).count();
+    assert!(paid > 10 && spent_today > 10);
+    for parallelism in [1, 3] {
+        let cfg = LinearRoadConfig {
+            input: Some(file.0.clone()),
+            traffic: g.clone(),
+            parallelism,
+            collect_outputs: true,
+            ..LinearRoadConfig::default()
+        };
+        let (got, report) = run(&cfg);
+        assert!(got == want, "parallelism {parallelism}: outputs differ from the reference");
+        assert_eq!(report.account_balances as usize, balances.len());
+        assert_eq!(report.daily_expenditures as usize, expenditures.len());
+        assert_eq!(report.query_records as usize, balances.len() + expenditures.len());
+        assert_eq!(report.other_records as usize, asked(QueryKind::TravelTime), "type 4 is dropped");
+        assert_eq!((report.records_read, report.records_total), (records.len() as u64, Some(records.len() as u64)));
+        assert_eq!(
+            report.deadline_outputs,
+            report.toll_notifications + report.accident_alerts + report.account_balances + report.daily_expenditures
+        );
+    }
+}
+
+/// Known answers: a balance counts the tolls charged up to and including its second, a daily
+/// expenditure today's tolls on one expressway or the historical table.
+#[test]
+fn a_balance_and_an_expenditure_have_the_known_answers() {
+    let mut records: Vec<Record> = Vec::new();
+    // Minute 1: 60 cars crawl through segment 10 (LAV 19): car 100 then pays 200 there.
+    for car in 0..60 {
+        records.push(Record::Position(report(car, car, 15 + (car % 10) as u8, 1, 0, 10 * 5280 + car * 10)));
+    }
+    records.push(Record::Position(report(65, 100, 20, 1, 0, 10 * 5280 + 2000)));
+    records.push(query(QueryKind::AccountBalance, 70, 100, -1, 1, -1)); // notified, not yet charged: 0
+    records.push(query(QueryKind::AccountBalance, 94, 100, -1, 2, -1));
+    // Charged at 95 when it enters segment 11.
+    records.push(query(QueryKind::AccountBalance, 95, 100, -1, 3, -1)); // before its report in the file
+    records.push(Record::Position(report(95, 100, 60, 1, 0, 11 * 5280 + 100)));
+    records.push(query(QueryKind::AccountBalance, 96, 100, -1, 4, -1));
+    records.push(query(QueryKind::DailyExpenditure, 96, 100, 0, 5, 0)); // today on xway 0
+    records.push(query(QueryKind::DailyExpenditure, 96, 100, 1, 6, 0)); // today on xway 1
+    records.push(query(QueryKind::DailyExpenditure, 96, 100, 0, 7, 3)); // three days ago
+    records.push(query(QueryKind::DailyExpenditure, 96, 100, 0, 8, 70)); // beyond the history
+    records.push(query(QueryKind::AccountBalance, 97, 555, -1, 9, -1)); // a car never seen
+    let seed = 42;
+    let balance =
+        |time, result_time, qid, bal| LrOutput::Balance(AccountBalance { car: 100, time, result_time, qid, bal });
+    let spent = |qid, bal| LrOutput::Expenditure(DailyExpenditure { car: 100, time: 96, qid, bal });
+    let history = historical_toll(seed, 100, 0, 3);
+    assert!(history < 100);
+    assert_ne!(historical_toll(seed, 100, 0, 4), history, "days differ");
+    assert_ne!(historical_toll(seed + 1, 100, 0, 3), history, "seeds differ");
+    let want = [
+        balance(70, 70, 1, 0),
+        balance(94, 94, 2, 0),
+        balance(95, 95, 3, 200),
+        balance(96, 95, 4, 200),
+        spent(5, 200),
+        spent(6, 0),
+        spent(7, history),
+        spent(8, 0),
+        LrOutput::Balance(AccountBalance { car: 555, time: 97, result_time: 97, qid: 9, bal: 0 }),
+    ];
+    let answers = |outputs: Vec<LrOutput>| -> Vec<LrOutput> {
+        sorted(outputs.into_iter().filter(|o| matches!(o, LrOutput::Balance(_) | LrOutput::Expenditure(_))).collect())
+    };
+    let want = sorted(want.to_vec());
+    assert_eq!(answers(reference::run_with_history(records.clone(), seed)), want, "reference");
+    let file = write_file("answers.csv", &records);
+    let output = TempFile::new("answers-out.csv");
+    for parallelism in [1, 2] {
+        let cfg = LinearRoadConfig {
+            input: Some(file.0.clone()),
+            output: Some(output.0.clone()),
+            traffic: GeneratorConfig { seed, ..GeneratorConfig::default() },
+            parallelism,
+            collect_outputs: true,
+            ..LinearRoadConfig::default()
+        };
+        assert_eq!(answers(run(&cfg).0), want, "engine at parallelism {parallelism}");
+    }
+    // The output file has the benchmark's columns: 2,Time,Emit,ResultTime,QID,Bal and
+    // 3,Time,Emit,QID,Bal.
+    let written = std::fs::read_to_string(&output.0).unwrap();
+    let line = |prefix: &str, suffix: &str| written.lines().any(|l| l.starts_with(prefix) && l.ends_with(suffix));
+    assert!(line("2,96,", ",95,4,200"), "{written}");
+    assert!(line("3,96,", &format!(",7,{history}")), "{written}");
+}
+
+/// `replay_speed` sends each record at its own time (divided by the speed): a file spanning 3 s of
+/// LR time takes 1.5 s at speed 2, and its outputs are the same as at full speed.
+#[test]
+fn a_replay_follows_the_records_clock() {
+    let mut records: Vec<Record> = Vec::new();
+    for (time, car) in [(0, 1), (0, 2), (1, 3), (3, 4)] {
+        records.push(Record::Position(report(time, car, 50, 0, 0, 5280 * car)));
+    }
+    let file = write_file("clock.csv", &records);
+    let cfg = LinearRoadConfig {
+        input: Some(file.0.clone()),
+        replay_speed: Some(2.0),
+        collect_outputs: true,
+        ..LinearRoadConfig::default()
+    };
+    let started = std::time::Instant::now();
+    let (got, report) = run(&cfg);
+    let took = started.elapsed();
+    assert!(took.as_millis() >= 1500, "the last record is due 1.5 s in: took {took:?}");
+    assert!(took.as_secs() < 20, "{took:?}");
+    assert_eq!(got, sorted(reference::run(records.clone())));
+    assert_eq!((report.records_read, report.records_total), (4, Some(4)));
+    assert_eq!(report.deadline_misses, 0, "paced replay of 4 records meets the deadline");
+
+    let refused = |cfg: LinearRoadConfig| queries(&cfg).err().expect("refused").to_string();
+    for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+        let e = refused(LinearRoadConfig { replay_speed: Some(bad), ..cfg.clone() });
+        assert!(e.contains("replay speed must be a positive, finite factor"), "{bad}: {e}");
+    }
+    let e = refused(LinearRoadConfig { rate: 1000.0, ..cfg.clone() });
+    assert!(e.contains("exclude each other"), "{e}");
 }

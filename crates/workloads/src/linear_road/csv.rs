@@ -10,8 +10,9 @@
 //!
 //! Output files have one line per output: `0,carid,time,emit,lav,toll` for toll notifications,
 //! `1,carid,time,emit,seg` for accident alerts (the benchmark's types 0 and 1), and
-//! `5,carid,time,emit,toll` for toll assessments (not an output of the benchmark; the type number
-//! is moirai's). `emit` is the time the output left the engine, on the input's clock: `time` plus
+//! `2,time,emit,resulttime,qid,bal` for account balances, `3,time,emit,qid,bal` for daily
+//! expenditures (the benchmark's types 2 and 3), and `5,carid,time,emit,toll` for toll
+//! assessments (not an output of the benchmark; the type number is moirai's). `emit` is the time the output left the engine, on the input's clock: `time` plus
 //! the output's end-to-end latency, in seconds with millisecond precision.
 
 use std::fmt::{self, Write as _};
@@ -270,6 +271,10 @@ pub fn format_output(output: &LrOutput, latency_ns: u64, out: &mut String) {
         LrOutput::Toll(n) => writeln!(out, "0,{},{},{:.3},{},{}", n.car, n.time, emit(n.time), n.lav, n.toll),
         LrOutput::Alert(a) => writeln!(out, "1,{},{},{:.3},{}", a.car, a.time, emit(a.time), a.seg),
         LrOutput::Assessment(a) => writeln!(out, "5,{},{},{:.3},{}", a.car, a.time, emit(a.time), a.toll),
+        LrOutput::Balance(b) => {
+            writeln!(out, "2,{},{:.3},{},{},{}", b.time, emit(b.time), b.result_time, b.qid, b.bal)
+        }
+        LrOutput::Expenditure(e) => writeln!(out, "3,{},{:.3},{},{}", e.time, emit(e.time), e.qid, e.bal),
     };
 }
 

@@ -19,7 +19,7 @@
 //!   at the same place, which is ≥ 4 identical reports: an accident. Then both drive on.
 //!
 //! Left out: re-entering cars (every car has a new id), and type-2/3 historical queries (the
-//! queries here ignore them, as the Lachesis query did).
+//! faithful query answers them when a file has them; the generator makes none).
 //!
 //! At the default 20 cars per second this makes about 20 M reports per expressway in three
 //! hours, ramping from about 500 to 5000 per second: the volume of the benchmark's data

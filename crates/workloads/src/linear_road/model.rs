@@ -32,8 +32,13 @@ pub const ACCIDENT_LOOKAHEAD: u8 = 4;
 pub const TOLL_LAV_MPH: u32 = 40;
 /// Tolls are charged only when more cars than this were in the segment in the previous minute.
 pub const TOLL_MIN_CARS: u32 = 50;
-/// Toll notifications and accident alerts must leave within this many seconds of their trigger.
+/// Toll notifications, accident alerts and account balances must leave within this many seconds
+/// of their trigger.
 pub const DEADLINE_S: u64 = 5;
+/// Daily expenditures must leave within this many seconds of their query.
+pub const EXPENDITURE_DEADLINE_S: u64 = 10;
+/// Days of toll history a daily-expenditure query may ask about (1 = yesterday).
+pub const HISTORY_DAYS: i32 = 69;
 
 /// A type-0 input record: where a car is, sent every 30 s while it is on the road.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -119,7 +124,7 @@ impl QueryKind {
     }
 }
 
-/// A type-2, -3 or -4 record. Read and written for completeness; the queries ignore them.
+/// A type-2, -3 or -4 record. The faithful query answers types 2 and 3; type 4 is read and dropped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub struct QueryRecord {
     /// Which query.
@@ -140,7 +145,7 @@ pub struct QueryRecord {
     pub dow: i32,
     /// Minute of day (type 4), else -1.
     pub tod: i32,
-    /// Day, 1 = yesterday (type 3), else -1.
+    /// Day (type 3): 1 = yesterday … 69; 0 = today (moirai's extension), else -1.
     pub day: i32,
 }
 
@@ -199,6 +204,34 @@ pub struct TollAssessment {
     pub toll: u32,
 }
 
+/// Output type 2: the answer to an account-balance query.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct AccountBalance {
+    /// The asking car (not in the output line; the QID identifies the query).
+    pub car: u32,
+    /// Time of the query.
+    pub time: u32,
+    /// Time of the last toll charged to the car (the query's time if none was).
+    pub result_time: u32,
+    /// Query id.
+    pub qid: i32,
+    /// Sum of the tolls charged to the car so far.
+    pub bal: u64,
+}
+
+/// Output type 3: the answer to a daily-expenditure query.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct DailyExpenditure {
+    /// The asking car (not in the output line).
+    pub car: u32,
+    /// Time of the query.
+    pub time: u32,
+    /// Query id.
+    pub qid: i32,
+    /// The car's tolls on the asked expressway on the asked day.
+    pub bal: u64,
+}
+
 /// What a Linear Road query outputs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub enum LrOutput {
@@ -208,13 +241,26 @@ pub enum LrOutput {
     Alert(AccidentAlert),
     /// Toll assessment (internal accounting in the benchmark; reported here to be checked).
     Assessment(TollAssessment),
+    /// Type 2.
+    Balance(AccountBalance),
+    /// Type 3.
+    Expenditure(DailyExpenditure),
 }
 
 impl LrOutput {
-    /// True for the outputs the benchmark puts a 5 s deadline on: toll notifications and
-    /// accident alerts.
+    /// True for the outputs the benchmark puts a deadline on: all but toll assessments.
     pub fn has_deadline(&self) -> bool {
-        !matches!(self, LrOutput::Assessment(_))
+        self.deadline_s().is_some()
+    }
+
+    /// The benchmark's deadline of this output, seconds: 5 s for toll notifications, accident
+    /// alerts and account balances, 10 s for daily expenditures, none for toll assessments.
+    pub fn deadline_s(&self) -> Option<u64> {
+        match self {
+            LrOutput::Assessment(_) => None,
+            LrOutput::Expenditure(_) => Some(EXPENDITURE_DEADLINE_S),
+            _ => Some(DEADLINE_S),
+        }
     }
 
     /// Time of the report that triggered it.
@@ -223,8 +269,26 @@ impl LrOutput {
             LrOutput::Toll(n) => n.time,
             LrOutput::Alert(a) => a.time,
             LrOutput::Assessment(a) => a.time,
+            LrOutput::Balance(b) => b.time,
+            LrOutput::Expenditure(e) => e.time,
         }
     }
+}
+
+/// The toll a car paid on an expressway on a past day (`day` 1 = yesterday …
+/// [`HISTORY_DAYS`]): the historical tolls table the benchmark's data generator supplies, made
+/// here deterministically from `seed` — a toll in 0..=99, as the benchmark's generator draws them.
+/// 0 for other days.
+pub fn historical_toll(seed: u64, car: u32, xway: i32, day: i32) -> u64 {
+    if !(1..=HISTORY_DAYS).contains(&day) {
+        return 0;
+    }
+    // SplitMix64 over the key.
+    let mut z =
+        seed ^ ((car as u64) << 32 | (xway as u32 as u64) << 8 | day as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (z ^ (z >> 31)) % 100
 }
 
 /// Minute number of a time: `floor(t / 60) + 1`, as in the benchmark.

@@ -5,7 +5,8 @@
 //!          (parse)      by car      by segment  by segment  by car
 //! ```
 //!
-//! - **dispatcher** parses each CSV line and keeps position reports.
+//! - **dispatcher** parses each CSV line and keeps position reports and account-balance and
+//!   daily-expenditure queries (type 2 and 3); it drops travel-time queries (type 4).
 //! - **vehicles** (keyed by car) sees each car's reports in order: counts identical consecutive
 //!   reports (a car is stopped at the 4th, until it reports another place), and flags the first
 //!   report in a new segment (a toll notification is due) and the first on the exit ramp.
@@ -19,8 +20,15 @@
 //!   during the previous minute up to four segments downstream; it emits the toll notification
 //!   and, if there is such an accident, the accident alert.
 //! - **accounts** (keyed by car) passes notifications and alerts on and assesses each car's
-//!   previous toll when it gets its next notification or reaches the exit ramp.
+//!   previous toll when it gets its next notification or reaches the exit ramp. It keeps each
+//!   car's account (the tolls charged, per expressway today) and answers its historical queries:
+//!   the balance (type 2), and the expenditure on an expressway on a day (type 3: day 0 from
+//!   today's charges, days 1–69 from the historical tolls table).
 //!
+//! Queries travel with their car's key through vehicles, and pass segments and tolls unchanged
+//! (keyed by a stand-in segment), so the topology is the same with or without them. A query is
+//! answered once the watermark has passed its second: it sees every toll charged up to and
+//! including that second, as the reference does.//!
 //! Order across instances is restored by event time (the report's time): a stage that merges
 //! streams from several instances acts on a minute, a second or a car's next event only when the
 //! watermark says everything before it has arrived. Results are therefore the same at any
@@ -41,8 +49,9 @@ use moirai_engine::{now_ns, BuildError, BuiltQuery, Data, Operator, Output, Quer
 use rustc_hash::FxHashMap;
 
 use super::model::{
-    downstream_distance, minute_start, toll, upstream_of, AccidentAlert, LrOutput, PositionReport, SegmentId,
-    TollAssessment, TollNotification, EXIT_LANE, LAV_MINUTES, STOPPED_REPORTS,
+    downstream_distance, historical_toll, minute_start, toll, upstream_of, AccidentAlert, AccountBalance,
+    DailyExpenditure, LrOutput, PositionReport, QueryKind, QueryRecord, SegmentId, TollAssessment, TollNotification,
+    EXIT_LANE, LAV_MINUTES, SEGMENTS, STOPPED_REPORTS,
 };
 use super::stats::LinearRoadStats;
 
@@ -57,6 +66,29 @@ pub fn event_ns(time: u32) -> u64 {
 /// Minutes complete at watermark `w`: minute `k` is complete once `w` reaches its end, `60k` s.
 fn complete_minutes(w: u64) -> u32 {
     (w / MINUTE_NS).min(u32::MAX as u64 - 1) as u32
+}
+
+/// What the dispatcher passes on: a position report or a historical query.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Input {
+    /// Type 0.
+    Report(PositionReport),
+    /// Type 2 or 3.
+    Query(QueryRecord),
+}
+
+impl Input {
+    pub(crate) fn car(&self) -> u32 {
+        match self {
+            Input::Report(p) => p.car,
+            Input::Query(q) => q.car,
+        }
+    }
+}
+
+/// The segment a query is keyed by in the stages it only passes: any will do, this spreads them.
+fn query_segment(q: &QueryRecord) -> SegmentId {
+    SegmentId { xway: 0, dir: 0, seg: (q.car % SEGMENTS as u32) as u8 }
 }
 
 /// What a position report asks of the stages after vehicles.
@@ -77,6 +109,8 @@ pub(crate) enum SegmentEvent {
     Report { report: PositionReport, request: Request },
     /// A car became stopped at `pos` of `segment` (`stopped`), or moved away from there.
     Stop { segment: SegmentId, pos: u32, car: u32, time: u32, stopped: bool },
+    /// A historical query, passed on.
+    Query(QueryRecord),
 }
 
 impl SegmentEvent {
@@ -84,6 +118,7 @@ impl SegmentEvent {
         match self {
             SegmentEvent::Report { report, .. } => report.segment(),
             SegmentEvent::Stop { segment, .. } => *segment,
+            SegmentEvent::Query(q) => query_segment(q),
         }
     }
 }
@@ -100,6 +135,8 @@ pub(crate) enum TollEvent {
     Notify(PositionReport),
     /// A car reached the exit ramp in `segment`.
     Exit { segment: SegmentId, car: u32, time: u32 },
+    /// A historical query, passed on.
+    Query(QueryRecord),
 }
 
 impl TollEvent {
@@ -108,6 +145,7 @@ impl TollEvent {
             TollEvent::Stats { segment, .. } | TollEvent::Exit { segment, .. } => *segment,
             TollEvent::Accident { target, .. } => *target,
             TollEvent::Notify(report) => report.segment(),
+            TollEvent::Query(q) => query_segment(q),
         }
     }
 }
@@ -115,26 +153,32 @@ impl TollEvent {
 /// From tolls to accounts, keyed by car.
 #[derive(Clone, Debug)]
 pub(crate) enum Charge {
-    /// A toll notification or an accident alert.
-    Output(LrOutput),
+    /// An accident alert.
+    Alert(AccidentAlert),
+    /// A toll notification for a segment of expressway `xway`.
+    Toll { notification: TollNotification, xway: u16 },
     /// The car reached the exit ramp at `time`.
     Exit { car: u32, time: u32 },
+    /// A historical query of the car.
+    Query(QueryRecord),
 }
 
 impl Charge {
     pub(crate) fn car(&self) -> u32 {
         match self {
-            Charge::Output(LrOutput::Toll(n)) => n.car,
-            Charge::Output(LrOutput::Alert(a)) => a.car,
-            Charge::Output(LrOutput::Assessment(a)) => a.car,
+            Charge::Alert(a) => a.car,
+            Charge::Toll { notification, .. } => notification.car,
             Charge::Exit { car, .. } => *car,
+            Charge::Query(q) => q.car,
         }
     }
 
     fn time(&self) -> u32 {
         match self {
-            Charge::Output(o) => o.time(),
+            Charge::Alert(a) => a.time,
+            Charge::Toll { notification, .. } => notification.time,
             Charge::Exit { time, .. } => *time,
+            Charge::Query(q) => q.time,
         }
     }
 }
@@ -152,8 +196,11 @@ pub(crate) struct Vehicle {
 /// The vehicles stage, per car (a keyed process: it needs no watermark, a car's reports arrive
 /// in order from the single dispatcher).
 #[allow(clippy::needless_pass_by_value)] // the engine's keyed-process signature takes the tuple
-pub(crate) fn vehicle(_car: &u32, v: &mut Vehicle, t: Tuple<PositionReport>, out: &mut Output<'_, SegmentEvent>) {
-    let p = t.data;
+pub(crate) fn vehicle(_car: &u32, v: &mut Vehicle, t: Tuple<Input>, out: &mut Output<'_, SegmentEvent>) {
+    let p = match t.data {
+        Input::Report(p) => p,
+        Input::Query(q) => return out.emit(t.with(SegmentEvent::Query(q))),
+    };
     let same_place = v.last.is_some_and(|q| q.place() == p.place());
     v.run = if same_place { v.run.saturating_add(1) } else { 1 };
     if !same_place {
@@ -305,6 +352,7 @@ impl Operator<SegmentEvent, TollEvent> for Segments {
                 let event = t.with(StopEvent { segment, pos, car, stopped });
                 self.stops.entry(time).or_default().push(event);
             }
+            SegmentEvent::Query(q) => out.emit(t.with(TollEvent::Query(q))),
         }
     }
 
@@ -373,10 +421,11 @@ impl Tolls {
                 .min();
         }
         if let Some((_, seg)) = accident {
-            out.emit(t.with(Charge::Output(LrOutput::Alert(AccidentAlert { car: p.car, time: p.time, seg }))));
+            out.emit(t.with(Charge::Alert(AccidentAlert { car: p.car, time: p.time, seg })));
         }
         let toll = toll(lav, cars, accident.is_some());
-        out.emit(t.with(Charge::Output(LrOutput::Toll(TollNotification { car: p.car, time: p.time, lav, toll }))));
+        let notification = TollNotification { car: p.car, time: p.time, lav, toll };
+        out.emit(t.with(Charge::Toll { notification, xway: p.xway }));
     }
 
     /// Drops statistics and accidents no request can need any more: every request still to come
@@ -418,6 +467,7 @@ impl Operator<TollEvent, Charge> for Tolls {
                 }
             }
             TollEvent::Exit { car, time, .. } => out.emit(t.with(Charge::Exit { car, time })),
+            TollEvent::Query(q) => out.emit(t.with(Charge::Query(q))),
         }
     }
 
@@ -446,31 +496,87 @@ impl Operator<TollEvent, Charge> for Tolls {
     }
 }
 
-/// The accounts stage: passes outputs on and assesses tolls, per car in time order.
+/// A car's account: the tolls charged to it.
+#[derive(Default)]
+struct Account {
+    /// Sum of the tolls charged.
+    balance: u64,
+    /// Time of the last charge.
+    last_charge: Option<u32>,
+    /// Tolls charged today, per expressway.
+    today: Vec<(u16, u64)>,
+}
+
+/// The accounts stage: passes outputs on, assesses tolls and answers historical queries, per car
+/// in time order.
 #[derive(Default)]
 pub(crate) struct Accounts {
+    /// Seed of the historical tolls table.
+    history_seed: u64,
     watermark: u64,
-    /// Each car's last notified toll, if not 0.
-    pending: FxHashMap<u32, u32>,
-    /// Notifications and exits waiting for the watermark, by (time, car).
-    buffered: BTreeMap<(u32, u32), Vec<Tuple<Charge>>>,
+    /// Each car's last notified toll, if not 0, and its expressway.
+    pending: FxHashMap<u32, (u32, u16)>,
+    accounts: FxHashMap<u32, Account>,
+    /// Notifications, exits (phase 0) and queries (phase 1) waiting for the watermark, by (time,
+    /// phase, car): a query comes after the charges of its second.
+    buffered: BTreeMap<(u32, u8, u32), Vec<Tuple<Charge>>>,
 }
 
 impl Accounts {
+    pub(crate) fn new(history_seed: u64) -> Self {
+        Accounts { history_seed, ..Accounts::default() }
+    }
+
     fn charge(&mut self, t: &Tuple<Charge>, out: &mut Output<'_, LrOutput>) {
         let (car, time) = (t.data.car(), t.data.time());
         let previous = match t.data {
-            Charge::Output(LrOutput::Toll(n)) if n.toll > 0 => self.pending.insert(car, n.toll),
+            Charge::Toll { notification, xway } if notification.toll > 0 => {
+                self.pending.insert(car, (notification.toll, xway))
+            }
+            Charge::Query(q) => return self.answer(t, &q, out),
             _ => self.pending.remove(&car),
         };
-        if let Some(toll) = previous {
+        if let Some((toll, xway)) = previous {
+            let account = self.accounts.entry(car).or_default();
+            account.balance += toll as u64;
+            account.last_charge = Some(time);
+            match account.today.iter_mut().find(|(x, _)| *x == xway) {
+                Some((_, sum)) => *sum += toll as u64,
+                None => account.today.push((xway, toll as u64)),
+            }
             out.emit(t.with(LrOutput::Assessment(TollAssessment { car, time, toll })));
         }
     }
 
+    fn answer(&self, t: &Tuple<Charge>, q: &QueryRecord, out: &mut Output<'_, LrOutput>) {
+        let account = self.accounts.get(&q.car);
+        let output = match q.kind {
+            QueryKind::AccountBalance => LrOutput::Balance(AccountBalance {
+                car: q.car,
+                time: q.time,
+                result_time: account.and_then(|a| a.last_charge).unwrap_or(q.time),
+                qid: q.qid,
+                bal: account.map_or(0, |a| a.balance),
+            }),
+            QueryKind::DailyExpenditure => {
+                let bal = if q.day == 0 {
+                    let today = account.map_or(&[][..], |a| &a.today[..]);
+                    today.iter().find(|(x, _)| i32::from(*x) == q.xway).map_or(0, |&(_, sum)| sum)
+                } else {
+                    historical_toll(self.history_seed, q.car, q.xway, q.day)
+                };
+                LrOutput::Expenditure(DailyExpenditure { car: q.car, time: q.time, qid: q.qid, bal })
+            }
+            QueryKind::TravelTime => return,
+        };
+        out.emit(t.with(output));
+    }
+
     fn release(&mut self, watermark: Option<u64>, out: &mut Output<'_, LrOutput>) {
         while let Some(entry) = self.buffered.first_entry() {
-            if watermark.is_some_and(|w| event_ns(entry.key().0) > w) {
+            let &(time, phase, _) = entry.key();
+            // Charges once the watermark reaches their second, queries once it has passed it.
+            if watermark.is_some_and(|w| if phase == 0 { event_ns(time) > w } else { event_ns(time) >= w }) {
                 break;
             }
             for t in entry.remove() {
@@ -482,17 +588,22 @@ impl Accounts {
 
 impl Operator<Charge, LrOutput> for Accounts {
     fn process(&mut self, t: Tuple<Charge>, out: &mut Output<'_, LrOutput>) {
-        if let Charge::Output(output) = t.data {
-            out.emit(t.with(output));
-            if let LrOutput::Alert(_) = output {
-                return;
+        let phase = match t.data {
+            Charge::Alert(alert) => return out.emit(t.with(LrOutput::Alert(alert))),
+            Charge::Toll { notification, .. } => {
+                out.emit(t.with(LrOutput::Toll(notification)));
+                0
             }
-        }
-        // A car's earlier events all have arrived once the watermark reaches this one's time.
-        if t.event_ns <= self.watermark {
+            Charge::Exit { .. } => 0,
+            Charge::Query(_) => 1,
+        };
+        // A car's earlier events all have arrived once the watermark reaches this one's time;
+        // a query waits until its whole second has.
+        let due = if phase == 0 { t.event_ns <= self.watermark } else { t.event_ns < self.watermark };
+        if due {
             self.charge(&t, out);
         } else {
-            self.buffered.entry((t.data.time(), t.data.car())).or_default().push(t);
+            self.buffered.entry((t.data.time(), phase, t.data.car())).or_default().push(t);
         }
     }
 
@@ -543,17 +654,18 @@ where
 pub(crate) fn build(
     lines: Source<String>,
     parallelism: usize,
+    history_seed: u64,
     stats: &LinearRoadStats,
 ) -> Result<BuiltQuery, BuildError> {
     let n = parallelism;
     let query = Query::new("linear_road");
     let s = stats.clone();
-    let reports = query.source("source", lines).flat_map("dispatcher", move |line: String| super::dispatch(&line, &s));
-    let events =
-        reports.key_by(|p: &PositionReport| p.car).process("vehicles", |_| Vehicle::default(), vehicle).parallelism(n);
+    let inputs =
+        query.source("source", lines).flat_map("dispatcher", move |line: String| super::dispatch_input(&line, &s));
+    let events = inputs.key_by(Input::car).process("vehicles", |_| Vehicle::default(), vehicle).parallelism(n);
     let toll_events = keyed(events, "segments", n, SegmentEvent::segment, |_| Segments::default());
     let charges = keyed(toll_events, "tolls", n, TollEvent::segment, |_| Tolls::default());
-    let outputs = keyed(charges, "accounts", n, Charge::car, |_| Accounts::default());
+    let outputs = keyed(charges, "accounts", n, Charge::car, move |_| Accounts::new(history_seed));
     let s = stats.clone();
     outputs.sink_with("outputs", move |_| {
         let s = s.clone();

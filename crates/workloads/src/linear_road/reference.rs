@@ -6,12 +6,17 @@
 //! keyed state, event time and watermarks) can be checked against it. Where the query keeps
 //! accident *spans* and checks their overlap with a minute, this loop marks every minute in which
 //! an accident was in effect, including the minutes it was carried over into.
+//!
+//! Historical queries are answered after all reports of their second: an account balance
+//! (type 2) or a daily expenditure for today (type 3, day 0) counts every toll charged up to and
+//! including that second.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use super::model::{
-    downstream_distance, minute, minute_start, toll, AccidentAlert, LrOutput, PositionReport, Record, SegmentId,
-    TollAssessment, TollNotification, EXIT_LANE, LAV_MINUTES, STOPPED_REPORTS,
+    downstream_distance, historical_toll, minute, minute_start, toll, AccidentAlert, AccountBalance, DailyExpenditure,
+    LrOutput, PositionReport, QueryKind, QueryRecord, Record, SegmentId, TollAssessment, TollNotification, EXIT_LANE,
+    LAV_MINUTES, STOPPED_REPORTS,
 };
 
 /// What the reference remembers about a car.
@@ -22,8 +27,14 @@ struct Car {
     run: u32,
     /// Where the car is stopped: `(xway, dir, seg, pos)`.
     stopped_at: Option<(u16, u8, u8, u32)>,
-    /// The last notified toll, not yet assessed.
+    /// The last notified toll, not yet assessed, and the expressway it is for.
     pending_toll: u32,
+    pending_xway: u16,
+    /// Sum of the tolls charged so far, and the time of the last charge.
+    balance: u64,
+    last_charge: Option<u32>,
+    /// Tolls charged today, per expressway.
+    today: HashMap<u16, u64>,
 }
 
 /// The reference's state between seconds.
@@ -38,32 +49,86 @@ struct Reference {
     accidents: HashSet<(SegmentId, u32)>,
     /// The minute of the last second processed (0 before the first).
     minute: u32,
+    /// Seed of the historical tolls table.
+    history_seed: u64,
     out: Vec<LrOutput>,
 }
 
 /// Runs Linear Road over `records` (in time order) and returns every output, in the order the
-/// loop produced them.
+/// loop produced them; historical tolls come from seed 0.
 pub fn run(records: impl IntoIterator<Item = Record>) -> Vec<LrOutput> {
-    let mut reference = Reference::default();
+    run_with_history(records, 0)
+}
+
+/// [`run`], with the historical tolls table of `history_seed`
+/// ([`historical_toll`](super::model::historical_toll)).
+pub fn run_with_history(records: impl IntoIterator<Item = Record>, history_seed: u64) -> Vec<LrOutput> {
+    let mut reference = Reference { history_seed, ..Reference::default() };
     let mut second: Vec<PositionReport> = Vec::new();
+    let mut queries: Vec<QueryRecord> = Vec::new();
+    let mut time = None;
     for record in records {
-        let Record::Position(p) = record else { continue };
-        if second.first().is_some_and(|first| first.time != p.time) {
+        if time.is_some_and(|t| t != record.time()) {
             reference.second(&second);
+            reference.answer(&queries);
             second.clear();
+            queries.clear();
         }
-        second.push(p);
+        time = Some(record.time());
+        match record {
+            Record::Position(p) => second.push(p),
+            Record::Query(q) => queries.push(q),
+        }
     }
-    if !second.is_empty() {
-        reference.second(&second);
-    }
+    reference.second(&second);
+    reference.answer(&queries);
     reference.out
 }
 
 impl Reference {
+    /// Answers the account-balance and daily-expenditure queries of one second (after its
+    /// reports); travel-time queries are not answered.
+    fn answer(&mut self, queries: &[QueryRecord]) {
+        for q in queries {
+            let car = self.cars.get(&q.car);
+            match q.kind {
+                QueryKind::AccountBalance => self.out.push(LrOutput::Balance(AccountBalance {
+                    car: q.car,
+                    time: q.time,
+                    result_time: car.and_then(|c| c.last_charge).unwrap_or(q.time),
+                    qid: q.qid,
+                    bal: car.map_or(0, |c| c.balance),
+                })),
+                QueryKind::DailyExpenditure => {
+                    let bal = if q.day == 0 {
+                        let xway = u16::try_from(q.xway).ok();
+                        car.zip(xway).and_then(|(c, x)| c.today.get(&x).copied()).unwrap_or(0)
+                    } else {
+                        historical_toll(self.history_seed, q.car, q.xway, q.day)
+                    };
+                    self.out.push(LrOutput::Expenditure(DailyExpenditure { car: q.car, time: q.time, qid: q.qid, bal }))
+                }
+                QueryKind::TravelTime => {}
+            }
+        }
+    }
+
+    /// Charges the car of `p` its pending toll, if any.
+    fn charge(&mut self, p: &PositionReport) {
+        let car = self.cars.get_mut(&p.car).expect("a car that reported is known");
+        let pending = std::mem::take(&mut car.pending_toll);
+        if pending > 0 {
+            car.balance += pending as u64;
+            car.last_charge = Some(p.time);
+            *car.today.entry(car.pending_xway).or_default() += pending as u64;
+            self.out.push(LrOutput::Assessment(TollAssessment { car: p.car, time: p.time, toll: pending }));
+        }
+    }
+
     /// Processes all reports of one second.
     fn second(&mut self, reports: &[PositionReport]) {
-        let t = reports[0].time;
+        let Some(first) = reports.first() else { return };
+        let t = first.time;
         let m = minute(t);
         // Accidents in effect since the last processed second stay in effect over the gap
         // (whole minutes in between, and the start of this minute before this second).
@@ -118,11 +183,7 @@ impl Reference {
             self.notify(&p, m);
         }
         for p in exits {
-            let car = self.cars.get_mut(&p.car).expect("a car that reported is known");
-            let pending = std::mem::take(&mut car.pending_toll);
-            if pending > 0 {
-                self.out.push(LrOutput::Assessment(TollAssessment { car: p.car, time: p.time, toll: pending }));
-            }
+            self.charge(&p);
         }
     }
 
@@ -162,10 +223,9 @@ impl Reference {
         }
         let toll = toll(lav, nov, accident.is_some());
         self.out.push(LrOutput::Toll(TollNotification { car: p.car, time: p.time, lav, toll }));
+        self.charge(p);
         let car = self.cars.get_mut(&p.car).expect("a car that reported is known");
-        let pending = std::mem::replace(&mut car.pending_toll, toll);
-        if pending > 0 {
-            self.out.push(LrOutput::Assessment(TollAssessment { car: p.car, time: p.time, toll: pending }));
-        }
+        car.pending_toll = toll;
+        car.pending_xway = p.xway;
     }
 }

@@ -247,11 +247,16 @@ fn qs_sets_the_nice_values_of_every_flink_subtask_thread_and_restores_them() {
     let subtasks: BTreeSet<&String> = expected.values().collect();
     assert_eq!(subtasks.len(), 10, "{expected:?}");
     assert!(expected.len() >= 10 + 2 + 8, "task threads, legacy source threads, flushers: {expected:?}");
-    wait_until("a nice value applied to every subtask thread, as /proc shows it", || {
+    // Queue-size scheduling has something to rank: in some round not every thread gets the same
+    // value (queues are short at this rate, and may all be empty in one round).
+    wait_until("a nice value applied to every subtask thread, as /proc shows it, not all equal", || {
         let a = applied(mw_port, "qs");
-        expected.iter().all(|(tid, subtask)| {
-            a.get(tid).is_some_and(|(op, v)| op == subtask && (-10..=10).contains(v) && *v == nice(pid, *tid) as i64)
-        })
+        let values: BTreeSet<i64> = a.values().map(|(_, v)| *v).collect();
+        values.len() > 1
+            && expected.iter().all(|(tid, subtask)| {
+                a.get(tid)
+                    .is_some_and(|(op, v)| op == subtask && (-10..=10).contains(v) && *v == nice(pid, *tid) as i64)
+            })
     });
     let a = applied(mw_port, "qs");
     // Only the subtasks' threads were touched: the JVM's other threads (JobManager, network, GC,
@@ -264,9 +269,6 @@ fn qs_sets_the_nice_values_of_every_flink_subtask_thread_and_restores_them() {
             }
         }
     }
-    // Queue-size scheduling has something to rank: not every thread got the same value.
-    let values: BTreeSet<i64> = a.values().map(|(_, v)| *v).collect();
-    assert!(values.len() > 1, "one nice value for every thread: {a:?}");
     mw.signal(libc::SIGTERM);
     let (code, err) = mw.wait();
     assert_eq!(code, Some(0), "{err}");

@@ -16,6 +16,7 @@ use crate::plan::{PhysicalChannel, PhysicalPlan};
 use crate::query::{AnyBox, BuiltQuery, InstanceContext, NodeEntry, RouteParts};
 use crate::task::StopFlag;
 use crate::tuple::now_ns;
+use crate::user_level::{self, Controller};
 
 /// How the engine runs its queries.
 #[derive(Clone, Debug)]
@@ -232,6 +233,8 @@ pub struct Engine {
     shared: Arc<Shared>,
     threads: Vec<JoinHandle<()>>,
     server: Option<MetricsServer>,
+    /// The policy controller of the `policy` threading model.
+    controller: Option<Controller>,
 }
 
 impl Engine {
@@ -421,6 +424,10 @@ impl Engine {
         }
         let observed = Arc::new(Observed::default());
         observed.verbose.store(config.verbose, Ordering::SeqCst);
+        let prioritizer = match &config.threading {
+            Threading::Policy(c) => Some(user_level::prioritizer(&c.policy).map_err(BuildError::Config)?),
+            _ => None,
+        };
 
         let shared = Arc::new(Shared {
             config: config.clone(),
@@ -461,7 +468,11 @@ impl Engine {
             // An operator failed before the pool's own signals were registered: wake them too.
             shared.abort();
         }
-        Ok(Engine { shared, threads: started.threads, server })
+        let mut engine = Engine { shared, threads: started.threads, server, controller: None };
+        if let (Some(p), Threading::Policy(c)) = (prioritizer, &config.threading) {
+            engine.controller = Some(Controller::start(engine.shared.clone(), p, c).map_err(EngineError::Spawn)?);
+        }
+        Ok(engine)
     }
 
     /// Worker threads running operators now (pool models; 0 under the dedicated model).
@@ -512,6 +523,9 @@ impl Engine {
         for t in self.threads.drain(..) {
             // A panic inside an operator is caught in its thread; join cannot fail otherwise.
             let _ = t.join();
+        }
+        if let Some(mut c) = self.controller.take() {
+            c.stop();
         }
         if let Some(server) = self.server.take() {
             server.stop();

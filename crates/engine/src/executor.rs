@@ -49,6 +49,7 @@ use crate::elastic::{Elastic, ElasticConfig};
 use crate::metrics::OperatorMetrics;
 use crate::task::{Step, Task};
 use crate::tuple::now_ns;
+use crate::user_level::{PolicyThreading, PRIORITY_LEVELS};
 
 /// The most worker threads a pool may have.
 pub const MAX_POOL_THREADS: usize = 1024;
@@ -72,6 +73,9 @@ pub enum Threading {
         /// The threads' names.
         threads: Vec<String>,
     },
+    /// A pool whose workers run the runnable operator a scheduling policy ranks highest
+    /// ([`crate::user_level`]).
+    Policy(PolicyThreading),
 }
 
 impl Threading {
@@ -82,6 +86,7 @@ impl Threading {
             Threading::Dynamic { .. } => "dynamic",
             Threading::Elastic(_) => "elastic",
             Threading::Fused { .. } => "fused",
+            Threading::Policy(_) => "policy",
         }
     }
 
@@ -100,6 +105,7 @@ impl fmt::Display for Threading {
             Threading::Elastic(c) => write!(f, "elastic:{c}"),
             Threading::Fused { threads } if threads.len() == 1 && threads[0] == "fused" => f.write_str("fused"),
             Threading::Fused { threads } => write!(f, "fused:{}", threads.join("+")),
+            Threading::Policy(c) => write!(f, "policy:{c}"),
         }
     }
 }
@@ -117,7 +123,7 @@ pub fn available_cores() -> usize {
 
 const THREADING_HELP: &str =
     "threading models: dedicated, dynamic[:N], elastic[:MIN-MAX][:start=N][:period=DURATION], \
-fused[:NAME+NAME...]";
+fused[:NAME+NAME...], policy:NAME[:N][:batch=B][:quantum=DURATION][:period=DURATION]";
 
 impl std::str::FromStr for Threading {
     type Err = String;
@@ -151,6 +157,8 @@ impl std::str::FromStr for Threading {
                 }
                 Ok(Threading::Fused { threads })
             }
+            ("policy", Some(p)) => Ok(Threading::Policy(PolicyThreading::parse(p, s)?)),
+            ("policy", None) => Err(format!("'{s}': name a policy, e.g. policy:qs:2; {THREADING_HELP}")),
             ("dedicated", Some(_)) => Err(format!("'{s}': dedicated takes no parameters")),
             (other, _) => Err(format!("unknown threading model '{other}'; {THREADING_HELP}")),
         }
@@ -239,7 +247,12 @@ pub fn executor(threading: &Threading) -> Box<dyn Executor> {
         Threading::Dedicated => Box::new(Dedicated),
         Threading::Dynamic { threads } => Box::new(Pools::one("dynamic", *threads, None)),
         Threading::Elastic(config) => Box::new(Pools::one("elastic", config.max, Some(config.clone()))),
-        Threading::Fused { threads } => Box::new(Pools { names: threads.clone(), workers: 1, elastic: None }),
+        Threading::Fused { threads } => Box::new(Pools { names: threads.clone(), ..Pools::one("fused", 1, None) }),
+        Threading::Policy(c) => Box::new(Pools {
+            levels: PRIORITY_LEVELS,
+            turn: Turn { steps: c.batch, quantum: c.quantum },
+            ..Pools::one("policy", c.threads, None)
+        }),
     }
 }
 
@@ -316,9 +329,17 @@ fn run_dedicated(task: &mut dyn Task, abort: &AbortFlag) {
     }
 }
 
-/// Steps a worker takes on an operator before it lets go of it (fewer: fairer; more: warmer
-/// caches and less queueing).
+/// Steps a worker takes on an operator before it lets go of it under `dynamic`, `elastic` and
+/// `fused` (fewer: fairer; more: warmer caches and less queueing).
 const STEPS_PER_RUN: usize = 8;
+
+/// How long a worker keeps an operator before it lets go of it: at most `steps` steps (a step
+/// handles one input batch), and at most `quantum` of wall time when one is set.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Turn {
+    pub(crate) steps: usize,
+    pub(crate) quantum: Option<Duration>,
+}
 
 const IDLE: u8 = 0;
 const QUEUED: u8 = 1;
@@ -326,21 +347,39 @@ const RUNNING: u8 = 2;
 const NOTIFIED: u8 = 3;
 const FINISHED: u8 = 4;
 
-/// The ready queue of a pool and the event count its idle workers sleep on.
+/// The ready queue of a pool and the event count its idle workers sleep on: one FIFO per
+/// priority level (one level for `dynamic`, `elastic` and `fused`; [`PRIORITY_LEVELS`] for
+/// `policy`). A worker takes from the highest level that has an operator.
 struct Ready {
-    queue: SegQueue<usize>,
+    levels: Vec<SegQueue<usize>>,
     idle: Signal,
 }
 
 impl Ready {
-    fn push(&self, id: usize) {
-        self.queue.push(id);
+    fn new(levels: usize) -> Ready {
+        Ready { levels: (0..levels.max(1)).map(|_| SegQueue::new()).collect(), idle: Signal::default() }
+    }
+
+    /// Queues `id` at `level` (capped at the highest level).
+    fn push(&self, id: usize, level: u8) {
+        let top = self.levels.len() - 1;
+        self.levels[usize::from(level).min(top)].push(id);
         self.idle.notify_one();
+    }
+
+    /// The operator that waited longest at the highest non-empty level.
+    fn pop(&self) -> Option<usize> {
+        self.levels.iter().rev().find_map(SegQueue::pop)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.levels.iter().all(SegQueue::is_empty)
     }
 }
 
-/// Makes operator `id` runnable: idle → queued (and on the ready queue), running → notified.
-fn schedule(state: &AtomicU8, id: usize, ready: &Ready) {
+/// Makes operator `id` runnable: idle → queued (and on the ready queue at the priority level its
+/// metrics carry), running → notified.
+fn schedule(state: &AtomicU8, id: usize, ready: &Ready, metrics: &OperatorMetrics) {
     let mut s = state.load(Ordering::SeqCst);
     loop {
         let next = match s {
@@ -351,7 +390,7 @@ fn schedule(state: &AtomicU8, id: usize, ready: &Ready) {
         match state.compare_exchange(s, next, Ordering::SeqCst, Ordering::SeqCst) {
             Ok(_) => {
                 if next == QUEUED {
-                    ready.push(id);
+                    ready.push(id, metrics.priority_level.load(Ordering::Relaxed));
                 }
                 return;
             }
@@ -385,6 +424,8 @@ struct Pool {
     level: AtomicUsize,
     /// Where workers above the level (and the controller) wait.
     parked: Signal,
+    /// How long a worker keeps an operator.
+    turn: Turn,
     abort: Arc<AbortFlag>,
     on_panic: OnPanic,
 }
@@ -417,11 +458,17 @@ impl Pool {
                 break;
             }
             timers.pop();
-            schedule(&self.slots[id].state, id, &self.ready);
+            let slot = &self.slots[id];
+            schedule(&slot.state, id, &self.ready, &slot.metrics);
         }
         let next = timers.peek().map_or(u64::MAX, |Reverse((at, _))| *at);
         self.next_timer.store(next, Ordering::SeqCst);
         (next != u64::MAX).then_some(next)
+    }
+
+    /// Puts queued operator `id` on the ready queue at its priority level.
+    fn queue(&self, id: usize) {
+        self.ready.push(id, self.slots[id].metrics.priority_level.load(Ordering::Relaxed));
     }
 
     /// Lets go of a running operator: idle, or queued again if it was notified meanwhile.
@@ -430,7 +477,7 @@ impl Pool {
         if state.compare_exchange(RUNNING, IDLE, Ordering::SeqCst, Ordering::SeqCst).is_err() {
             // Notified while it ran: it has something to do.
             state.store(QUEUED, Ordering::SeqCst);
-            self.ready.push(id);
+            self.queue(id);
         }
     }
 
@@ -446,7 +493,8 @@ impl Pool {
         slot.metrics.tid.store(tid, Ordering::Relaxed);
         let cpu_start = moirai_os::proc::current_thread_cpu_ns();
         let mut outcome = Step::Worked;
-        for _ in 0..STEPS_PER_RUN {
+        let quantum_end = self.turn.quantum.map(|q| now_ns() + q.as_nanos() as u64);
+        for _ in 0..self.turn.steps {
             if slot.signal.is_blocked() {
                 outcome = Step::Blocked;
                 break;
@@ -458,7 +506,7 @@ impl Pool {
                     Step::Finished
                 }
             };
-            if outcome != Step::Worked || self.abort.is_raised() {
+            if outcome != Step::Worked || self.abort.is_raised() || quantum_end.is_some_and(|end| now_ns() >= end) {
                 break;
             }
         }
@@ -474,9 +522,9 @@ impl Pool {
                 false
             }
             Step::Worked => {
-                // Still has work: to the back of the queue, behind those that waited longer.
+                // Still has work: to the back of its level, behind those that waited longer.
                 slot.state.store(QUEUED, Ordering::SeqCst);
-                self.ready.push(id);
+                self.queue(id);
                 false
             }
             Step::Idle { until } => {
@@ -503,7 +551,7 @@ impl Pool {
                 continue;
             }
             let next_timer = self.fire_timers(now_ns());
-            if let Some(id) = self.ready.queue.pop() {
+            if let Some(id) = self.ready.pop() {
                 // A stale entry (the operator was claimed by a producer's drain, or already ran)
                 // fails the claim and is dropped.
                 if self.slots[id].state.compare_exchange(QUEUED, RUNNING, Ordering::SeqCst, Ordering::SeqCst).is_ok()
@@ -525,7 +573,7 @@ impl Pool {
             }
             let timeout = next_timer.map(|t| Duration::from_nanos(t.saturating_sub(now_ns()).max(1)));
             self.ready.idle.wait_unless(timeout, || {
-                !self.ready.queue.is_empty()
+                !self.ready.is_empty()
                     || self.done()
                     || index >= self.level.load(Ordering::SeqCst)
                     || self.next_timer.load(Ordering::SeqCst) <= now_ns()
@@ -534,16 +582,25 @@ impl Pool {
     }
 }
 
-/// One or more pools: `dynamic` and `elastic` have one; `fused` one per named thread.
+/// One or more pools: `dynamic`, `elastic` and `policy` have one; `fused` one per named thread.
 struct Pools {
     names: Vec<String>,
     workers: usize,
     elastic: Option<ElasticConfig>,
+    /// Priority levels of the ready queue (1: FIFO).
+    levels: usize,
+    turn: Turn,
 }
 
 impl Pools {
     fn one(name: &str, workers: usize, elastic: Option<ElasticConfig>) -> Pools {
-        Pools { names: vec![name.to_string()], workers, elastic }
+        Pools {
+            names: vec![name.to_string()],
+            workers,
+            elastic,
+            levels: 1,
+            turn: Turn { steps: STEPS_PER_RUN, quantum: None },
+        }
     }
 }
 
@@ -582,7 +639,7 @@ impl Executor for Pools {
         }
         let mut pools = Vec::new();
         for (p, runnables) in placed.into_iter().enumerate() {
-            let ready = Arc::new(Ready { queue: SegQueue::new(), idle: Signal::default() });
+            let ready = Arc::new(Ready::new(self.levels));
             let live = runnables.len();
             let level = match &self.elastic {
                 Some(c) => c.start,
@@ -593,8 +650,8 @@ impl Executor for Pools {
                 .enumerate()
                 .map(|(i, r)| {
                     let state = Arc::new(AtomicU8::new(QUEUED));
-                    let (s, q) = (state.clone(), ready.clone());
-                    r.signal.set_hook(Arc::new(move || schedule(&s, i, &q)));
+                    let (s, q, m) = (state.clone(), ready.clone(), r.metrics.clone());
+                    r.signal.set_hook(Arc::new(move || schedule(&s, i, &q, &m)));
                     r.metrics.pooled.store(true, Ordering::SeqCst);
                     let downstream = r.downstream.iter().filter(|&&d| pool_of[d] == p).map(|&d| local[d]).collect();
                     Slot {
@@ -608,8 +665,8 @@ impl Executor for Pools {
                 })
                 .collect::<Vec<_>>();
             // Every operator starts queued, in plan order.
-            for i in 0..slots.len() {
-                ready.queue.push(i);
+            for (i, slot) in slots.iter().enumerate() {
+                ready.push(i, slot.metrics.priority_level.load(Ordering::Relaxed));
             }
             pools.push(Arc::new(Pool {
                 name: self.names[p].clone(),
@@ -620,6 +677,7 @@ impl Executor for Pools {
                 live: AtomicUsize::new(live),
                 level: AtomicUsize::new(level),
                 parked: Signal::default(),
+                turn: self.turn,
                 abort: abort.clone(),
                 on_panic: on_panic.clone(),
             }));
@@ -733,7 +791,17 @@ mod tests {
 
     #[test]
     fn threading_names_round_trip() {
-        for s in ["dedicated", "dynamic:3", "fused", "fused:a+b", "elastic:1-4:start=2:period=500ms", "elastic:3"] {
+        for s in [
+            "dedicated",
+            "dynamic:3",
+            "fused",
+            "fused:a+b",
+            "elastic:1-4:start=2:period=500ms",
+            "elastic:3",
+            "policy:qs:2",
+            "policy:rr:1:quantum=5ms",
+            "policy:script:\"queue_size * 2\":2:batch=4",
+        ] {
             let t: Threading = s.parse().unwrap();
             assert_eq!(t.to_string().parse::<Threading>().unwrap(), t, "{s}");
         }
@@ -755,9 +823,82 @@ mod tests {
             ("fused:a+a", "named twice"),
             ("dedicated:2", "no parameters"),
             ("pool", "unknown threading model 'pool'"),
+            ("policy", "name a policy"),
+            ("policy:nope:2", "unknown policy 'nope'"),
         ] {
             let err = s.parse::<Threading>().unwrap_err();
             assert!(err.contains(says), "{s}: {err}");
         }
+    }
+
+    /// A task with `steps` steps of work that logs its name at each.
+    struct Scripted {
+        name: &'static str,
+        steps: usize,
+        log: Arc<Mutex<Vec<&'static str>>>,
+        signal: Arc<Signal>,
+    }
+
+    impl Task for Scripted {
+        fn step(&mut self) -> Step {
+            if self.steps == 0 {
+                return Step::Finished;
+            }
+            self.steps -= 1;
+            lock(&self.log).push(self.name);
+            Step::Worked
+        }
+        fn has_input(&self) -> bool {
+            self.steps > 0
+        }
+        fn signal(&self) -> &Arc<Signal> {
+            &self.signal
+        }
+    }
+
+    /// Runs tasks `(name, priority level, steps)` to their end on the policy executor with
+    /// one worker and turns of `batch` steps; returns the order in which steps ran.
+    fn run_policy_pool(tasks: &[(&'static str, u8, usize)], batch: usize) -> Vec<&'static str> {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let runnables = tasks
+            .iter()
+            .map(|&(name, level, steps)| {
+                let signal = Arc::new(Signal::default());
+                let metrics = Arc::new(OperatorMetrics::default());
+                metrics.priority_level.store(level, Ordering::SeqCst);
+                let task = Scripted { name, steps, log: log.clone(), signal: signal.clone() };
+                Runnable {
+                    name: name.into(),
+                    task: Box::new(task),
+                    metrics,
+                    signal,
+                    downstream: Vec::new(),
+                    thread_hint: None,
+                }
+            })
+            .collect();
+        let config = PolicyThreading { batch, threads: 1, ..PolicyThreading::new("qs") };
+        let on_panic: OnPanic = Arc::new(|op, msg| panic!("{op}: {msg}"));
+        let started = executor(&Threading::Policy(config))
+            .start(runnables, Arc::new(AbortFlag::default()), on_panic, Arc::new(Observed::default()))
+            .unwrap();
+        for t in started.threads {
+            t.join().unwrap();
+        }
+        let order = lock(&log).clone();
+        order
+    }
+
+    #[test]
+    fn the_policy_executor_runs_the_highest_level_first() {
+        let order = run_policy_pool(&[("low", 3, 4), ("high", 12, 4), ("mid", 7, 4)], 1);
+        assert_eq!(order, ["high"; 4].iter().chain(&["mid"; 4]).chain(&["low"; 4]).copied().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn round_robin_gives_each_operator_its_turn_in_order() {
+        // Equal priorities (RR): turns of one step each, in turn; with turns of two steps, two.
+        assert_eq!(run_policy_pool(&[("a", 0, 3), ("b", 0, 3), ("c", 0, 3)], 1), ["a", "b", "c"].repeat(3));
+        assert_eq!(run_policy_pool(&[("a", 5, 4), ("b", 5, 4)], 2), ["a", "a", "b", "b", "a", "a", "b", "b"]);
     }
 }

@@ -17,6 +17,8 @@
 //!   sees the engine; [`engine`]: starting, stopping and reporting.
 #![forbid(missing_docs)]
 
+#[cfg(feature = "policies")]
+pub mod adapter;
 pub mod channel;
 pub mod elastic;
 pub mod engine;
@@ -34,6 +36,7 @@ pub mod sink;
 pub mod source;
 pub mod task;
 pub mod tuple;
+pub mod user_level;
 pub mod window;
 
 pub use elastic::ElasticConfig;
@@ -44,4 +47,5 @@ pub use operator::{Operator, Output, TwoInputOperator};
 pub use query::{BuiltQuery, Collected, KeyedStream, Query, Stream};
 pub use source::Source;
 pub use tuple::{now_ns, Data, Tuple};
+pub use user_level::{PolicyThreading, Prioritizer};
 pub use window::{Agg, Aggregate, Window, WindowResult};

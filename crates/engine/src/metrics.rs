@@ -5,7 +5,7 @@
 //! snapshot is taken. The names are those of the papers (`queue_len`, `head_wait`, `cost`,
 //! `selectivity`) and are the public API the middleware's driver reads (docs/metrics-endpoint.md).
 
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 use hdrhistogram::Histogram;
@@ -59,6 +59,11 @@ pub struct OperatorMetrics {
     pub pooled: AtomicBool,
     /// CPU time spent running it on pool workers.
     pub pool_cpu_ns: AtomicU64,
+    /// Under the policy model: the ready-queue level it is queued at (0 = lowest), published by
+    /// the policy controller, read by workers when they queue it.
+    pub priority_level: AtomicU8,
+    /// Under the policy model: the priority the policy gave it last (`f64` bits).
+    pub priority: AtomicU64,
     /// Its input channels.
     pub(crate) inputs: Vec<Arc<dyn Observe>>,
     /// Its output channels.

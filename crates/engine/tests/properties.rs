@@ -7,7 +7,9 @@
 //! equal, rebalance, shuffle, broadcast, the default, key_by into keyed operators), and a sink at
 //! the end of every stream nothing else consumes. Channel capacity (1–64), batch size (1–32),
 //! chaining and the threading model are random too: dedicated, a dynamic pool of 1–4 workers, an
-//! elastic pool of 1–4 whose level moves every 20 ms, and fused (one thread for everything). A
+//! elastic pool of 1–4 whose level moves every 20 ms, fused (one thread for everything), and the
+//! user-level policy executor under every policy with 1–4 workers, turns of a batch or a
+//! quantum, priorities recomputed every 2 ms. A
 //! pool of one worker with channels of one tuple is where a blocking design deadlocks (a
 //! producer waits on a full channel whose consumer only that same thread could run): tasks that
 //! never block must finish there too.
@@ -505,6 +507,14 @@ fn threading() -> impl Strategy<Value = Threading> {
         (1usize..=4).prop_map(|n| format!("dynamic:{n}")),
         (1usize..=4).prop_map(|n| format!("elastic:1-{n}:period=20ms")),
         Just("fused".to_string()),
+        // The user-level policy executor: every policy, a batch or a quantum per turn, priorities
+        // recomputed every 2 ms so that they change while tuples flow.
+        (
+            prop::sample::select(vec!["qs", "hr", "fcfs", "random", "rr", "qbs", "rb", "script:\"queue_size * cost\""]),
+            1usize..=4,
+            prop::sample::select(vec!["", ":batch=1", ":quantum=200us"])
+        )
+            .prop_map(|(p, n, turn)| format!("policy:{p}:{n}{turn}:period=2ms")),
     ]
     .prop_map(|s| s.parse::<Threading>().expect("a valid threading model"))
 }
@@ -571,7 +581,15 @@ fn a_dag_with_every_partitioning() {
         // A sink runs as many instances as its input (2).
         node(Kind::Sink, 2, vec![(7, ex(Rebalance), Rebalance)]),
     ];
-    for threading in ["dedicated", "dynamic:1", "dynamic:3", "elastic:1-3:period=10ms", "fused"] {
+    for threading in [
+        "dedicated",
+        "dynamic:1",
+        "dynamic:3",
+        "elastic:1-3:period=10ms",
+        "fused",
+        "policy:qs:1:period=2ms",
+        "policy:rr:3",
+    ] {
         let threading: Threading = threading.parse().unwrap();
         for chaining in [false, true] {
             for (capacity, batch) in [(1, 1), (3, 7), (64, 32)] {

@@ -19,7 +19,15 @@ pub fn config(channel_capacity: usize, batch_size: usize, chaining: bool) -> Eng
 
 /// Every threading model, with pools of one worker (where a blocking design would deadlock)
 /// and of several, and an elastic pool whose level moves while the test runs.
-pub const MODELS: [&str; 5] = ["dedicated", "dynamic:1", "dynamic:3", "elastic:1-3:period=20ms", "fused"];
+pub const MODELS: [&str; 7] = [
+    "dedicated",
+    "dynamic:1",
+    "dynamic:3",
+    "elastic:1-3:period=20ms",
+    "fused",
+    "policy:qs:1:period=5ms",
+    "policy:rr:2:quantum=1ms",
+];
 
 /// [`config`] under the threading model `threading` (one of [`MODELS`]).
 pub fn config_in(threading: &str, channel_capacity: usize, batch_size: usize, chaining: bool) -> EngineConfig {

@@ -125,7 +125,9 @@ pub enum Scheduler {
 /// One configuration of a side-by-side comparison.
 ///
 /// Written `[SYSTEM:]SCHEDULER[@THREADING][#TAG]`: `os`, `qs`, `os@dynamic`, `flink:qs`,
-/// `os#b`. SYSTEM is `moirai` (the default) or `flink`; SCHEDULER is `os` or a middleware policy
+/// `os#b`; `qs@policy:2` runs the policy at the user level instead (the engine's policy
+/// executor with 2 workers, `--threading policy:qs:2`, no middleware), as do STAFiLOS' `rr`,
+/// `qbs` and `rb`, which exist only there. SYSTEM is `moirai` (the default) or `flink`; SCHEDULER is `os` or a middleware policy
 /// ([`KNOWN_POLICIES`]); THREADING is an engine threading model passed as `--threading`; TAG
 /// only tells apart configurations that are otherwise the same (an A/A comparison shows the
 /// noise of the machine).
@@ -165,9 +167,12 @@ impl Configuration {
             Some((s, _)) => return Err(bad(format!("unknown system '{s}'; known: moirai (default), flink"))),
             None => (System::Moirai, head),
         };
+        let user_level = threading.as_deref().is_some_and(|th| th.starts_with("policy"));
         let scheduler = match sched {
             "os" => Scheduler::Os,
             p if KNOWN_POLICIES.contains(&p) => Scheduler::Policy(p.to_string()),
+            // STAFiLOS' schedulers exist only at the user level.
+            p if user_level && moirai_engine::user_level::POLICY_NAMES.contains(&p) => Scheduler::Policy(p.to_string()),
             "" => return Err(bad("it names no scheduler; write os or a policy".into())),
             other => {
                 return Err(bad(format!(
@@ -178,6 +183,19 @@ impl Configuration {
         };
         if system == System::Flink && threading.is_some() {
             return Err(bad("@THREADING names a threading model of moirai's engine, not of Flink".into()));
+        }
+        // `qs@policy:2`: the policy runs at the user level, in the engine's policy executor; no
+        // middleware. `qs@policy` and `rr@policy` take the executor's defaults.
+        if let Some(settings) = threading.as_deref().and_then(|th| th.strip_prefix("policy")) {
+            if !(settings.is_empty() || settings.starts_with(':')) {
+                return Err(bad(format!("'policy{settings}' is not a threading model name; e.g. qs@policy:2")));
+            }
+            let policy = match &scheduler {
+                Scheduler::Policy(p) => p.clone(),
+                Scheduler::Os => return Err(bad("@policy needs a policy before it, e.g. qs@policy:2".into())),
+            };
+            let threading = Some(format!("policy:{policy}{settings}"));
+            return Ok(Configuration { label: t.to_string(), system, scheduler: Scheduler::Os, threading });
         }
         Ok(Configuration { label: t.to_string(), system, scheduler, threading })
     }
@@ -312,6 +330,18 @@ mod tests {
             (c.label.as_str(), c.policy(), c.threading.as_deref()),
             ("moirai:hr@dedicated#b", Some("hr"), Some("dedicated"))
         );
+        // The same policy at the user level: the engine's policy executor, no middleware.
+        for (text, threading) in [
+            ("qs@policy:2", "policy:qs:2"),
+            ("qs@policy", "policy:qs"),
+            ("rr@policy:2:quantum=40ms", "policy:rr:2:quantum=40ms"),
+            ("qbs@policy", "policy:qbs"),
+            ("rb@policy:1#x", "policy:rb:1"),
+        ] {
+            let c = Configuration::parse(text).unwrap();
+            assert_eq!((c.scheduler.clone(), c.threading.as_deref()), (Scheduler::Os, Some(threading)), "{text}");
+            assert!(c.check_implemented().is_ok(), "{text}");
+        }
     }
 
     #[test]
@@ -321,6 +351,9 @@ mod tests {
         assert!(msg("storm:os").contains("unknown system 'storm'"));
         assert!(msg("os@").contains("threading"));
         assert!(msg("flink:os@dynamic").contains("not of Flink"));
+        assert!(msg("os@policy:2").contains("needs a policy before it"));
+        assert!(msg("rr").contains("unknown scheduler 'rr'"), "RR exists only at the user level");
+        assert!(msg("qs@policyx").contains("not a threading model name"));
         assert!(msg("os#").contains("#TAG"));
         assert!(parse_configurations("os,,qs").unwrap_err().to_string().contains("empty"));
     }

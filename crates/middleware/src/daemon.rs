@@ -268,16 +268,19 @@ impl Daemon {
         let started = Instant::now();
         let observations = self.observe();
         let at = self.start.elapsed();
-        let outcome = match self.controller.round(due, at, observations) {
-            Ok(o) => o,
+        let round = match self.controller.round(due, at, observations) {
+            Ok(r) => r,
             Err(e) => return self.fail(e.to_string()),
         };
-        let cluster = &outcome.cluster;
-        for (i, w) in &outcome.warnings {
+        let cluster = &round.cluster;
+        for (i, w) in &round.warnings {
             self.out.info(format!("policy '{}': {w}", self.configs[*i].name));
         }
         let mut threads = 0;
-        for decision in outcome.decisions {
+        // One policy at a time, each schedule enforced before the next policy runs (a policy that
+        // hangs does not hold back the others' schedules).
+        for &policy in round.policies() {
+            let decision = self.controller.decide(&round, policy);
             let name = &self.configs[decision.policy].name;
             let schedule = match decision.schedule {
                 Ok(s) => {

@@ -11,12 +11,14 @@
 //! 2. observe every SPE, sampling [`Controller::needed`] metrics (everything the driver offers
 //!    when it is `None`), into an [`Observation`] each;
 //! 3. [`Controller::round`]: builds the [`Cluster`], (re)creates the metric provider when the set
-//!    of SPEs that answered changes, derives the metrics and runs the due policies; it returns
-//!    each policy's [`Schedule`] or why it was skipped ([`Decision`]), and the policies' warnings
-//!    the first time there are any, in a [`RoundOutcome`] — or why the whole round was skipped
-//!    ([`SkippedRound`]);
-//! 4. translate the schedules (nice values, cgroup weights, a user-level scheduler's priorities)
-//!    and log what happened.
+//!    of SPEs that answered changes and derives the metrics, into a [`Round`] (with the policies'
+//!    warnings the first time) — or says why the whole round is skipped ([`SkippedRound`]);
+//! 4. for each of the round's [`policies`](Round::policies), [`Controller::decide`] runs it: its
+//!    [`Schedule`] or why it was skipped ([`Decision`]); translate the schedule (nice values,
+//!    cgroup weights, a user-level scheduler's priorities) before running the next policy, so a
+//!    policy that hangs does not hold back the schedules of the ones before it;
+//!    [`Controller::decide_all`] runs them all at once;
+//! 5. log what happened.
 //!
 //! Time is always passed in, as a duration since the caller's origin on a monotonic clock; the
 //! controller never reads a clock, sleeps, logs or does I/O, so it is deterministic.
@@ -50,8 +52,10 @@
 //! assert_eq!(due.policies(), &[0]);
 //! assert_eq!(controller.needed("engine"), None); // no round yet: sample all the driver offers
 //! let observed = Observation { topology, samples: vec![(0, Metric::QueueLen, 0.0), (1, Metric::QueueLen, 800.0)] };
-//! let outcome = controller.round(&due, now, vec![observed])?;
-//! let Ok(Schedule::Single(priorities)) = &outcome.decisions[0].schedule else { unreachable!() };
+//! let round = controller.round(&due, now, vec![observed])?;
+//! assert_eq!(round.policies(), &[0]);
+//! let decision = controller.decide(&round, 0);
+//! let Ok(Schedule::Single(priorities)) = &decision.schedule else { unreachable!() };
 //! assert_eq!(priorities.values().copied().collect::<Vec<_>>(), vec![0.0, 800.0]);
 //! assert_eq!(controller.needed("engine"), Some(vec![Metric::QueueLen, Metric::QueueSize]));
 //! assert_eq!(controller.next_due(now), Duration::from_millis(200));
@@ -68,6 +72,7 @@ use crate::metric::Metric;
 use crate::policy::{Policy, PolicyContext, PolicyError, Scope};
 use crate::provider::{Capabilities, MetricError, MetricProvider, Requirement, RoundError, Samples};
 use crate::schedule::Schedule;
+use crate::values::MetricValues;
 
 /// How a policy is run, apart from the policy itself: its name, how often, and what it governs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -146,17 +151,25 @@ pub struct Decision {
     pub changed: bool,
 }
 
-/// What a round produced.
+/// A round ready for its policies: this round's topologies and metric values, from
+/// [`Controller::round`].
 #[derive(Debug)]
-pub struct RoundOutcome {
+pub struct Round {
     /// This round's validated topologies, which the schedules' [`OpRef`]s index.
     pub cluster: Cluster,
-    /// One decision per due policy, in index order; a policy scoped to SPEs none of which answered
-    /// is left out.
-    pub decisions: Vec<Decision>,
     /// The policies' warnings about the topology, `(policy index, warning)`: given once, in the
-    /// first round that reaches the policies, for every policy.
+    /// first round that computes its metrics, for every policy.
     pub warnings: Vec<(usize, String)>,
+    metrics: MetricValues,
+    policies: Vec<usize>,
+}
+
+impl Round {
+    /// The due policies to run this round, in index order: a policy scoped to SPEs none of which
+    /// answered is left out.
+    pub fn policies(&self) -> &[usize] {
+        &self.policies
+    }
 }
 
 /// One policy with how it is run.
@@ -239,19 +252,14 @@ impl Controller {
         self.provider.as_ref()?.1.needed(spe)
     }
 
-    /// Runs the `due` policies (from [`Controller::due`]) on what the SPEs that answered were
-    /// observed to be, with samples taken at `at`.
+    /// Prepares the round of the `due` policies (from [`Controller::due`]) from what the SPEs that
+    /// answered were observed to be, with samples taken at `at`: validates the topologies and
+    /// computes the metrics. Run the policies with [`Controller::decide`].
     ///
     /// The round is skipped as a whole when the topologies are inconsistent, the metric provider
-    /// cannot be created for the SPEs that answered, or the metrics cannot be computed; a policy
-    /// that fails is skipped alone. Either way the due policies count as run: they are due again
-    /// at their next period.
-    pub fn round(
-        &mut self,
-        due: &Due,
-        at: Duration,
-        observations: Vec<Observation>,
-    ) -> Result<RoundOutcome, SkippedRound> {
+    /// cannot be created for the SPEs that answered, or the metrics cannot be computed. Either way
+    /// the due policies count as run: they are due again at their next period.
+    pub fn round(&mut self, due: &Due, at: Duration, observations: Vec<Observation>) -> Result<Round, SkippedRound> {
         self.last = Some(self.last.map_or(due.tick, |l| l.max(due.tick)));
         let mut samples = Vec::with_capacity(observations.len());
         let mut topologies = Vec::with_capacity(observations.len());
@@ -282,21 +290,31 @@ impl Controller {
                 warnings.extend(p.policy.warnings(&cluster).into_iter().map(|w| (i, w)));
             }
         }
-        let mut decisions = Vec::new();
-        for &i in &due.policies {
-            let governed = &mut self.policies[i];
-            let scoped = governed.run.scope.spe_names();
-            if scoped.is_some_and(|s| !s.iter().any(|n| live.contains(n))) {
-                continue;
-            }
-            let scope = governed.run.scope.resolve(&cluster);
-            let schedule =
-                governed.policy.schedule(&PolicyContext { cluster: &cluster, metrics: &values, scope: &scope });
-            let failing = schedule.is_err();
-            decisions.push(Decision { policy: i, schedule, changed: failing != governed.failing });
-            governed.failing = failing;
-        }
-        Ok(RoundOutcome { cluster, decisions, warnings })
+        let policies = (due.policies.iter().copied())
+            .filter(|&i| self.policies[i].run.scope.spe_names().is_none_or(|s| s.iter().any(|n| live.contains(n))))
+            .collect();
+        Ok(Round { cluster, warnings, metrics: values, policies })
+    }
+
+    /// Runs policy `policy` (normally one of [`Round::policies`]) on `round`'s metrics, over its
+    /// scope.
+    ///
+    /// # Panics
+    /// If there is no such policy.
+    pub fn decide(&mut self, round: &Round, policy: usize) -> Decision {
+        let governed = &mut self.policies[policy];
+        let scope = governed.run.scope.resolve(&round.cluster);
+        let ctx = PolicyContext { cluster: &round.cluster, metrics: &round.metrics, scope: &scope };
+        let schedule = governed.policy.schedule(&ctx);
+        let failing = schedule.is_err();
+        let changed = failing != governed.failing;
+        governed.failing = failing;
+        Decision { policy, schedule, changed }
+    }
+
+    /// Runs every policy of `round`, in order.
+    pub fn decide_all(&mut self, round: &Round) -> Vec<Decision> {
+        round.policies.iter().map(|&i| self.decide(round, i)).collect()
     }
 
     /// A metric provider for the SPEs in `live`, each policy restricted to those of its scope.
@@ -318,3 +336,7 @@ impl Controller {
         MetricProvider::new(&requirements, &capabilities)
     }
 }
+
+#[cfg(test)]
+#[path = "controller_tests.rs"]
+mod tests;

@@ -90,7 +90,7 @@ mod fixtures;
 
 pub use clock::{Clock, ClockError};
 pub use cluster::{Cluster, Spe};
-pub use controller::{Controller, ControllerError, Decision, Due, Observation, PolicyRun, RoundOutcome, SkippedRound};
+pub use controller::{Controller, ControllerError, Decision, Due, Observation, PolicyRun, Round, SkippedRound};
 pub use entity::{LogicalOperator, LogicalRef, OpKind, OpRef, PhysicalOperator, SpeTopology, ThreadRef, TopologyError};
 pub use metric::{Aggregation, Metric};
 pub use normalize::{NiceRange, Normalization, WeightRange};

@@ -46,7 +46,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use moirai_sched::{NiceRange, Normalization, PolicySpec, Scope};
+use moirai_sched::{NiceRange, Normalization, PolicyRun, PolicySpec, Scope};
 use serde::Deserialize;
 
 /// The whole configuration.
@@ -204,6 +204,11 @@ impl PolicyConfig {
             weights: None,
             scope: Scope::all(),
         }
+    }
+
+    /// How the controller runs it: name, period and scope (the translator stays here).
+    pub fn run(&self) -> PolicyRun {
+        PolicyRun { name: self.name.clone(), period: self.period, scope: self.scope.clone() }
     }
 
     fn from_table(index: usize, mut table: toml::Table) -> Result<PolicyConfig, String> {

@@ -6,7 +6,7 @@
 //! Only the processes the drivers report are touched. An SPE that is down is logged and retried
 //! every tick; the loop never exits because of it, and never spins.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,9 +15,7 @@ use std::time::{Duration, Instant};
 use moirai_os::caps::{preflight, Need};
 use moirai_os::cgroup::CgroupLayout;
 use moirai_os::{RestoreLog, RestoreReport};
-use moirai_sched::{
-    Capabilities, Clock, Cluster, MetricProvider, OpRef, Policy, PolicyContext, Requirement, Samples, SpeTopology,
-};
+use moirai_sched::{Capabilities, Controller, Due, Metric};
 
 use crate::config::{Config, DriverKind, PolicyConfig, TranslatorKind};
 use crate::driver::flink::FlinkDriver;
@@ -45,19 +43,14 @@ enum Translator {
     Cgroup(CgroupTranslator),
 }
 
-struct Running {
-    config: PolicyConfig,
-    policy: Box<dyn Policy>,
-    translator: Translator,
-}
-
-/// The middleware.
+/// The middleware: drivers, the scheduling [`Controller`] and one translator per policy.
 pub struct Daemon {
     drivers: Vec<Box<dyn Driver>>,
-    policies: Vec<Running>,
-    clock: Clock,
-    /// The provider for the SPEs that answered last, rebuilt when that set changes.
-    provider: Option<(Vec<String>, MetricProvider)>,
+    /// The policies' configurations, in the controller's order.
+    configs: Vec<PolicyConfig>,
+    /// Each policy's translator, in the controller's order.
+    translators: Vec<Translator>,
+    controller: Controller,
     log: RestoreLog,
     _lock: File,
     stats: SharedStats,
@@ -67,14 +60,6 @@ pub struct Daemon {
     /// Per SPE: `None` when it answered last time, else the error last reported (logged when it
     /// changes, e.g. from "unreachable" to a refusal, not every round).
     down: BTreeMap<String, Option<String>>,
-    /// Whether the policies' warnings about the topology were shown.
-    warned: bool,
-    /// Policies whose last round failed (reported when they start failing, not every round).
-    failing: BTreeSet<String>,
-}
-
-fn requirement(p: &Running) -> Requirement {
-    Requirement { policy: p.config.name.clone(), metrics: p.policy.metrics(), spes: p.config.scope.spe_names() }
 }
 
 /// Takes an exclusive lock on `<state file>.lock`, so two middlewares never share a state file.
@@ -158,7 +143,7 @@ impl Daemon {
             }
         }
 
-        let mut policies = Vec::new();
+        let (mut policies, mut translators) = (Vec::new(), Vec::new());
         for p in &config.policies {
             let policy = p.spec.build(&p.name).map_err(|e| DaemonError::Config(format!("policy '{}': {e}", p.name)))?;
             let translator = match p.translator {
@@ -172,18 +157,15 @@ impl Daemon {
                     )
                 }
             };
-            policies.push(Running { config: p.clone(), policy, translator });
+            policies.push((p.run(), policy));
+            translators.push(translator);
         }
         // A missing primitive is a configuration error, named now rather than in the first round.
         let capabilities: Vec<Capabilities> = drivers
             .iter()
             .map(|d| Capabilities { spe: d.spe().to_string(), driver: d.kind().to_string(), provides: d.provides() })
             .collect();
-        MetricProvider::new(&policies.iter().map(requirement).collect::<Vec<_>>(), &capabilities)
-            .map_err(|e| DaemonError::Config(e.to_string()))?;
-
-        let clock = Clock::new(&policies.iter().map(|p| p.config.period).collect::<Vec<_>>())
-            .map_err(|e| DaemonError::Config(e.to_string()))?;
+        let controller = Controller::new(policies, capabilities).map_err(|e| DaemonError::Config(e.to_string()))?;
         let stats = SharedStats::default();
         let server = match config.metrics_addr {
             Some(addr) => Some(StatsServer::start(addr, stats.clone()).map_err(DaemonError::Config)?),
@@ -194,9 +176,9 @@ impl Daemon {
         }
         Ok(Daemon {
             drivers,
-            policies,
-            clock,
-            provider: None,
+            configs: config.policies,
+            translators,
+            controller,
             log,
             _lock: lock,
             stats,
@@ -204,8 +186,6 @@ impl Daemon {
             out,
             start: Instant::now(),
             down: BTreeMap::new(),
-            warned: false,
-            failing: BTreeSet::new(),
         })
     }
 
@@ -221,24 +201,19 @@ impl Daemon {
 
     /// Runs rounds until `stop` is set (or `rounds` have run), then restores everything.
     pub fn run(mut self, stop: &AtomicBool, rounds: Option<u64>) -> RestoreReport {
-        let names: Vec<String> = self
-            .policies
-            .iter()
-            .map(|p| format!("{} every {:?} via {:?}", p.config.name, p.config.period, p.config.translator))
-            .collect();
+        let names: Vec<String> =
+            self.configs.iter().map(|p| format!("{} every {:?} via {:?}", p.name, p.period, p.translator)).collect();
         self.out.info(format!(
             "scheduling {} SPE(s) with {}; tick {:?}; state file {}",
             self.drivers.len(),
             names.join(", "),
-            self.clock.tick(),
+            self.controller.tick(),
             self.log.path().display()
         ));
-        let mut last: Option<u64> = None;
         let mut done = 0u64;
         while !stop.load(Ordering::SeqCst) && rounds.is_none_or(|r| done < r) {
-            let now = self.clock.tick_at(self.start.elapsed());
-            let due = self.clock.due_between(last, now);
-            last = Some(now);
+            let now = self.start.elapsed();
+            let due = self.controller.due(now);
             if !due.is_empty() {
                 self.round(&due);
                 done += 1;
@@ -247,7 +222,7 @@ impl Daemon {
                 break;
             }
             // Sleep to the next tick with something due, in slices so a stop request is prompt.
-            let wake = self.start + self.clock.deadline(self.clock.next_due(now));
+            let wake = self.start + self.controller.next_due(now);
             while !stop.load(Ordering::SeqCst) {
                 let left = wake.saturating_duration_since(Instant::now());
                 if left.is_zero() {
@@ -263,18 +238,12 @@ impl Daemon {
     }
 
     fn observe(&mut self) -> Vec<Observation> {
-        // Only SPEs the provider covers get a narrowed metric list; before the provider exists, or
-        // for an SPE that was down when it was built (a re-attach), sample everything the driver
-        // offers, so the round that rebuilds the provider has every value it asks for.
-        let needed: BTreeMap<String, Vec<moirai_sched::Metric>> = match &self.provider {
-            Some((_, p)) => {
-                self.drivers.iter().filter_map(|d| Some((d.spe().to_string(), p.needed(d.spe())?))).collect()
-            }
-            None => BTreeMap::new(),
-        };
         let mut observations = Vec::new();
         for d in &mut self.drivers {
-            let metrics = needed.get(d.spe()).cloned().unwrap_or_else(|| d.provides().into_iter().collect());
+            // What the controller's metric provider needs; everything the driver offers when the
+            // provider does not cover this SPE yet.
+            let metrics: Vec<Metric> =
+                self.controller.needed(d.spe()).unwrap_or_else(|| d.provides().into_iter().collect());
             let result = d.observe(&metrics);
             match result {
                 Ok(o) => {
@@ -295,128 +264,76 @@ impl Daemon {
         observations
     }
 
-    fn round(&mut self, due: &[usize]) {
+    fn round(&mut self, due: &Due) {
         let started = Instant::now();
         let observations = self.observe();
         let at = self.start.elapsed();
-        let topologies: Vec<SpeTopology> = observations.iter().map(|o| o.topology.clone()).collect();
-        let live: Vec<String> = topologies.iter().map(|t| t.name.clone()).collect();
-        let cluster = match Cluster::new(topologies) {
-            Ok(c) => c,
-            Err(e) => return self.fail(format!("inconsistent topology: {e}")),
+        let round = match self.controller.round(due, at, observations) {
+            Ok(r) => r,
+            Err(e) => return self.fail(e.to_string()),
         };
-        if self.provider.as_ref().is_none_or(|(names, _)| *names != live) {
-            match self.build_provider(&live) {
-                Ok(p) => self.provider = Some((live.clone(), p)),
-                Err(e) => return self.fail(e),
-            }
+        let cluster = &round.cluster;
+        for (i, w) in &round.warnings {
+            self.out.info(format!("policy '{}': {w}", self.configs[*i].name));
         }
-        let mut samples = Samples::new(&cluster, at);
-        for (spe, o) in observations.iter().enumerate() {
-            samples.set_time(spe, at);
-            for &(op, metric, value) in &o.samples {
-                if op < cluster.spe(spe).physical_len() {
-                    samples.set(OpRef { spe, op }, metric, value);
-                }
-            }
-        }
-        let provider = &mut self.provider.as_mut().expect("built above").1;
-        let values = match provider.update(&cluster, &samples) {
-            Ok(v) => v,
-            Err(e) => return self.fail(format!("metrics: {e}")),
-        };
         let mut threads = 0;
-        if !self.warned {
-            self.warned = true;
-            for p in &self.policies {
-                for w in p.policy.warnings(&cluster) {
-                    self.out.info(format!("policy '{}': {w}", p.config.name));
-                }
-            }
-        }
-        for &i in due {
-            let running = &mut self.policies[i];
-            let scoped = running.config.scope.spe_names();
-            if scoped.as_ref().is_some_and(|s| !s.iter().any(|n| live.contains(n))) {
-                continue;
-            }
-            let scope = running.config.scope.resolve(&cluster);
-            let ctx = PolicyContext { cluster: &cluster, metrics: &values, scope: &scope };
-            let schedule = match running.policy.schedule(&ctx) {
+        // One policy at a time, each schedule enforced before the next policy runs (a policy that
+        // hangs does not hold back the others' schedules).
+        for &policy in round.policies() {
+            let decision = self.controller.decide(&round, policy);
+            let name = &self.configs[decision.policy].name;
+            let schedule = match decision.schedule {
                 Ok(s) => {
-                    if self.failing.remove(&running.config.name) {
-                        self.out.info(format!("policy '{}' works again", running.config.name));
+                    if decision.changed {
+                        self.out.info(format!("policy '{name}' works again"));
                     }
                     s
                 }
                 Err(e) => {
                     // Skipped this round; said once until it works again, counted every time.
-                    let msg = format!("policy '{}': {e} (skipped until it works again)", running.config.name);
-                    if self.failing.insert(running.config.name.clone()) {
-                        self.fail(msg);
+                    if decision.changed {
+                        self.fail(format!("policy '{name}': {e} (skipped until it works again)"));
                     } else {
                         self.stats.lock().errors += 1;
                     }
                     continue;
                 }
             };
-            let applied: Applied = match &mut running.translator {
-                Translator::Nice(t) => t.apply(&schedule, &cluster, &mut self.log),
-                Translator::Cgroup(t) => t.apply(&schedule, &cluster, &mut self.log),
+            let applied: Applied = match &mut self.translators[decision.policy] {
+                Translator::Nice(t) => t.apply(&schedule, cluster, &mut self.log),
+                Translator::Cgroup(t) => t.apply(&schedule, cluster, &mut self.log),
             };
             threads += applied.values.len();
             for e in &applied.errors {
-                self.out.error(format!("policy '{}': {e}", running.config.name));
+                self.out.error(format!("policy '{name}': {e}"));
             }
             if self.out.verbose {
                 for (t, v) in &applied.values {
                     self.out.debug(format!(
-                        "policy '{}': {}/{}/{} tid {} priority {:.3} -> {v}",
-                        running.config.name, t.spe, t.query, t.operator, t.tid, t.priority
+                        "policy '{name}': {}/{}/{} tid {} priority {:.3} -> {v}",
+                        t.spe, t.query, t.operator, t.tid, t.priority
                     ));
                 }
             }
-            self.stats.lock().record_applied(&running.config.name, &applied);
+            self.stats.lock().record_applied(name, &applied);
         }
+        let spes_up = cluster.spes().len();
         let ns = started.elapsed().as_nanos() as u64;
         let mut s = self.stats.lock();
         s.rounds += 1;
         s.last_round_ns = ns;
         s.total_round_ns += ns;
         s.max_round_ns = s.max_round_ns.max(ns);
-        s.spes_up = live.len();
+        s.spes_up = spes_up;
         s.threads = threads;
         let (rounds, changes) = (s.rounds, s.changes);
         drop(s);
         if rounds == 1 || rounds % 60 == 0 {
             self.out.info(format!(
-                "round {rounds}: {} SPE(s) up, {threads} thread(s) scheduled, {changes} change(s) so far, {:.2} ms",
-                live.len(),
+                "round {rounds}: {spes_up} SPE(s) up, {threads} thread(s) scheduled, {changes} change(s) so far, {:.2} ms",
                 ns as f64 / 1e6
             ));
         }
-    }
-
-    fn build_provider(&self, live: &[String]) -> Result<MetricProvider, String> {
-        let capabilities: Vec<Capabilities> = self
-            .drivers
-            .iter()
-            .filter(|d| live.iter().any(|n| n == d.spe()))
-            .map(|d| Capabilities { spe: d.spe().to_string(), driver: d.kind().to_string(), provides: d.provides() })
-            .collect();
-        let requirements: Vec<Requirement> = self
-            .policies
-            .iter()
-            .map(requirement)
-            .map(|mut r| {
-                r.spes = Some(match r.spes.take() {
-                    Some(s) => s.into_iter().filter(|n| live.contains(n)).collect(),
-                    None => live.iter().cloned().collect(),
-                });
-                r
-            })
-            .collect();
-        MetricProvider::new(&requirements, &capabilities).map_err(|e| e.to_string())
     }
 
     fn fail(&self, msg: String) {

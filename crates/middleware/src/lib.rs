@@ -6,7 +6,8 @@
 //! metric provider of [`moirai_sched`] derives what the due policies need; each policy's schedule
 //! goes through a [`translate`]or (nice values per thread, or cpu cgroup weights) into Linux, via
 //! [`moirai_os`], which records every original value first so that everything is put back on exit
-//! or after a crash. [`daemon`] runs the loop; [`config`] reads what to run; [`observe`] reports
+//! or after a crash. [`daemon`] runs the loop: drivers, then the round of
+//! [`moirai_sched::Controller`], then translators; [`config`] reads what to run; [`observe`] reports
 //! the middleware's own cost and decisions.
 #![forbid(missing_docs)]
 

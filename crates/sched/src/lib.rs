@@ -25,6 +25,8 @@
 //! - [`normalize`] — linear, logarithmic and ratio (nice formula) normalisation to nice values and
 //!   cgroup weights.
 //! - [`clock`] — [`Clock`]: the GCD tick and which policies are due, without drift.
+//! - [`controller`] — [`Controller`]: a whole round (observations → metric provider → due
+//!   policies → schedules), with the time passed in, for the middleware and the engine alike.
 //!
 //! ```
 //! use std::time::Duration;
@@ -71,6 +73,7 @@
 
 pub mod clock;
 pub mod cluster;
+pub mod controller;
 mod derive;
 pub mod entity;
 pub mod metric;
@@ -87,6 +90,7 @@ mod fixtures;
 
 pub use clock::{Clock, ClockError};
 pub use cluster::{Cluster, Spe};
+pub use controller::{Controller, ControllerError, Decision, Due, Observation, PolicyRun, Round, SkippedRound};
 pub use entity::{LogicalOperator, LogicalRef, OpKind, OpRef, PhysicalOperator, SpeTopology, ThreadRef, TopologyError};
 pub use metric::{Aggregation, Metric};
 pub use normalize::{NiceRange, Normalization, WeightRange};

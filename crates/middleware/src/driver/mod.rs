@@ -8,16 +8,9 @@ pub mod moirai;
 
 use std::collections::BTreeSet;
 
-use moirai_sched::{Metric, SpeTopology};
-
-/// What a driver saw in one round.
-#[derive(Clone, Debug)]
-pub struct Observation {
-    /// The SPE's topology, with thread ids and start times.
-    pub topology: SpeTopology,
-    /// Primitive metric values: (physical operator index, metric, value).
-    pub samples: Vec<(usize, Metric, f64)>,
-}
+use moirai_sched::Metric;
+/// What a driver saw in one round: the controller's input.
+pub use moirai_sched::Observation;
 
 /// A driver.
 pub trait Driver: Send {

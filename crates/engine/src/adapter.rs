@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use moirai_sched::policies::{ConstantKey, PolicySpec};
 use moirai_sched::{
-    Capabilities, Cluster, Level, LogicalOperator, Metric, MetricProvider, OpKind, OpRef, PhysicalOperator, Policy,
-    PolicyContext, Requirement, Samples, Schedule, SpeTopology,
+    Capabilities, Controller, Level, LogicalOperator, Metric, Observation, OpKind, PhysicalOperator, PolicyRun,
+    Schedule, Scope, SpeTopology,
 };
 
 use crate::engine::Topology;
@@ -59,20 +59,21 @@ pub fn spe_topology(t: &Topology) -> SpeTopology {
     }
 }
 
-/// The samples of one snapshot, taken at `at`, as the middleware's moirai driver samples them:
-/// a source's queue is its backlog (how far it is behind its schedule, the external queue),
-/// else a source would always look idle to queue-size scheduling and starve its query.
-pub fn samples(cluster: &Cluster, ops: &[OperatorSnapshot], at: Duration) -> Samples {
-    let mut samples = Samples::new(cluster, at);
-    let spe = cluster.spe(0);
-    for (i, o) in ops.iter().enumerate().take(spe.physical_len()) {
-        let op = OpRef { spe: 0, op: i };
-        let queue = if spe.physical_kind(i) == OpKind::Source { o.backlog } else { o.queue_len };
-        samples.set(op, Metric::TuplesIn, o.tuples_in as f64);
-        samples.set(op, Metric::TuplesOut, o.tuples_out as f64);
-        samples.set(op, Metric::QueueLen, queue as f64);
-        samples.set(op, Metric::HeadWait, o.head_wait_ns as f64 / 1e9);
-        samples.set(op, Metric::CpuNs, o.cpu_ns as f64);
+/// The samples of one snapshot, as the middleware's moirai driver samples them: a source's
+/// queue is its backlog (how far it is behind its schedule, the external queue), else a source
+/// would always look idle to queue-size scheduling and starve its query.
+pub fn samples(topology: &Topology, ops: &[OperatorSnapshot]) -> Vec<(usize, Metric, f64)> {
+    let mut samples = Vec::with_capacity(ops.len() * PROVIDES.len());
+    for (i, o) in ops.iter().enumerate() {
+        let source = topology.physical.get(i).is_some_and(|p| p.kind == NodeKind::Source);
+        let queue = if source { o.backlog } else { o.queue_len };
+        samples.extend([
+            (i, Metric::TuplesIn, o.tuples_in as f64),
+            (i, Metric::TuplesOut, o.tuples_out as f64),
+            (i, Metric::QueueLen, queue as f64),
+            (i, Metric::HeadWait, o.head_wait_ns as f64 / 1e9),
+            (i, Metric::CpuNs, o.cpu_ns as f64),
+        ]);
     }
     samples
 }
@@ -105,12 +106,12 @@ pub fn policy_spec(name: &str) -> Result<PolicySpec, String> {
     })
 }
 
-/// A [`Prioritizer`] running one of the scheduling core's policies on the engine's counters.
+/// A [`Prioritizer`] running one of the scheduling core's policies on the engine's counters,
+/// through the same [`Controller`] as the middleware's daemon: one SPE (the engine), one policy,
+/// due at every call (the executor's controller thread sets the pace).
 pub struct PolicyPrioritizer {
-    name: String,
-    policy: Box<dyn Policy>,
-    provider: Option<MetricProvider>,
-    /// QBS: priority classes by position.
+    controller: Controller,
+    /// QBS: priority classes by position instead of the policy's values.
     classes: bool,
 }
 
@@ -118,39 +119,38 @@ impl PolicyPrioritizer {
     /// Builds the policy `name` (see [`policy_spec`]).
     pub fn new(name: &str) -> Result<PolicyPrioritizer, String> {
         let policy = policy_spec(name)?.build(name).map_err(|e| format!("policy '{name}': {e}"))?;
-        Ok(PolicyPrioritizer { name: name.to_string(), policy, provider: None, classes: name == "qbs" })
+        let run = PolicyRun { name: name.to_string(), period: Duration::from_millis(1), scope: Scope::all() };
+        let caps = Capabilities { spe: SPE.into(), driver: "moirai (in-process)".into(), provides: PROVIDES.into() };
+        let controller =
+            Controller::new(vec![(run, policy)], vec![caps]).map_err(|e| format!("policy '{name}': {e}"))?;
+        Ok(PolicyPrioritizer { controller, classes: name == "qbs" })
     }
 }
 
 impl Prioritizer for PolicyPrioritizer {
     fn priorities(&mut self, topology: &Topology, ops: &[OperatorSnapshot], at: Duration) -> Result<Vec<f64>, String> {
-        let cluster = Cluster::new(vec![spe_topology(topology)]).map_err(|e| format!("topology: {e}"))?;
-        if self.provider.is_none() {
-            let requirement = Requirement { policy: self.name.clone(), metrics: self.policy.metrics(), spes: None };
-            let caps =
-                Capabilities { spe: SPE.into(), driver: "moirai (in-process)".into(), provides: PROVIDES.into() };
-            self.provider = Some(MetricProvider::new(&[requirement], &[caps]).map_err(|e| e.to_string())?);
+        let observation = Observation { topology: spe_topology(topology), samples: samples(topology, ops) };
+        let due = self.controller.due(at);
+        let round = self.controller.round(&due, at, vec![observation]).map_err(|e| e.to_string())?;
+        let spe = round.cluster.spe(0);
+        let mut priorities = vec![0.0; spe.physical_len()];
+        if self.classes {
+            for (op, p) in priorities.iter_mut().enumerate() {
+                let output = spe.physical_kind(op) == OpKind::Sink
+                    || spe.downstream(op).iter().any(|&d| spe.physical_kind(d) == OpKind::Sink);
+                *p = if output { 10.0 } else { 5.0 };
+            }
+            return Ok(priorities);
         }
-        let provider = self.provider.as_mut().expect("built above");
-        let values = provider.update(&cluster, &samples(&cluster, ops, at)).map_err(|e| e.to_string())?;
-        let scope: BTreeSet<OpRef> = cluster.ops().collect();
-        let ctx = PolicyContext { cluster: &cluster, metrics: &values, scope: &scope };
-        let schedule = self.policy.schedule(&ctx).map_err(|e| e.to_string())?;
-        let mut priorities = vec![0.0; cluster.spe(0).physical_len()];
-        match schedule {
+        let Some(&policy) = round.policies().first() else {
+            return Err("called again within a millisecond: not due".into());
+        };
+        match self.controller.decide(&round, policy).schedule.map_err(|e| e.to_string())? {
             Schedule::Single(m) => m.into_iter().for_each(|(op, p)| priorities[op.op] = p),
             Schedule::Grouping(groups) => {
                 for g in groups {
                     g.members.iter().for_each(|op| priorities[op.op] = g.priority);
                 }
-            }
-        }
-        if self.classes {
-            let spe = cluster.spe(0);
-            for (op, p) in priorities.iter_mut().enumerate() {
-                let output = spe.physical_kind(op) == OpKind::Sink
-                    || spe.downstream(op).iter().any(|&d| spe.physical_kind(d) == OpKind::Sink);
-                *p = if output { 10.0 } else { 5.0 };
             }
         }
         Ok(priorities)

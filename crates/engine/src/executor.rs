@@ -32,6 +32,7 @@
 //! waiting, its worker claims the queued consumer and runs it at once, draining the channel while
 //! it is still in the cache.
 
+use std::cell::Cell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fmt;
@@ -341,6 +342,13 @@ pub(crate) struct Turn {
     pub(crate) quantum: Option<Duration>,
 }
 
+thread_local! {
+    /// While this thread is a pool worker in the middle of a turn: the address of its pool's
+    /// ready queue (0 otherwise). A push to another pool's queue (`fused` has one per thread)
+    /// always wakes that pool.
+    static IN_TURN: Cell<usize> = const { Cell::new(0) };
+}
+
 const IDLE: u8 = 0;
 const QUEUED: u8 = 1;
 const RUNNING: u8 = 2;
@@ -360,11 +368,18 @@ impl Ready {
         Ready { levels: (0..levels.max(1)).map(|_| SegQueue::new()).collect(), idle: Signal::default() }
     }
 
-    /// Queues `id` at `level` (capped at the highest level).
+    /// Queues `id` at `level` (capped at the highest level) and wakes an idle worker — unless
+    /// a worker queues it in the middle of a turn while nothing else waits: that worker takes it
+    /// itself when its turn ends, so a tuple passing down a pipeline at a low rate costs no
+    /// wake-up and no context switch per hop (at most one operator waits for the end of a turn
+    /// without a worker woken for it).
     fn push(&self, id: usize, level: u8) {
         let top = self.levels.len() - 1;
+        let others_wait = !self.is_empty();
         self.levels[usize::from(level).min(top)].push(id);
-        self.idle.notify_one();
+        if others_wait || IN_TURN.with(Cell::get) != self as *const Ready as usize {
+            self.idle.notify_one();
+        }
     }
 
     /// The operator that waited longest at the highest non-empty level.
@@ -418,6 +433,10 @@ struct Pool {
     timers: Mutex<BinaryHeap<Reverse<(u64, usize)>>>,
     /// The earliest timer, or `u64::MAX`: lets workers skip the heap's lock.
     next_timer: AtomicU64,
+    /// The idle worker that sleeps until the next timer (the others sleep until work arrives, so
+    /// a timer wakes one thread, not all), and the time it will wake (`u64::MAX`: none sleeps).
+    keeper: AtomicBool,
+    keeper_wakes_at: AtomicU64,
     /// Operators not finished yet.
     live: AtomicUsize,
     /// Workers with an index below the level run operators; the others wait.
@@ -444,6 +463,11 @@ impl Pool {
         let mut timers = lock(&self.timers);
         timers.push(Reverse((at, id)));
         self.next_timer.fetch_min(at, Ordering::SeqCst);
+        // Only a timer keeper that sleeps past it needs waking: with no keeper asleep, the worker
+        // adding the timer (always a worker, in a turn) keeps it when it goes idle.
+        if at < self.keeper_wakes_at.load(Ordering::SeqCst) && self.keeper_wakes_at.load(Ordering::SeqCst) != u64::MAX {
+            self.ready.idle.notify();
+        }
     }
 
     /// Queues every operator whose time has come; returns when the next one is due.
@@ -494,6 +518,7 @@ impl Pool {
         let cpu_start = moirai_os::proc::current_thread_cpu_ns();
         let mut outcome = Step::Worked;
         let quantum_end = self.turn.quantum.map(|q| now_ns() + q.as_nanos() as u64);
+        IN_TURN.with(|t| t.set(Arc::as_ptr(&self.ready) as usize));
         for _ in 0..self.turn.steps {
             if slot.signal.is_blocked() {
                 outcome = Step::Blocked;
@@ -510,6 +535,7 @@ impl Pool {
                 break;
             }
         }
+        IN_TURN.with(|t| t.set(0));
         let cpu = moirai_os::proc::current_thread_cpu_ns().saturating_sub(cpu_start);
         slot.metrics.pool_cpu_ns.fetch_add(cpu, Ordering::Relaxed);
         drop(task);
@@ -547,10 +573,18 @@ impl Pool {
                 return;
             }
             if index >= self.level.load(Ordering::SeqCst) {
+                // What this worker queued during its last turn is for another one now.
+                if !self.ready.is_empty() {
+                    self.ready.idle.notify_one();
+                }
                 self.parked.wait_unless(None, || index < self.level.load(Ordering::SeqCst) || self.done());
                 continue;
             }
+            // Operators whose timer fired are taken by this worker next: no other is woken for
+            // them unless more than one waits.
+            IN_TURN.with(|t| t.set(Arc::as_ptr(&self.ready) as usize));
             let next_timer = self.fire_timers(now_ns());
+            IN_TURN.with(|t| t.set(0));
             if let Some(id) = self.ready.pop() {
                 // A stale entry (the operator was claimed by a producer's drain, or already ran)
                 // fails the claim and is dropped.
@@ -571,13 +605,29 @@ impl Pool {
                 }
                 continue;
             }
-            let timeout = next_timer.map(|t| Duration::from_nanos(t.saturating_sub(now_ns()).max(1)));
+            // One idle worker keeps the timers; the others sleep until work arrives.
+            let keeper = next_timer.is_some()
+                && self.keeper.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).is_ok();
+            let wakes_at = if keeper { self.next_timer.load(Ordering::SeqCst) } else { u64::MAX };
+            if keeper {
+                self.keeper_wakes_at.store(wakes_at, Ordering::SeqCst);
+            }
+            let timeout = keeper.then(|| Duration::from_nanos(wakes_at.saturating_sub(now_ns()).max(1)));
             self.ready.idle.wait_unless(timeout, || {
                 !self.ready.is_empty()
                     || self.done()
                     || index >= self.level.load(Ordering::SeqCst)
+                    || (keeper && self.next_timer.load(Ordering::SeqCst) < wakes_at)
                     || self.next_timer.load(Ordering::SeqCst) <= now_ns()
             });
+            if keeper {
+                self.keeper_wakes_at.store(u64::MAX, Ordering::SeqCst);
+                self.keeper.store(false, Ordering::SeqCst);
+                // Woken for work while timers wait: another idle worker keeps them meanwhile.
+                if !self.ready.is_empty() && self.next_timer.load(Ordering::SeqCst) != u64::MAX {
+                    self.ready.idle.notify_one();
+                }
+            }
         }
     }
 }
@@ -674,6 +724,8 @@ impl Executor for Pools {
                 ready,
                 timers: Mutex::new(BinaryHeap::new()),
                 next_timer: AtomicU64::new(u64::MAX),
+                keeper: AtomicBool::new(false),
+                keeper_wakes_at: AtomicU64::new(u64::MAX),
                 live: AtomicUsize::new(live),
                 level: AtomicUsize::new(level),
                 parked: Signal::default(),

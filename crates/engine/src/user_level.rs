@@ -133,8 +133,22 @@ fn split_policy(params: &str, whole: &str) -> Result<(String, String), String> {
         let body = quoted
             .strip_prefix('"')
             .ok_or_else(|| format!("'{whole}': quote the script, e.g. policy:script:\"queue_size * cost\":2"))?;
-        let end = body.find('"').ok_or_else(|| format!("'{whole}': the script's closing quote is missing"))?;
-        let expression = body[..end].trim();
+        // Up to the first quote not escaped by a backslash; `\"` inside stands for `"`.
+        let mut expression = String::new();
+        let mut chars = body.char_indices();
+        let end = loop {
+            match chars.next() {
+                Some((_, '\\')) => match chars.next() {
+                    Some((_, '"')) => expression.push('"'),
+                    Some((_, c)) => expression.extend(['\\', c]),
+                    None => expression.push('\\'),
+                },
+                Some((i, '"')) => break i,
+                Some((_, c)) => expression.push(c),
+                None => return Err(format!("'{whole}': the script's closing quote is missing")),
+            }
+        };
+        let expression = expression.trim();
         if expression.is_empty() {
             return Err(format!("'{whole}': the script is empty"));
         }
@@ -157,7 +171,7 @@ fn split_policy(params: &str, whole: &str) -> Result<(String, String), String> {
 impl fmt::Display for PolicyThreading {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.policy.strip_prefix("script:") {
-            Some(expression) => write!(f, "script:\"{expression}\":{}", self.threads)?,
+            Some(expression) => write!(f, "script:\"{}\":{}", expression.replace('"', "\\\""), self.threads)?,
             None => write!(f, "{}:{}", self.policy, self.threads)?,
         }
         let default = PolicyThreading::new(&self.policy);
@@ -314,6 +328,8 @@ mod tests {
             let again = PolicyThreading::parse(&c.to_string(), text).unwrap();
             assert_eq!(c, again, "{text} -> {c}");
         }
+        let c = PolicyThreading::parse(r#"script:"if query == \"q1\" { 1 } else { 2 }":2"#, "x").unwrap();
+        assert_eq!((c.policy.as_str(), c.threads), (r#"script:if query == "q1" { 1 } else { 2 }"#, 2));
         let c = PolicyThreading::parse("script:\"a:b\":3", "x").unwrap();
         assert_eq!((c.policy.as_str(), c.threads), ("script:a:b", 3));
         let rr = PolicyThreading::parse("rr", "rr").unwrap();

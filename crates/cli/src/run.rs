@@ -166,8 +166,53 @@ pub struct WordCountArgs {
     /// Seed of the generator.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Hone's tuple scheduler between split and count: lbf (largest backlog first), rr (round
+    /// robin), fifo (arrival order, Storm's default) over a shared link, or none (ordinary
+    /// channels).
+    #[arg(long, default_value = "none", value_parser = parse_exchange)]
+    exchange: ExchangeFlag,
+    /// Capacity of the exchange's link, tuples/s (needed with --exchange).
+    #[arg(long)]
+    link_capacity: Option<u64>,
+    /// The exchange's scheduling interval τ (Hone used 10-130 ms).
+    #[arg(long, default_value = "10ms", value_parser = humantime::parse_duration)]
+    tau: Duration,
+    /// Sentence lengths with high variance (90 % of 1-2 words, 10 % of 32), so that the split
+    /// instances emit unequal numbers of words.
+    #[arg(long)]
+    sentence_variance: bool,
+    /// Slow split instance 0 down by this factor (e.g. 4).
+    #[arg(long)]
+    straggler: Option<f64>,
     #[command(flatten)]
     engine: EngineArgs,
+}
+
+/// `--exchange`: a policy, or none.
+#[derive(Clone, Copy, Debug)]
+pub struct ExchangeFlag(Option<moirai_engine::exchange::Policy>);
+
+fn parse_exchange(s: &str) -> Result<ExchangeFlag, String> {
+    match s {
+        "none" => Ok(ExchangeFlag(None)),
+        other => other.parse().map(|p| ExchangeFlag(Some(p))).map_err(|e: String| format!("{e} or none")),
+    }
+}
+
+impl WordCountArgs {
+    /// The Hone exchange the flags ask for; errors name the flag to fix.
+    fn hone(&self) -> Result<Option<moirai_engine::Hone>, String> {
+        match (self.exchange.0, self.link_capacity) {
+            (None, None) => Ok(None),
+            (None, Some(_)) => Err("--link-capacity needs --exchange lbf, rr or fifo".into()),
+            (Some(p), None) => Err(format!("--exchange {p} needs --link-capacity <tuples/s>, e.g. 20000")),
+            (Some(p), Some(c)) => {
+                let hone = moirai_engine::Hone::new(p, self.tau).capacity(c);
+                hone.validate().map_err(|e| format!("--exchange {p}: {e}"))?;
+                Ok(Some(hone))
+            }
+        }
+    }
 }
 
 #[derive(Args, Clone, Debug)]
@@ -244,6 +289,9 @@ struct Report {
     timeline: Vec<TimelinePoint>,
     /// Every change of the elastic thread level.
     level_changes: Vec<moirai_engine::executor::LevelChange>,
+    /// The Hone exchange's backlogs over the whole run (the first exchange, if the query has one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exchange: Option<moirai_engine::exchange::ExchangeSnapshot>,
     #[serde(flatten)]
     params: serde_json::Value,
     /// What the workload itself measured or checked (Linear Road's deadline misses, YSB's window
@@ -334,7 +382,17 @@ pub fn run(workload: Workload) -> i32 {
             execute("linear-road", &engine, built, params)
         }
         Workload::WordCount(a) => {
+            let hone = match a.hone() {
+                Ok(h) => h,
+                Err(e) => {
+                    eprintln!("moirai: {e}");
+                    return 2;
+                }
+            };
             let config = WordCountConfig {
+                exchange: hone.clone(),
+                sentence_variance: a.sentence_variance,
+                straggler: a.straggler,
                 rate: a.engine.rate,
                 seed: a.seed,
                 parallelism: a.parallelism,
@@ -348,6 +406,7 @@ pub fn run(workload: Workload) -> i32 {
             let params = serde_json::json!({
                 "grouping": format!("{:?}", a.grouping), "parallelism": a.parallelism, "sentences": a.sentences,
                 "vocabulary": a.vocabulary, "zipf": a.zipf, "seed": a.seed, "text": a.text,
+                "hone": hone, "sentence_variance": a.sentence_variance, "straggler": a.straggler,
             });
             let built = wordcount::queries(&config).map_err(|e| e.to_string()).map(|(q, handle)| {
                 let after: After = Box::new(move || {
@@ -560,6 +619,7 @@ fn execute(
                 backlog: ops.iter().map(|o| o.backlog).sum(),
                 queued: ops.iter().map(|o| o.queue_len).sum(),
                 thread_level: engine.thread_level(),
+                exchange_max_backlog: engine.exchange_window_max().first().copied(),
             });
             last_point = (t, s.tuples_in, s.tuples_out);
         }
@@ -609,6 +669,7 @@ fn execute(
         ramp_to: args.ramp_to,
         timeline,
         level_changes: end.level_changes.clone(),
+        exchange: end.exchanges.first().cloned(),
         params,
         workload_stats,
     };
@@ -631,6 +692,9 @@ struct TimelinePoint {
     queued: u64,
     /// Worker threads running operators (pool models; 0 under dedicated).
     thread_level: usize,
+    /// The largest backlog of an outgoing queue of the Hone exchange during the last second.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exchange_max_backlog: Option<u64>,
 }
 
 /// Collects queue-length samples.
@@ -710,6 +774,12 @@ fn print_report(r: &Report, json: bool) {
         r.rss_warm_bytes / 1024,
         r.rss_end_bytes / 1024
     );
+    if let Some(x) = &r.exchange {
+        println!(
+            "exchange          {} {} every {:.1} ms over {} tuples/s, {} queues: max backlog {}, mean {:.1}, mean of the largest {:.1} (tuples, {} ticks, {} sent)",
+            x.name, x.policy, x.tau_ms, x.capacity, x.queues, x.max_backlog, x.mean_backlog, x.mean_max_backlog, x.ticks, x.sent
+        );
+    }
     if !r.workload_stats.is_null() {
         println!("{:<18}{}", r.workload, r.workload_stats);
     }

@@ -254,3 +254,61 @@ fn linear_road_replays_at_the_records_clock() {
         assert!(err.contains(expect), "{args:?} should say {expect}: {err}");
     }
 }
+
+#[test]
+fn wordcount_through_a_hone_exchange_reports_its_backlog() {
+    let (code, out, err) = run(&[
+        "wordcount",
+        "--exchange",
+        "lbf",
+        "--link-capacity",
+        "30000",
+        "--tau",
+        "10ms",
+        "--straggler",
+        "4",
+        "--sentence-variance",
+        "--parallelism",
+        "3",
+        "--grouping",
+        "shuffle",
+        "--rate",
+        "2000",
+        "--duration",
+        "2s",
+        "--json",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("exchange          group -> count lbf"), "{out}");
+    let v = last_json(&out);
+    let x = &v["exchange"];
+    assert_eq!(x["policy"], "lbf", "{v}");
+    assert_eq!(x["queues"], 3);
+    assert!(x["max_backlog"].as_u64().unwrap() > 0, "{x}");
+    assert!(x["mean_backlog"].as_f64().is_some() && x["ticks"].as_u64().unwrap() > 50, "{x}");
+    assert!(v["timeline"][0]["exchange_max_backlog"].is_u64(), "{v}");
+    assert_eq!(v["hone"]["capacity"], 30000);
+    assert_eq!(v["straggler"], 4.0);
+    // Without --exchange there is no exchange in the report.
+    let (code, out, err) = run(&["wordcount", "--rate", "1000", "--duration", "1s", "--json"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(last_json(&out)["exchange"].is_null());
+}
+
+#[test]
+fn bad_hone_flags_are_usage_errors() {
+    for (args, expected) in [
+        (&["--exchange", "lbf", "--link-capacity", "0"][..], "link capacity 0"),
+        (&["--exchange", "rr", "--link-capacity", "100", "--tau", "0s"][..], "tau"),
+        (&["--exchange", "lbf"][..], "needs --link-capacity"),
+        (&["--link-capacity", "100"][..], "needs --exchange"),
+        (&["--exchange", "edf", "--link-capacity", "100"][..], "unknown exchange policy 'edf'"),
+        (&["--straggler", "0"][..], "straggler factor 0"),
+    ] {
+        let mut all = vec!["wordcount", "--duration", "1s"];
+        all.extend_from_slice(args);
+        let (code, _, err) = run(&all);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(expected), "{args:?}: {err}");
+    }
+}

@@ -90,6 +90,18 @@ impl Signal {
         self.full_outputs.load(Ordering::SeqCst) > 0
     }
 
+    /// Counts one more full output of the task (an exchange's outgoing queue): it is blocked
+    /// until [`Signal::release`].
+    pub(crate) fn hold(&self) {
+        self.full_outputs.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Undoes one [`Signal::hold`]; true when that was the task's last full output, and the task
+    /// must be notified (after the caller released its locks).
+    pub(crate) fn release(&self) -> bool {
+        self.full_outputs.fetch_sub(1, Ordering::SeqCst) == 1
+    }
+
     /// Blocks until [`Signal::notify`] is called, `timeout` elapses, or `ready()` is true.
     /// `ready` is checked after registering as a sleeper, so a message published concurrently is
     /// never missed.

@@ -8,6 +8,7 @@ use std::thread::JoinHandle;
 use serde::Serialize;
 
 use crate::channel::{lock, AbortFlag, Observe, Signal};
+use crate::exchange::{ExchangeMetrics, ExchangeSnapshot};
 use crate::executor::{executor, LevelChange, Observed, PoolThread, Runnable, Threading};
 use crate::graph::{BuildError, LogicalGraph, NodeKind};
 use crate::http::MetricsServer;
@@ -156,6 +157,8 @@ pub struct RunSummary {
     pub operators: Vec<OperatorSnapshot>,
     /// Every change of the elastic thread level.
     pub level_changes: Vec<LevelChange>,
+    /// Every Hone exchange: its backlogs.
+    pub exchanges: Vec<ExchangeSnapshot>,
 }
 
 pub(crate) struct Shared {
@@ -167,6 +170,7 @@ pub(crate) struct Shared {
     pub(crate) sinks: Vec<(usize, Arc<SinkMetrics>)>,
     pub(crate) start_ns: u64,
     pub(crate) observed: Arc<Observed>,
+    exchanges: Vec<Arc<ExchangeMetrics>>,
     abort: Arc<AbortFlag>,
     channels: Vec<Arc<dyn Observe>>,
     signals: Mutex<Vec<Arc<Signal>>>,
@@ -322,6 +326,12 @@ impl Engine {
         // Channels: create each by the producer's output type; the consumer's signal wakes it,
         // the producer's holds it back while the channel is full.
         let signals: Vec<Arc<Signal>> = plan.operators.iter().map(|_| Arc::new(Signal::default())).collect();
+        // A Hone exchange's link is a task of its own, after the physical operators: the producer
+        // of the exchange edge's channels, each producer instance queueing into it.
+        let exchange_edges: Vec<usize> =
+            (0..graph.edges.len()).filter(|&e| graph.edges[e].exchange.is_some()).collect();
+        let link_of = |e: usize| exchange_edges.iter().position(|&x| x == e);
+        let link_signals: Vec<Arc<Signal>> = exchange_edges.iter().map(|_| Arc::new(Signal::default())).collect();
         let mut senders: Vec<Option<AnyBox>> = Vec::new();
         let mut receivers: Vec<Option<AnyBox>> = Vec::new();
         let mut observers = Vec::new();
@@ -330,8 +340,11 @@ impl Engine {
         let mut channels_out: Vec<Vec<usize>> = vec![Vec::new(); plan.operators.len()];
         for (i, ch) in plan.channels.iter().enumerate() {
             let output = entries[graph.edges[ch.edge].from].output.as_ref().expect("producer has an output");
-            let (tx, rx, obs) =
-                output.channel(config.channel_capacity, signals[ch.to].clone(), signals[ch.from].clone());
+            let producer = match link_of(ch.edge) {
+                Some(k) => link_signals[k].clone(),
+                None => signals[ch.from].clone(),
+            };
+            let (tx, rx, obs) = output.channel(config.channel_capacity, signals[ch.to].clone(), producer);
             senders.push(Some(tx));
             receivers.push(Some(rx));
             observers.push(obs);
@@ -350,6 +363,68 @@ impl Engine {
                 outputs: channels_out[op.id].iter().map(|&i| observers[i].clone()).collect(),
                 ..OperatorMetrics::default()
             }));
+        }
+
+        // The links: each takes its edge's channels, grouped by producer instance.
+        let mut link_outs: std::collections::HashMap<(usize, usize), Vec<AnyBox>> = std::collections::HashMap::new();
+        let mut links = Vec::new();
+        let mut exchange_metrics = Vec::new();
+        for (k, &e) in exchange_edges.iter().enumerate() {
+            let edge = &graph.edges[e];
+            let hone = edge.exchange.clone().expect("an exchange edge");
+            let mut by_producer: std::collections::BTreeMap<usize, Vec<(usize, AnyBox)>> = Default::default();
+            for (i, ch) in plan.channels.iter().enumerate() {
+                if ch.edge == e {
+                    by_producer
+                        .entry(ch.from)
+                        .or_default()
+                        .push((ch.to, senders[i].take().expect("each sender used once")));
+                }
+            }
+            let producers: Vec<usize> = by_producer.keys().copied().collect();
+            let consumers: Vec<usize> = {
+                let mut c: Vec<usize> = plan.channels.iter().filter(|ch| ch.edge == e).map(|ch| ch.to).collect();
+                c.sort_unstable();
+                c.dedup();
+                c
+            };
+            let grouped: Vec<Vec<AnyBox>> = by_producer
+                .into_values()
+                .map(|mut targets| {
+                    targets.sort_by_key(|(to, _)| *to);
+                    targets.into_iter().map(|(_, s)| s).collect()
+                })
+                .collect();
+            let name = format!("{} -> {}", graph.nodes[edge.from].name, graph.nodes[edge.to].name);
+            let metrics = Arc::new(ExchangeMetrics {
+                name: name.clone(),
+                hone: Some(hone.clone()),
+                queues: producers.len(),
+                ..ExchangeMetrics::default()
+            });
+            let output = entries[edge.from].output.as_ref().expect("producer has an output");
+            let (outs, task) = output.exchange(
+                &hone,
+                hone.queue.unwrap_or(config.channel_capacity),
+                producers.iter().map(|&p| signals[p].clone()).collect(),
+                grouped,
+                link_signals[k].clone(),
+                metrics.clone(),
+            );
+            for (&p, o) in producers.iter().zip(outs) {
+                link_outs.insert((e, p), o);
+            }
+            exchange_metrics.push(metrics);
+            links.push(Runnable {
+                name: format!("exchange {} ({})", name, hone.policy),
+                task,
+                metrics: Arc::new(OperatorMetrics::default()),
+                signal: link_signals[k].clone(),
+                downstream: consumers,
+                thread_hint: producers
+                    .first()
+                    .and_then(|&p| plan.operators[p].logical.iter().find_map(|&n| graph.nodes[n].thread.clone())),
+            });
         }
 
         let stop = Arc::new(StopFlag::default());
@@ -377,6 +452,14 @@ impl Engine {
                 let mut routes = Vec::new();
                 for &e in &edges_out[tail] {
                     let edge = &graph.edges[e];
+                    if let Some(outs) = link_outs.remove(&(e, op.id)) {
+                        routes.push(RouteParts {
+                            partitioning: edge.partitioning,
+                            key_hash: edges[e].key_hash.clone(),
+                            senders: outs,
+                        });
+                        continue;
+                    }
                     let mut targets: Vec<(usize, AnyBox)> = Vec::new();
                     for &i in &channels_out[op.id] {
                         let ch = &plan.channels[i];
@@ -411,7 +494,13 @@ impl Engine {
                 })
                 .collect();
             let task = entries[head].code.task(&ctx, ports, down);
-            let mut downstream: Vec<usize> = channels_out[op.id].iter().map(|&i| plan.channels[i].to).collect();
+            let mut downstream: Vec<usize> = channels_out[op.id]
+                .iter()
+                .map(|&i| {
+                    let ch = &plan.channels[i];
+                    link_of(ch.edge).map_or(ch.to, |k| plan.operators.len() + k)
+                })
+                .collect();
             downstream.dedup();
             tasks.push(Runnable {
                 name: op.name.clone(),
@@ -422,6 +511,9 @@ impl Engine {
                 thread_hint: op.logical.iter().find_map(|&n| graph.nodes[n].thread.clone()),
             });
         }
+        tasks.extend(links);
+        let mut signals = signals;
+        signals.extend(link_signals);
         let observed = Arc::new(Observed::default());
         observed.verbose.store(config.verbose, Ordering::SeqCst);
         let prioritizer = match &config.threading {
@@ -438,6 +530,7 @@ impl Engine {
             sinks,
             start_ns: now_ns(),
             observed: observed.clone(),
+            exchanges: exchange_metrics,
             abort: Arc::new(AbortFlag::default()),
             channels: observers,
             signals: Mutex::new(signals),
@@ -488,6 +581,16 @@ impl Engine {
     /// Every physical operator's metrics now.
     pub fn snapshot(&self) -> Vec<OperatorSnapshot> {
         self.shared.snapshot()
+    }
+
+    /// Every Hone exchange's counters now.
+    pub fn exchanges(&self) -> Vec<ExchangeSnapshot> {
+        self.shared.exchanges.iter().map(|m| m.snapshot()).collect()
+    }
+
+    /// Per exchange, the largest backlog since the last call (a per-interval time series).
+    pub fn exchange_window_max(&self) -> Vec<u64> {
+        self.shared.exchanges.iter().map(|m| m.take_window_max()).collect()
     }
 
     /// Where the metrics endpoint listens, if it does.
@@ -555,6 +658,7 @@ impl Engine {
             e2e_latency_ms: LatencySummary::of(&e2e),
             operators,
             level_changes: lock(&s.observed.level_changes).clone(),
+            exchanges: s.exchanges.iter().map(|m| m.snapshot()).collect(),
         }
     }
 }

@@ -76,6 +76,10 @@ pub struct LogicalEdge {
     pub port: usize,
     /// How tuples are spread over the consumer's instances.
     pub partitioning: Partitioning,
+    /// A Hone exchange: the producer's instances share a link whose scheduler decides whose
+    /// tuples cross ([`crate::exchange`]); such an edge is never chained.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exchange: Option<crate::exchange::Hone>,
 }
 
 /// Operators and streams of one or more queries.
@@ -308,7 +312,7 @@ pub(crate) mod tests {
     }
 
     pub(crate) fn edge(from: NodeId, to: NodeId, partitioning: Partitioning) -> LogicalEdge {
-        LogicalEdge { from, to, port: 0, partitioning }
+        LogicalEdge { from, to, port: 0, partitioning, exchange: None }
     }
 
     fn pipeline() -> LogicalGraph {

@@ -9,7 +9,8 @@
 //!   fission into instances and channels.
 //! - [`operator`]: the [`Operator`] trait users implement, and chains of fused operators;
 //!   [`ops`], [`window`], [`join`], [`source`], [`sink`] are the built-in operators.
-//! - [`channel`]: bounded, batched channels with backpressure; [`router`]: partitioning.
+//! - [`channel`]: bounded, batched channels with backpressure; [`router`]: partitioning;
+//!   [`exchange`]: Hone's tuple scheduler, a shared link whose scheduler picks whose tuples cross.
 //! - [`task`]: the runtime of one physical operator, whose steps never block; [`executor`]:
 //!   threading models that run tasks (dedicated threads, a dynamic or elastic worker pool, fused
 //!   threads); [`elastic`]: the elastic thread-level algorithm.
@@ -22,6 +23,7 @@ pub mod adapter;
 pub mod channel;
 pub mod elastic;
 pub mod engine;
+pub mod exchange;
 pub mod executor;
 pub mod graph;
 mod http;
@@ -41,6 +43,7 @@ pub mod window;
 
 pub use elastic::ElasticConfig;
 pub use engine::{Engine, EngineConfig, EngineError, RunSummary, Topology};
+pub use exchange::Hone;
 pub use executor::Threading;
 pub use graph::{BuildError, Partitioning};
 pub use operator::{Operator, Output, TwoInputOperator};

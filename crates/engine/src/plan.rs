@@ -56,7 +56,7 @@ pub struct PhysicalPlan {
 }
 
 /// The fusion rule: the logical edge `edge` may be replaced by a direct call on one thread iff
-/// chaining is on, it is a forward edge between equal parallelisms, it is the producer's only
+/// chaining is on, it is a forward edge between equal parallelisms without an exchange, it is the producer's only
 /// output and the consumer's only input.
 pub fn can_chain(graph: &LogicalGraph, edge: usize, chaining: bool) -> bool {
     let e = &graph.edges[edge];
@@ -69,6 +69,7 @@ fn chainable(graph: &LogicalGraph, edge: usize, chaining: bool, outputs: usize, 
     let (from, to) = (&graph.nodes[e.from], &graph.nodes[e.to]);
     chaining
         && e.partitioning == Partitioning::Forward
+        && e.exchange.is_none()
         && from.parallelism == to.parallelism
         && from.kind != NodeKind::Sink
         && outputs == 1

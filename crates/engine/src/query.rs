@@ -37,12 +37,13 @@ use std::sync::{Arc, Mutex};
 use rustc_hash::{FxBuildHasher, FxHashMap};
 
 use crate::channel::{channel, lock, Observe, Receiver, Sender, Signal};
+use crate::exchange::{self, ExchangeMetrics, Hone, LinkSender, LinkTask};
 use crate::graph::{BuildError, LogicalEdge, LogicalGraph, LogicalNode, NodeId, NodeKind, Partitioning};
 use crate::join::IntervalJoin;
 use crate::metrics::{OperatorMetrics, SinkMetrics};
 use crate::operator::{Input, Link, Operator, Output, TwoInputLink, TwoInputOperator};
 use crate::ops::{Filter, FlatMap, Identity, KeyedProcess, Map};
-use crate::router::{KeyHash, Route, Router};
+use crate::router::{KeyHash, Out, Route, Router};
 use crate::sink::{SinkFn, SinkInput};
 use crate::source::{Offered, Source, SourceTask};
 use crate::task::{OneInputTask, Port, Progress, StopFlag, Task, TwoInputTask};
@@ -96,6 +97,17 @@ pub(crate) trait OutputCode: Send {
     ) -> (AnyBox, AnyBox, Arc<dyn Observe>);
     /// A router over `routes`: a `Box<dyn Input<Out>>`.
     fn router(&self, routes: Vec<RouteParts>, batch_size: usize, metrics: Arc<OperatorMetrics>) -> AnyBox;
+    /// A Hone exchange in front of `senders` (per producer instance, a `Sender<Out>` per consumer
+    /// instance): per producer its route targets (`Out<Out>` each), and the link's task.
+    fn exchange(
+        &self,
+        hone: &Hone,
+        queue_capacity: usize,
+        producers: Vec<Arc<Signal>>,
+        senders: Vec<Vec<AnyBox>>,
+        signal: Arc<Signal>,
+        metrics: Arc<ExchangeMetrics>,
+    ) -> (Vec<Vec<AnyBox>>, Box<dyn Task>);
 }
 
 const TYPES: &str = "moirai bug: a stream's type does not match its operator";
@@ -142,11 +154,42 @@ impl<T: Data> OutputCode for Typed<T> {
             .into_iter()
             .map(|r| {
                 let key_hash = r.key_hash.map(|k| k.downcast_ref::<KeyHash<T>>().expect(TYPES).clone());
-                let senders = r.senders.into_iter().map(|s| *s.downcast::<Sender<T>>().expect(TYPES)).collect();
-                Route::new(r.partitioning, key_hash, senders)
+                let senders = r
+                    .senders
+                    .into_iter()
+                    .map(|s| match s.downcast::<Sender<T>>() {
+                        Ok(s) => Out::Channel(*s),
+                        Err(s) => *s.downcast::<Out<T>>().expect(TYPES),
+                    })
+                    .collect();
+                Route::with_outs(r.partitioning, key_hash, senders)
             })
             .collect();
         input::<T>(Box::new(Router::new(routes, batch_size, metrics)))
+    }
+
+    fn exchange(
+        &self,
+        hone: &Hone,
+        queue_capacity: usize,
+        producers: Vec<Arc<Signal>>,
+        senders: Vec<Vec<AnyBox>>,
+        signal: Arc<Signal>,
+        metrics: Arc<ExchangeMetrics>,
+    ) -> (Vec<Vec<AnyBox>>, Box<dyn Task>) {
+        let link = exchange::Link::<T>::new(producers, queue_capacity);
+        let senders: Vec<Vec<Sender<T>>> = senders
+            .into_iter()
+            .map(|s| s.into_iter().map(|s| *s.downcast::<Sender<T>>().expect(TYPES)).collect())
+            .collect();
+        let outs = senders
+            .iter()
+            .enumerate()
+            .map(|(p, targets)| {
+                (0..targets.len()).map(|j| Box::new(Out::Link(LinkSender::new(link.clone(), p, j))) as AnyBox).collect()
+            })
+            .collect();
+        (outs, Box::new(LinkTask::new(link, senders, hone, signal, metrics)))
     }
 }
 
@@ -369,6 +412,7 @@ pub struct Stream<T> {
     node: NodeId,
     partitioning: Option<Partitioning>,
     key_hash: Option<AnyShared>,
+    exchange: Option<Hone>,
     _type: PhantomData<fn() -> T>,
 }
 
@@ -379,6 +423,7 @@ impl<T> Clone for Stream<T> {
             node: self.node,
             partitioning: self.partitioning,
             key_hash: self.key_hash.clone(),
+            exchange: self.exchange.clone(),
             _type: PhantomData,
         }
     }
@@ -391,7 +436,7 @@ pub fn key_hash<K: Hash>(key: &K) -> u64 {
 
 impl<T: Data> Stream<T> {
     fn new(graph: Arc<Mutex<QueryGraph>>, node: NodeId) -> Self {
-        Stream { graph, node, partitioning: None, key_hash: None, _type: PhantomData }
+        Stream { graph, node, partitioning: None, key_hash: None, exchange: None, _type: PhantomData }
     }
 
     fn query(&self) -> Query {
@@ -400,7 +445,13 @@ impl<T: Data> Stream<T> {
 
     fn connect(&self, to: NodeId, port: usize) {
         let mut g = lock(&self.graph);
-        let edge = LogicalEdge { from: self.node, to, port, partitioning: Partitioning::Forward };
+        let edge = LogicalEdge {
+            from: self.node,
+            to,
+            port,
+            partitioning: Partitioning::Forward,
+            exchange: self.exchange.clone(),
+        };
         g.edges.push(EdgeEntry { edge, partitioning: self.partitioning, key_hash: self.key_hash.clone() });
     }
 
@@ -455,6 +506,20 @@ impl<T: Data> Stream<T> {
     /// Every tuple to every instance of the next operator.
     pub fn broadcast(self) -> Self {
         self.partitioned(Partitioning::Broadcast)
+    }
+
+    /// Sends this stream through a Hone exchange: the instances of the operator producing it
+    /// share a link of `hone.capacity` tuples/s, and every `hone.tau` its scheduler (LBF, RR or
+    /// FIFO) decides whose queued tuples cross ([`crate::exchange`]). Which consumer instance a
+    /// tuple reaches is still the partitioning's choice; the edge is never chained.
+    pub fn exchange(mut self, hone: Hone) -> Self {
+        if let Err(e) = hone.validate() {
+            let mut g = lock(&self.graph);
+            let (query, name) = (g.name.clone(), g.nodes[self.node].node.name.clone());
+            g.errors.push(BuildError::Config(format!("query '{query}', exchange after '{name}': {e}")));
+        }
+        self.exchange = Some(hone);
+        self
     }
 
     /// Applies `f` to each tuple's data.
@@ -579,6 +644,12 @@ pub struct KeyedStream<K, T> {
 }
 
 impl<K: Data + Hash + Eq, T: Data> KeyedStream<K, T> {
+    /// Sends the keyed stream through a Hone exchange (see [`Stream::exchange`]).
+    pub fn exchange(mut self, hone: Hone) -> Self {
+        self.stream = self.stream.exchange(hone);
+        self
+    }
+
     /// Stateful processing per key: `f(key, state, tuple, out)`; a key's state starts as
     /// `init(key)`.
     pub fn process<U: Data, S: Send + 'static>(

@@ -6,7 +6,8 @@
 
 use std::sync::Arc;
 
-use crate::channel::{Message, Sender};
+use crate::channel::{Closed, Message, Sender};
+use crate::exchange::LinkSender;
 use crate::graph::Partitioning;
 use crate::metrics::OperatorMetrics;
 use crate::operator::{Control, Input};
@@ -22,12 +23,31 @@ pub fn bucket(hash: u64, n: usize) -> usize {
     ((hash as u128 * n as u128) >> 64) as usize
 }
 
+/// Where a route sends to one consumer instance: its channel, or the producer's outgoing queue
+/// in front of a Hone exchange's link ([`crate::exchange`]).
+pub enum Out<T> {
+    /// A channel.
+    Channel(Sender<T>),
+    /// An exchange's outgoing queue.
+    Link(LinkSender<T>),
+}
+
+impl<T: Send> Out<T> {
+    /// Sends without waiting (see [`Sender::send`] and [`LinkSender::send`]).
+    pub fn send(&self, message: Message<T>) -> Result<(), Closed> {
+        match self {
+            Out::Channel(s) => s.send(message),
+            Out::Link(s) => s.send(message),
+        }
+    }
+}
+
 /// One outgoing logical edge of a physical operator.
 pub struct Route<T> {
     partitioning: Partitioning,
     key_hash: Option<KeyHash<T>>,
     /// One per consumer instance reached (just one for a forward edge).
-    senders: Vec<Sender<T>>,
+    senders: Vec<Out<T>>,
     buffers: Vec<Vec<Tuple<T>>>,
     next: usize,
 }
@@ -35,6 +55,11 @@ pub struct Route<T> {
 impl<T: Data> Route<T> {
     /// A route over `senders`, ordered by consumer instance.
     pub fn new(partitioning: Partitioning, key_hash: Option<KeyHash<T>>, senders: Vec<Sender<T>>) -> Self {
+        Self::with_outs(partitioning, key_hash, senders.into_iter().map(Out::Channel).collect())
+    }
+
+    /// A route over `senders`, which may lead into an exchange, ordered by consumer instance.
+    pub fn with_outs(partitioning: Partitioning, key_hash: Option<KeyHash<T>>, senders: Vec<Out<T>>) -> Self {
         assert!(partitioning != Partitioning::KeyBy || key_hash.is_some(), "a keyed route needs a key hash");
         let buffers = senders.iter().map(|_| Vec::new()).collect();
         Route { partitioning, key_hash, senders, buffers, next: 0 }
@@ -69,7 +94,7 @@ impl<T: Data> Router<T> {
         Router { routes, batch_size: batch_size.max(1), metrics, last_watermark: 0 }
     }
 
-    fn send(sender: &Sender<T>, buffer: &mut Vec<Tuple<T>>, capacity: usize) {
+    fn send(sender: &Out<T>, buffer: &mut Vec<Tuple<T>>, capacity: usize) {
         let batch = std::mem::replace(buffer, Vec::with_capacity(capacity));
         // A closed channel means the engine is aborting; the task stops on the abort flag, and
         // what it was sending is dropped with it.

@@ -16,6 +16,12 @@
 //!   own key partitioning ([`moirai_engine::router::bucket`] of [`moirai_engine::query::key_hash`])
 //!   maps onto exactly the chosen instance ([`route_keys`]); `key_by(route)` then delivers it
 //!   there, through the engine's ordinary keyed channels.
+//! - **Hone** ([`WordCountConfig::exchange`]): the words the split instances emit cross a shared
+//!   link of limited capacity, a Hone exchange in front of the counters (`group → count`), whose
+//!   scheduler (LBF, RR or FIFO) decides every τ whose outgoing words go next. With
+//!   [`WordCountConfig::sentence_variance`] sentence lengths vary widely (most 1–2 words, one in
+//!   ten `max_words`), so the split instances emit unequal numbers of words, as Hone's Wikipedia
+//!   sentences made them; [`WordCountConfig::straggler`] slows split instance 0 down.
 //! - **Counting**: each count instance counts its words per tumbling event-time window and emits
 //!   its partial counts when the window closes. With key grouping a word's count is complete in one
 //!   instance; with shuffle or PKG it is split over several (at most two with PKG), so a `merge`
@@ -32,7 +38,9 @@ use std::time::Duration;
 
 use moirai_engine::query::key_hash;
 use moirai_engine::router::bucket;
-use moirai_engine::{Aggregate, BuildError, BuiltQuery, Operator, Output, Query, Source, Tuple, Window, WindowResult};
+use moirai_engine::{
+    Aggregate, BuildError, BuiltQuery, Hone, Operator, Output, Query, Source, Tuple, Window, WindowResult,
+};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 /// How words are spread over the count instances.
@@ -82,6 +90,12 @@ pub struct WordCountConfig {
     pub grouping: Grouping,
     /// Length of the tumbling counting windows, ms.
     pub window_ms: u64,
+    /// A Hone exchange between the split instances and the counters (none: ordinary channels).
+    pub exchange: Option<Hone>,
+    /// Sentence lengths with a high variance: 90 % of 1–2 words, 10 % of `max_words` words.
+    pub sentence_variance: bool,
+    /// Split instance 0 is a straggler: it takes this many times as long per sentence.
+    pub straggler: Option<f64>,
 }
 
 impl Default for WordCountConfig {
@@ -97,6 +111,9 @@ impl Default for WordCountConfig {
             text: None,
             grouping: Grouping::PartialKey,
             window_ms: 1_000,
+            exchange: None,
+            sentence_variance: false,
+            straggler: None,
         }
     }
 }
@@ -120,6 +137,16 @@ impl WordCountConfig {
             ));
         }
         crate::check::window_ms("window_ms", self.window_ms, "e.g. 1000").map_err(BuildError::Config)?;
+        if let Some(h) = &self.exchange {
+            h.validate().map_err(BuildError::Config)?;
+        }
+        if let Some(f) = self.straggler {
+            if !(f.is_finite() && (1.0..=1000.0).contains(&f)) {
+                return bad(format!(
+                    "straggler factor {f} must be in 1..=1000 (4 = one split instance four times slower)"
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -217,6 +244,7 @@ struct Sentences {
     corpus: Arc<Corpus>,
     rng: fastrand::Rng,
     max_words: usize,
+    variance: bool,
     /// Next line of the file.
     line: usize,
     stride: usize,
@@ -231,6 +259,7 @@ impl Sentences {
             corpus,
             rng: fastrand::Rng::with_seed(config.seed.wrapping_add(i.wrapping_mul(0x9e37_79b9_7f4a_7c15))),
             max_words: config.max_words,
+            variance: config.sentence_variance,
             line: instance,
             stride: parallelism,
             remaining,
@@ -247,7 +276,14 @@ impl Iterator for Sentences {
         Some(match &*self.corpus {
             Corpus::Zipf(zipf) => {
                 let mut sentence = String::new();
-                for k in 0..self.rng.usize(1..=self.max_words) {
+                let words = if !self.variance {
+                    self.rng.usize(1..=self.max_words)
+                } else if self.rng.f64() < 0.1 {
+                    self.max_words
+                } else {
+                    self.rng.usize(1..=2.min(self.max_words))
+                };
+                for k in 0..words {
                     if k > 0 {
                         sentence.push(' ');
                     }
@@ -299,6 +335,31 @@ fn second_hash(h: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
+}
+
+/// Splits sentences into words; a straggler takes `factor` times as long: after splitting it
+/// busy-waits `factor − 1` times what the split took, counted as at least 1 µs per word (splitting
+/// itself takes well below that, which would make a straggler of any factor invisible).
+struct Split {
+    straggler: Option<f64>,
+}
+
+impl Operator<String, String> for Split {
+    fn process(&mut self, t: Tuple<String>, out: &mut Output<'_, String>) {
+        let start = std::time::Instant::now();
+        let mut words = 0u32;
+        for w in t.data.split_whitespace() {
+            out.emit(t.with(w.to_string()));
+            words += 1;
+        }
+        if let Some(f) = self.straggler {
+            let took = start.elapsed().max(Duration::from_micros(1) * words);
+            let until = start + took + took.mul_f64(f - 1.0);
+            while std::time::Instant::now() < until {
+                std::hint::spin_loop();
+            }
+        }
+    }
 }
 
 /// The sender side of the grouping: picks each word's count instance.
@@ -467,14 +528,14 @@ pub fn queries(config: &WordCountConfig) -> Result<(Vec<BuiltQuery>, WordCountHa
         let (corpus, config) = (corpus.clone(), config.clone());
         move |i, n| Sentences::new(corpus.clone(), &config, i, n)
     };
-    let (grouping, seed, group_keys) = (config.grouping, config.seed, keys.clone());
+    let (grouping, seed, group_keys, straggler) = (config.grouping, config.seed, keys.clone(), config.straggler);
     let instance_of: FxHashMap<u64, usize> = keys.iter().enumerate().map(|(i, k)| (*k, i)).collect();
     let loads = handle.loads.clone();
     let partials = query
         .source("sentences", Source::new(generator).rate(config.rate))
         .parallelism(p)
         .shuffle()
-        .flat_map("split", |s: String| s.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+        .process("split", move |i| Split { straggler: straggler.filter(|_| i == 0) })
         .parallelism(p)
         .process("group", move |i| Group {
             grouping,
@@ -482,8 +543,13 @@ pub fn queries(config: &WordCountConfig) -> Result<(Vec<BuiltQuery>, WordCountHa
             sent: vec![0; group_keys.len()],
             rng: fastrand::Rng::with_seed(seed ^ 0x0047_524f_5550 ^ i as u64),
         })
-        .parallelism(p)
-        .key_by(|r: &Routed| r.route)
+        .parallelism(p);
+    let keyed = partials.key_by(|r: &Routed| r.route);
+    let keyed = match &config.exchange {
+        Some(hone) => keyed.exchange(hone.clone()),
+        None => keyed,
+    };
+    let partials = keyed
         .window("count", window, CountWords)
         .parallelism(p)
         .flat_map("partials", move |r: WindowResult<u64, PartialCounts>| {

@@ -142,3 +142,47 @@ fn unusable_text_files_are_explained() {
     assert!(empty_error.contains("has no words"), "{empty_error}");
     assert!(dir_error.contains("cannot read"), "{dir_error}");
 }
+
+#[test]
+fn counts_hold_through_a_hone_exchange_with_variance_and_a_straggler() {
+    use moirai_engine::exchange::Policy;
+    for policy in [Policy::Lbf, Policy::Rr, Policy::Fifo] {
+        let config = WordCountConfig {
+            rate: 10_000.0,
+            seed: 5,
+            parallelism: 3,
+            sentences: 1_500,
+            vocabulary: 2_000,
+            grouping: Grouping::Shuffle,
+            window_ms: 20,
+            exchange: Some(moirai_engine::Hone::new(policy, Duration::from_millis(5)).capacity(200_000)),
+            sentence_variance: true,
+            straggler: Some(4.0),
+            ..WordCountConfig::default()
+        };
+        let (handle, summary) = run(&config);
+        handle.check().unwrap();
+        assert_eq!(summary.exchanges.len(), 1, "{policy}");
+        let ex = &summary.exchanges[0];
+        assert_eq!(ex.name, "group -> count");
+        assert_eq!(ex.queues, 3);
+        assert_eq!(ex.sent, handle.instance_loads().iter().sum::<u64>(), "{policy}: every word crossed the link");
+    }
+}
+
+#[test]
+fn sentence_variance_makes_lengths_bimodal_and_bad_hone_settings_are_refused() {
+    let config = WordCountConfig { sentences: 2_000, sentence_variance: true, ..WordCountConfig::default() };
+    let (_, handle) = wordcount::queries(&config).unwrap();
+    let lengths: Vec<usize> = handle.sentences().unwrap().map(|s| s.split(' ').count()).collect();
+    let long = lengths.iter().filter(|&&l| l == config.max_words).count();
+    assert!(lengths.iter().all(|&l| l <= 2 || l == config.max_words));
+    assert!((100..300).contains(&long), "about 10 % are long: {long}");
+    for bad in [
+        WordCountConfig { exchange: Some(moirai_engine::Hone::lbf(Duration::from_millis(10))), ..config.clone() },
+        WordCountConfig { exchange: Some(moirai_engine::Hone::lbf(Duration::ZERO).capacity(10)), ..config.clone() },
+        WordCountConfig { straggler: Some(0.5), ..config.clone() },
+    ] {
+        assert!(wordcount::queries(&bad).is_err(), "{bad:?}");
+    }
+}

@@ -166,6 +166,7 @@ fn watchdog(stop: &AtomicBool, finished: &AtomicBool, state: &std::path::Path, l
         Ok(report) => log.info(format!("{}: {report}", state.display())),
         Err(e) => log.error(format!("{e}; run `moirai schedule --restore-only --state-file {}`", state.display())),
     }
+    moirai_middleware::driver::moirai::remove_own_locks(state);
     std::process::exit(1);
 }
 
@@ -177,6 +178,7 @@ pub fn run(a: ScheduleArgs) -> i32 {
             log.error(format!("the state file {} is a directory; name the file in it", path.display()));
             return 2;
         }
+        moirai_middleware::driver::moirai::remove_stale_locks();
         return match moirai_os::RestoreLog::restore_from(&path) {
             Ok(report) if report.is_clean() => {
                 log.info(format!("{}: {report}", path.display()));

@@ -264,6 +264,8 @@ fn a_second_middleware_refuses_an_engine_the_first_schedules() {
             assert_eq!(t.nice, n, "thread {tid} ({}) is back to its original", t.name);
         }
     }
+    let lock = format!("/run/moirai/spe-{epid}.lock");
+    assert!(!Path::new(&lock).exists(), "the first middleware removed its lock {lock} when it stopped");
     drop(engine);
 }
 

@@ -122,6 +122,8 @@ impl Daemon {
             out.info(format!("restored what a previous run left in {}: {report}", state.display()));
         }
         let mut log = RestoreLog::create(state).map_err(|e| DaemonError::State(e.to_string()))?;
+        // Per-engine locks of middlewares that were killed: nobody holds them any more.
+        crate::driver::moirai::remove_stale_locks();
 
         let mut drivers: Vec<Box<dyn Driver>> = Vec::new();
         for spe in &config.spes {

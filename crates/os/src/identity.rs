@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::{self, Read, Seek, Write};
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// The process holding a listening TCP socket on `port` (IPv4 or IPv6), from `/proc/net/tcp{,6}`
@@ -76,26 +77,36 @@ pub struct LockFile {
 
 impl LockFile {
     /// Takes the lock on `path` without waiting and writes `holder` into the file. If another
-    /// process holds it, returns `Err(Some(what that holder wrote))`; `Err(None)` with an I/O
-    /// error message when the file cannot be opened. A lock dies with its process: a holder that
-    /// crashed leaves no stale lock.
+    /// process holds it, returns `Err(Ok(what that holder wrote))`; `Err(Err(message))` when the
+    /// file cannot be opened or written. A lock dies with its process: a holder that crashed
+    /// leaves no stale lock (its file stays, unlocked, and is reused); one that lets go removes
+    /// the file.
     pub fn try_acquire(path: &Path, holder: &str) -> Result<LockFile, Result<String, String>> {
-        let mut file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(|e| Err(format!("cannot open {}: {e}", path.display())))?;
-        // SAFETY: flock on a valid, open descriptor; no memory is passed.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            let mut held = String::new();
-            let _ = file.read_to_string(&mut held);
-            return Err(Ok(held.trim().to_string()));
+        loop {
+            let mut file = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(path)
+                .map_err(|e| Err(format!("cannot open {}: {e}", path.display())))?;
+            // SAFETY: flock on a valid, open descriptor; no memory is passed.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+                let mut held = String::new();
+                let _ = file.read_to_string(&mut held);
+                return Err(Ok(held.trim().to_string()));
+            }
+            // A holder removes the file when it lets go: if it did so between our open and our
+            // flock, we hold a lock on a file nobody else can find; open the path again.
+            let same = std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()));
+            let ours = file.metadata().ok().map(|m| (m.dev(), m.ino()));
+            if same.is_none() || same != ours {
+                continue;
+            }
+            let written = file.set_len(0).and_then(|_| file.rewind()).and_then(|_| writeln!(file, "{holder}"));
+            written.map_err(|e| Err(format!("cannot write {}: {e}", path.display())))?;
+            return Ok(LockFile { file, path: path.to_path_buf() });
         }
-        let written = file.set_len(0).and_then(|_| file.rewind()).and_then(|_| writeln!(file, "{holder}"));
-        written.map_err(|e| Err(format!("cannot write {}: {e}", path.display())))?;
-        Ok(LockFile { file, path: path.to_path_buf() })
     }
 
     /// Where the lock is.
@@ -104,11 +115,27 @@ impl LockFile {
     }
 }
 
+/// Removes the lock files `<dir>/<prefix>*.lock` that no process holds (left by holders that
+/// were killed); returns how many. A held lock is never touched.
+pub fn remove_stale_locks(dir: &Path, prefix: &str) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(prefix) && n.ends_with(".lock"))
+        })
+        .filter(|p| LockFile::try_acquire(p, "").is_ok()) // dropped at once: removed
+        .count()
+}
+
 impl Drop for LockFile {
     fn drop(&mut self) {
-        // Empty it, so that a reader never sees a holder that is gone; the flock ends with the
-        // descriptor. The file itself stays: removing it could let two processes lock two files.
+        // Removed while still locked, so that locks keyed by pid do not pile up; a process that
+        // opened the old file meanwhile sees it is gone after its flock and opens the path again
+        // (see `try_acquire`). Emptied first, for one that reads it meanwhile.
         let _ = self.file.set_len(0);
+        let _ = std::fs::remove_file(&self.path);
     }
 }
 
@@ -174,6 +201,13 @@ mod tests {
         };
         assert_eq!(again.path(), path);
         drop(again);
+        assert!(!path.exists(), "a lock let go of leaves no file behind");
+        // A holder killed without letting go leaves its file; it is stale once nobody holds it.
+        let held = LockFile::try_acquire(&dir.join("a.lock"), "held").unwrap();
+        std::fs::write(dir.join("b.lock"), "middleware pid 1 (killed)").unwrap();
+        assert_eq!(remove_stale_locks(&dir, ""), 1);
+        assert!(dir.join("a.lock").exists() && !dir.join("b.lock").exists());
+        drop(held);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -205,6 +205,29 @@ pub struct Pins {
 /// Where the per-engine locks are: one file per scheduled process, `spe-<pid>.lock`.
 pub const LOCK_DIR: &str = "/run/moirai";
 
+/// What a middleware writes into the per-engine locks it holds.
+fn lock_holder(state_file: &std::path::Path) -> String {
+    format!("middleware pid {} with state file {}", std::process::id(), state_file.display())
+}
+
+/// Removes the per-engine locks of middlewares that were killed (nobody holds them any more).
+pub fn remove_stale_locks() -> usize {
+    identity::remove_stale_locks(std::path::Path::new(LOCK_DIR), "spe-")
+}
+
+/// Removes the per-engine locks this process holds, for an exit that skips the drivers' drop
+/// (the stop watchdog); the flocks end with the process.
+pub fn remove_own_locks(state_file: &std::path::Path) {
+    let me = lock_holder(state_file);
+    let Ok(entries) = std::fs::read_dir(LOCK_DIR) else { return };
+    for path in entries.flatten().map(|e| e.path()) {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name.starts_with("spe-") && std::fs::read_to_string(&path).is_ok_and(|t| t.trim() == me) {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+}
+
 impl MoiraiDriver {
     /// A driver for the engine at `url`, known as `name`, of a middleware keeping its originals
     /// in `state_file`.
@@ -288,7 +311,7 @@ impl MoiraiDriver {
         self.attached = None;
         let dir = std::path::Path::new(LOCK_DIR);
         std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e} (run as root)", dir.display()))?;
-        let me = format!("middleware pid {} with state file {}", std::process::id(), self.state_file.display());
+        let me = lock_holder(&self.state_file);
         let lock = match LockFile::try_acquire(&dir.join(format!("spe-{pid}.lock")), &me) {
             Ok(lock) => lock,
             Err(Ok(holder)) => {

@@ -26,7 +26,11 @@
 //! back if it still has work, idle on the timer heap if it waits for a time, idle if it waits for
 //! input or for room. No wake-up is lost: a notification that arrives while the operator runs
 //! leaves it notified, and letting go of a notified operator queues it again. Idle workers sleep
-//! on one event count and cost no CPU.
+//! on one event count and cost no CPU: one of them keeps the timers (sleeps until the next one is
+//! due), the others sleep until work arrives. An operator that a worker readies during its own
+//! turn, while nothing else is queued, is left for that worker to take after the turn instead of
+//! waking another: at a low rate a tuple then crosses a pipeline on one thread, with one wake-up
+//! (its source's timer) instead of one per hop.
 //!
 //! A producer that finds a consumer's channel full does what IBM's producers do: instead of
 //! waiting, its worker claims the queued consumer and runs it at once, draining the channel while

@@ -18,7 +18,8 @@ use moirai_bench::{parse_configurations, parse_rates, BenchError, Criteria, Swee
 #[command(after_help = "Example:\n  moirai bench syn --rates 1M:9M:2M --duration 4s --reps 2 --compare os,qs \
     --out results/syn -- --ops 5\n\n\
     CONFIG is [SYSTEM:]SCHEDULER[@THREADING][#TAG]: os (Linux alone), qs/hr/fcfs/random (the middleware \
-    `moirai schedule --policy NAME`), os@dynamic (an engine threading model), flink:os / flink:qs (the \
+    `moirai schedule --policy NAME`), os@dynamic (an engine threading model), qs@policy:2 (the policy at the \
+    user level: the engine's policy executor with 2 workers, no middleware; also rr/qbs/rb@policy), flink:os / flink:qs (the \
     workload's Apache Flink job of integrations/flink, alone or steered by the middleware; syn, and linear-road \
     with -- --shape lachesis), os#b (a tag; repeats get #2, #3 automatically, so `--compare os,os` is an A/A \
     run).\n\n\

@@ -190,7 +190,7 @@ pub struct WordCountArgs {
 
 /// `--exchange`: a policy, or none.
 #[derive(Clone, Copy, Debug)]
-pub struct ExchangeFlag(Option<moirai_engine::exchange::Policy>);
+pub struct ExchangeFlag(Option<moirai_engine::exchange::Discipline>);
 
 fn parse_exchange(s: &str) -> Result<ExchangeFlag, String> {
     match s {

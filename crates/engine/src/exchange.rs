@@ -27,10 +27,11 @@ use crate::channel::{lock, Closed, Message, Sender, Signal};
 use crate::task::{Step, Task};
 use crate::tuple::now_ns;
 
-/// Which outgoing queue the link serves next.
+/// Which outgoing queue the link serves next: the link's queueing discipline (named so as not to be
+/// confused with a scheduling policy of `moirai-sched`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Policy {
+pub enum Discipline {
     /// Largest backlog first: Hone's algorithm, `3 + ⌈log₂ N⌉`-competitive (its Theorem 1).
     Lbf,
     /// Round robin: one tuple from each non-empty queue in turn (the paper's RRB baseline).
@@ -40,23 +41,23 @@ pub enum Policy {
     Fifo,
 }
 
-impl fmt::Display for Policy {
+impl fmt::Display for Discipline {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Policy::Lbf => "lbf",
-            Policy::Rr => "rr",
-            Policy::Fifo => "fifo",
+            Discipline::Lbf => "lbf",
+            Discipline::Rr => "rr",
+            Discipline::Fifo => "fifo",
         })
     }
 }
 
-impl std::str::FromStr for Policy {
+impl std::str::FromStr for Discipline {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
-            "lbf" => Ok(Policy::Lbf),
-            "rr" => Ok(Policy::Rr),
-            "fifo" => Ok(Policy::Fifo),
+            "lbf" => Ok(Discipline::Lbf),
+            "rr" => Ok(Discipline::Rr),
+            "fifo" => Ok(Discipline::Fifo),
             _ => Err(format!("unknown exchange policy '{s}': use lbf, rr or fifo")),
         }
     }
@@ -73,7 +74,7 @@ pub const MAX_LINK_CAPACITY: u64 = 1_000_000_000;
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Hone {
     /// The scheduler.
-    pub policy: Policy,
+    pub policy: Discipline,
     /// The scheduling interval τ.
     pub tau: Duration,
     /// Tuples per second the link carries (0 = not set, refused at build).
@@ -84,20 +85,20 @@ pub struct Hone {
 
 impl Hone {
     /// An exchange scheduled by `policy` every `tau`; set its capacity with [`Hone::capacity`].
-    pub fn new(policy: Policy, tau: Duration) -> Hone {
+    pub fn new(policy: Discipline, tau: Duration) -> Hone {
         Hone { policy, tau, capacity: 0, queue: None }
     }
     /// Largest backlog first.
     pub fn lbf(tau: Duration) -> Hone {
-        Hone::new(Policy::Lbf, tau)
+        Hone::new(Discipline::Lbf, tau)
     }
     /// Round robin.
     pub fn rr(tau: Duration) -> Hone {
-        Hone::new(Policy::Rr, tau)
+        Hone::new(Discipline::Rr, tau)
     }
     /// Arrival order across the instances (Storm's default).
     pub fn fifo(tau: Duration) -> Hone {
-        Hone::new(Policy::Fifo, tau)
+        Hone::new(Discipline::Fifo, tau)
     }
     /// The link's capacity, tuples per second.
     pub fn capacity(mut self, tuples_per_s: u64) -> Hone {
@@ -261,13 +262,13 @@ pub fn fifo(queues: &[Vec<(u64, usize)>], budget: usize) -> Vec<usize> {
 /// A scheduler: a policy and, for round robin, whose turn it is.
 #[derive(Clone, Debug)]
 pub struct Scheduler {
-    policy: Policy,
+    policy: Discipline,
     next: usize,
 }
 
 impl Scheduler {
     /// A scheduler of `policy`.
-    pub fn new(policy: Policy) -> Self {
+    pub fn new(policy: Discipline) -> Self {
         Scheduler { policy, next: 0 }
     }
 
@@ -275,9 +276,9 @@ impl Scheduler {
     pub fn pick(&mut self, queues: &[Vec<(u64, usize)>], budget: usize) -> Vec<usize> {
         let backlogs = || queues.iter().map(|q| q.iter().map(|b| b.1).sum()).collect::<Vec<usize>>();
         match self.policy {
-            Policy::Lbf => lbf(&backlogs(), budget),
-            Policy::Rr => round_robin(&backlogs(), budget, &mut self.next),
-            Policy::Fifo => fifo(queues, budget),
+            Discipline::Lbf => lbf(&backlogs(), budget),
+            Discipline::Rr => round_robin(&backlogs(), budget, &mut self.next),
+            Discipline::Fifo => fifo(queues, budget),
         }
     }
 }
@@ -295,7 +296,7 @@ pub struct Simulated {
 /// then the scheduler takes `budget` tuples (the paper: 1) from the backlogs it sees, and
 /// `B_i(t+1) = B_i(t) + a_i(t) − x_i(t)`. Under FIFO the tuples of one slot arrive in queue
 /// order. Queues are unbounded here.
-pub fn simulate(policy: Policy, arrivals: &[Vec<usize>], budget: usize) -> Simulated {
+pub fn simulate(policy: Discipline, arrivals: &[Vec<usize>], budget: usize) -> Simulated {
     let n = arrivals.iter().map(Vec::len).max().unwrap_or(0);
     let mut queues: Vec<VecDeque<(u64, usize)>> = vec![VecDeque::new(); n];
     let mut scheduler = Scheduler::new(policy);
@@ -382,7 +383,7 @@ pub struct ExchangeSnapshot {
     /// `"producer -> consumer"` (logical operator names).
     pub name: String,
     /// Its scheduler.
-    pub policy: Policy,
+    pub policy: Discipline,
     /// τ in ms.
     pub tau_ms: f64,
     /// Link capacity, tuples/s.
@@ -702,6 +703,6 @@ mod tests {
         assert!(Hone::lbf(tau).capacity(1000).validate().is_ok());
         assert!(Hone::lbf(tau).validate().unwrap_err().contains("capacity"));
         assert!(Hone::rr(Duration::ZERO).capacity(5).validate().unwrap_err().contains("tau"));
-        assert!("lbfx".parse::<Policy>().is_err());
+        assert!("lbfx".parse::<Discipline>().is_err());
     }
 }

@@ -379,9 +379,11 @@ impl Ready {
     /// without a worker woken for it).
     fn push(&self, id: usize, level: u8) {
         let top = self.levels.len() - 1;
-        let others_wait = !self.is_empty();
+        // Only a worker in its own turn looks at the queue (before the push): the others wake one.
+        let own_turn = IN_TURN.with(Cell::get) == self as *const Ready as usize;
+        let wake = !own_turn || !self.is_empty();
         self.levels[usize::from(level).min(top)].push(id);
-        if others_wait || IN_TURN.with(Cell::get) != self as *const Ready as usize {
+        if wake {
             self.idle.notify_one();
         }
     }

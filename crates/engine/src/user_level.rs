@@ -251,13 +251,16 @@ impl Controller {
         let (d, w, period, name) = (done.clone(), wake.clone(), config.period, config.policy.clone());
         let thread = std::thread::Builder::new().name("moirai-policy".into()).spawn(move || {
             let started = Instant::now();
+            // The plan does not change while the engine runs: taken once (its thread ids, which
+            // change, are no business of a prioritizer).
+            let topology = shared.topology();
             let mut failing = false;
             while !d.load(Ordering::SeqCst) {
                 w.wait_unless(Some(period), || d.load(Ordering::SeqCst));
                 if d.load(Ordering::SeqCst) {
                     return;
                 }
-                let (topology, ops) = (shared.topology(), shared.snapshot());
+                let ops = shared.snapshot();
                 let result = prioritizer.priorities(&topology, &ops, started.elapsed()).and_then(|p| {
                     if p.len() == ops.len() {
                         Ok(p)

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use moirai_engine::exchange::{fifo, lbf, round_robin, simulate, Policy};
+use moirai_engine::exchange::{fifo, lbf, round_robin, simulate, Discipline};
 use moirai_engine::{Engine, Hone, Operator, Output, Query, Source, Tuple};
 use proptest::prelude::*;
 
@@ -54,12 +54,12 @@ use common::{config_in, wait_or_fail, HANG, MODELS};
 fn scripted_sequence_matches_the_hand_computation() {
     let mut arrivals = vec![vec![4, 0, 0], vec![0, 2, 0], vec![0, 2, 0], vec![0, 0, 3]];
     arrivals.extend(std::iter::repeat_n(vec![0, 0, 0], 4));
-    let l = simulate(Policy::Lbf, &arrivals, 1);
+    let l = simulate(Discipline::Lbf, &arrivals, 1);
     assert_eq!(l.max_per_slot, vec![3, 2, 3, 3, 2, 2, 2, 1]);
     assert_eq!(l.max_backlog, 3);
-    let r = simulate(Policy::Rr, &arrivals, 1);
+    let r = simulate(Discipline::Rr, &arrivals, 1);
     assert_eq!(r.max_per_slot, vec![3, 3, 3, 3, 2, 2, 2, 1]);
-    let f = simulate(Policy::Fifo, &arrivals, 1);
+    let f = simulate(Discipline::Fifo, &arrivals, 1);
     assert_eq!(f.max_per_slot, vec![3, 2, 4, 4, 3, 3, 3, 3]);
     assert_eq!(f.max_backlog, 4);
     assert!(l.max_backlog <= r.max_backlog && l.max_backlog < f.max_backlog);
@@ -74,9 +74,9 @@ fn scripted_sequence_matches_the_hand_computation() {
 #[test]
 fn lbf_bounds_a_burst_better_than_round_robin() {
     let arrivals = vec![vec![6, 1, 1, 1]; 4];
-    let l = simulate(Policy::Lbf, &arrivals, 2);
+    let l = simulate(Discipline::Lbf, &arrivals, 2);
     assert_eq!(l.max_per_slot, vec![4, 8, 12, 16]);
-    let r = simulate(Policy::Rr, &arrivals, 2);
+    let r = simulate(Discipline::Rr, &arrivals, 2);
     assert_eq!(r.max_per_slot, vec![5, 11, 16, 22]);
     assert!(l.max_backlog < r.max_backlog);
 }
@@ -244,7 +244,7 @@ proptest! {
     fn lbf_is_within_its_competitive_bound(arrivals in arrival_sequences()) {
         let n = arrivals[0].len();
         let ratio = 3 + (n as f64).log2().ceil() as usize;
-        let lbf = simulate(Policy::Lbf, &arrivals, 1).max_backlog;
+        let lbf = simulate(Discipline::Lbf, &arrivals, 1).max_backlog;
         let opt = optimal_max_backlog(&arrivals);
         prop_assert!(opt <= lbf, "OPT {} above LBF {}", opt, lbf);
         prop_assert!(lbf <= ratio * opt, "LBF {} > ({}) x OPT {} for N = {}", lbf, ratio, opt, n);
@@ -326,7 +326,7 @@ fn run_through(threading: &str, hone: Hone, items: u64) {
 
 #[test]
 fn nothing_is_lost_duplicated_or_reordered_under_every_model() {
-    for policy in [Policy::Lbf, Policy::Rr, Policy::Fifo] {
+    for policy in [Discipline::Lbf, Discipline::Rr, Discipline::Fifo] {
         for model in MODELS {
             // 2000 inputs ≈ 4700 tuples over 100 000 tuples/s: ~50 ms of link time, with queues of
             // 32 tuples the producers block many times.

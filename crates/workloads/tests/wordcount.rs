@@ -145,8 +145,8 @@ fn unusable_text_files_are_explained() {
 
 #[test]
 fn counts_hold_through_a_hone_exchange_with_variance_and_a_straggler() {
-    use moirai_engine::exchange::Policy;
-    for policy in [Policy::Lbf, Policy::Rr, Policy::Fifo] {
+    use moirai_engine::exchange::Discipline;
+    for policy in [Discipline::Lbf, Discipline::Rr, Discipline::Fifo] {
         let config = WordCountConfig {
             rate: 10_000.0,
             seed: 5,

@@ -170,7 +170,7 @@ pub(crate) struct Shared {
     pub(crate) sinks: Vec<(usize, Arc<SinkMetrics>)>,
     pub(crate) start_ns: u64,
     pub(crate) observed: Arc<Observed>,
-    exchanges: Vec<Arc<ExchangeMetrics>>,
+    pub(crate) exchanges: Vec<Arc<ExchangeMetrics>>,
     abort: Arc<AbortFlag>,
     channels: Vec<Arc<dyn Observe>>,
     signals: Mutex<Vec<Arc<Signal>>>,
@@ -400,6 +400,7 @@ impl Engine {
                 name: name.clone(),
                 hone: Some(hone.clone()),
                 queues: producers.len(),
+                backlogs: producers.iter().map(|_| Default::default()).collect(),
                 ..ExchangeMetrics::default()
             });
             let output = entries[edge.from].output.as_ref().expect("producer has an output");

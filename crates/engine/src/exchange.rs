@@ -349,6 +349,8 @@ pub struct ExchangeMetrics {
     pub sum_max_backlog: AtomicU64,
     /// The largest backlog since the last [`ExchangeMetrics::take_window_max`].
     pub window_max: AtomicU64,
+    /// Each outgoing queue's backlog at the last tick, by producer instance.
+    pub backlogs: Vec<AtomicU64>,
 }
 
 impl ExchangeMetrics {
@@ -373,6 +375,7 @@ impl ExchangeMetrics {
             max_backlog: self.max_backlog.load(Ordering::Relaxed),
             mean_backlog: per_tick(self.sum_backlog.load(Ordering::Relaxed), self.queues.max(1)),
             mean_max_backlog: per_tick(self.sum_max_backlog.load(Ordering::Relaxed), 1),
+            backlogs: self.backlogs.iter().map(|b| b.load(Ordering::Relaxed)).collect(),
         }
     }
 }
@@ -400,6 +403,8 @@ pub struct ExchangeSnapshot {
     pub mean_backlog: f64,
     /// The mean over ticks of the largest queue's backlog (the paper's objective, averaged).
     pub mean_max_backlog: f64,
+    /// Each outgoing queue's backlog at the last tick, by producer instance.
+    pub backlogs: Vec<u64>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -577,6 +582,9 @@ impl<T: Send> LinkTask<T> {
         m.window_max.fetch_max(largest, Ordering::Relaxed);
         m.sum_backlog.fetch_add(backlogs.iter().sum::<usize>() as u64, Ordering::Relaxed);
         m.sum_max_backlog.fetch_add(largest, Ordering::Relaxed);
+        for (gauge, &b) in m.backlogs.iter().zip(&backlogs) {
+            gauge.store(b as u64, Ordering::Relaxed);
+        }
         let alloc = self.scheduler.pick(&view, budget);
         let mut out = Vec::new();
         let mut wake = Vec::new();

@@ -427,6 +427,36 @@ pub(crate) fn prometheus(shared: &Shared) -> String {
             let _ = writeln!(out, "{name}_count{{{}}} {}", labels(o), s.count);
         }
     }
+    let exchanges: Vec<_> = shared.exchanges.iter().map(|m| m.snapshot()).collect();
+    if !exchanges.is_empty() {
+        let labels = |x: &crate::exchange::ExchangeSnapshot| {
+            format!("exchange=\"{}\",policy=\"{}\"", escape(&x.name), x.policy)
+        };
+        let _ = writeln!(
+            out,
+            "# HELP {n} Tuples in an outgoing queue of a Hone exchange at its last tick.\n# TYPE {n} gauge",
+            n = names::EXCHANGE_BACKLOG
+        );
+        for x in &exchanges {
+            for (queue, b) in x.backlogs.iter().enumerate() {
+                let _ = writeln!(out, "{}{{{},queue=\"{queue}\"}} {b}", names::EXCHANGE_BACKLOG, labels(x));
+            }
+        }
+        type Get = fn(&crate::exchange::ExchangeSnapshot) -> u64;
+        let families: [(&str, &str, &str, Get); 3] = [
+            (names::EXCHANGE_MAX_BACKLOG, "gauge", "Largest backlog of any outgoing queue at any tick.", |x| {
+                x.max_backlog
+            }),
+            (names::EXCHANGE_SENT, "counter", "Tuples the exchange's link carried.", |x| x.sent),
+            (names::EXCHANGE_TICKS, "counter", "Scheduling intervals the exchange ran.", |x| x.ticks),
+        ];
+        for (name, kind, help, get) in families {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+            for x in &exchanges {
+                let _ = writeln!(out, "{name}{{{}}} {}", labels(x), get(x));
+            }
+        }
+    }
     let level = shared.observed.thread_level.load(std::sync::atomic::Ordering::SeqCst);
     let (name, threading) = (names::THREAD_LEVEL, &shared.config.threading);
     let _ =

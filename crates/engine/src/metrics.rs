@@ -41,6 +41,14 @@ pub mod names {
     pub const E2E_LATENCY: &str = "moirai_sink_e2e_latency_seconds";
     /// Gauge: worker threads running operators now (pool threading models; 0 for dedicated).
     pub const THREAD_LEVEL: &str = "moirai_thread_level";
+    /// Gauge: tuples in one outgoing queue of a Hone exchange at its last scheduling tick.
+    pub const EXCHANGE_BACKLOG: &str = "moirai_exchange_backlog";
+    /// Gauge: the largest backlog of any outgoing queue of a Hone exchange at any tick so far.
+    pub const EXCHANGE_MAX_BACKLOG: &str = "moirai_exchange_max_backlog";
+    /// Counter: tuples a Hone exchange's link carried.
+    pub const EXCHANGE_SENT: &str = "moirai_exchange_sent_total";
+    /// Counter: scheduling intervals (τ) a Hone exchange ran.
+    pub const EXCHANGE_TICKS: &str = "moirai_exchange_ticks_total";
 }
 
 /// Live counters of one physical operator, shared by its thread and the metrics reader.

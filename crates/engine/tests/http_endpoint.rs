@@ -7,6 +7,9 @@
 //! - `/metrics`: valid Prometheus text (every sample line `name{labels} value` with a float value,
 //!   HELP and TYPE for each family); every family of `metrics::names` is present; the operator
 //!   labels match the topology; the sources' `tuples_in` counter grows between scrapes.
+//! - A Hone exchange adds its families: one backlog gauge per outgoing queue, the largest
+//!   backlog, tuples carried and ticks, labelled with the exchange and its scheduler; the carried
+//!   counter grows between scrapes. An engine without an exchange has none of them.
 //! - Anything else: 404 with a hint.
 
 mod common;
@@ -16,7 +19,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use moirai_engine::metrics::names;
-use moirai_engine::{Agg, Engine, EngineConfig, Query, Source, Window};
+use moirai_engine::{Agg, Engine, EngineConfig, Hone, Query, Source, Window};
 use serde_json::Value;
 
 use common::{wait_or_fail, wait_until, HANG};
@@ -335,6 +338,58 @@ fn metrics_are_prometheus_text_and_counters_grow() {
     engine.stop();
     let summary = wait_or_fail(engine, HANG).unwrap();
     assert!(summary.tuples_in as f64 > before);
+}
+
+#[test]
+fn an_exchange_reports_its_outgoing_queues() {
+    // Three producers offer 3 000 tuples/s to a link that carries 1 000: its queues fill.
+    let q = Query::new("hone");
+    q.source("ticks", Source::new(|_, _| 0u64..).rate(1000.0))
+        .parallelism(3)
+        .exchange(Hone::rr(Duration::from_millis(5)).capacity(1000))
+        .shuffle()
+        .map("next", |x| x + 1)
+        .discard("out");
+    let config =
+        EngineConfig { metrics_addr: Some("127.0.0.1:0".parse().unwrap()), chaining: false, ..EngineConfig::default() };
+    let engine = Engine::start(config, vec![q.build().unwrap()]).unwrap();
+    let addr = engine.metrics_addr().unwrap();
+    let samples = |exp: &Exposition, name: &str| -> Vec<(BTreeMap<String, String>, f64)> {
+        exp.samples.iter().filter(|s| s.name == name).map(|s| (s.labels.clone(), s.value)).collect()
+    };
+    let mut first = Exposition::default();
+    wait_until("a backlog in the exchange", HANG, || {
+        first = parse_exposition(&scrape(addr)).unwrap();
+        samples(&first, names::EXCHANGE_MAX_BACKLOG).first().is_some_and(|s| s.1 > 0.0)
+    });
+    for (name, kind) in [
+        (names::EXCHANGE_BACKLOG, "gauge"),
+        (names::EXCHANGE_MAX_BACKLOG, "gauge"),
+        (names::EXCHANGE_SENT, "counter"),
+        (names::EXCHANGE_TICKS, "counter"),
+    ] {
+        assert_eq!(first.types.get(name).map(String::as_str), Some(kind), "TYPE of {name}");
+        assert!(first.helps.contains(name), "HELP of {name}");
+    }
+    let backlogs = samples(&first, names::EXCHANGE_BACKLOG);
+    let queues: Vec<&str> = backlogs.iter().map(|(l, _)| l["queue"].as_str()).collect();
+    assert_eq!(queues, ["0", "1", "2"], "one gauge per producer instance");
+    for (labels, _) in &backlogs {
+        assert_eq!(labels["exchange"], "ticks -> next");
+        assert_eq!(labels["policy"], "rr");
+    }
+    let sent = |exp: &Exposition| samples(exp, names::EXCHANGE_SENT)[0].1;
+    let before = sent(&first);
+    wait_until("the link to carry more", HANG, || sent(&parse_exposition(&scrape(addr)).unwrap()) > before);
+    engine.stop();
+    wait_or_fail(engine, HANG).unwrap();
+
+    // Without an exchange, no exchange family.
+    let engine = start();
+    let text = scrape(engine.metrics_addr().unwrap());
+    assert!(!text.contains("moirai_exchange_"), "{text}");
+    engine.stop();
+    wait_or_fail(engine, HANG).unwrap();
 }
 
 #[test]

@@ -406,9 +406,7 @@ pub fn cpu(summary: &Summary, labels: &[String]) -> Result<String, String> {
 
 /// `(t, thread level)` of a point's per-second timeline, if it ran a pool threading model.
 fn thread_levels(point: &Point) -> Option<Vec<(f64, f64)>> {
-    let timeline = point.measured()?.extra.get("timeline")?.as_array()?;
-    let levels: Vec<(f64, f64)> =
-        timeline.iter().filter_map(|p| Some((p.get("t_s")?.as_f64()?, p.get("thread_level")?.as_f64()?))).collect();
+    let levels = timeline_of(point, &|p| p.get("thread_level")?.as_f64())?;
     levels.iter().any(|&(_, l)| l > 0.0).then_some(levels)
 }
 
@@ -443,6 +441,60 @@ pub fn thread_level(labels: &[String], points: &[Point]) -> Option<Result<String
         series,
     };
     Some(draw(&chart, linear_to(max_t), linear_to(max_level + 1.0), &|v| format!("{v:.0}"), &|v| format!("{v:.0}")))
+}
+
+/// `(t, value)` of a point's per-second timeline, `value` computed from each timeline entry;
+/// `None` when the point has no timeline or no entry has the value.
+fn timeline_of(point: &Point, value: &dyn Fn(&serde_json::Value) -> Option<f64>) -> Option<Vec<(f64, f64)>> {
+    let timeline = point.measured()?.extra.get("timeline")?.as_array()?;
+    let v: Vec<(f64, f64)> = timeline.iter().filter_map(|p| Some((p.get("t_s")?.as_f64()?, value(p)?))).collect();
+    (!v.is_empty()).then_some(v)
+}
+
+/// Tuples waiting in the query over time: the sources' external queue plus the engine's channels.
+pub fn queued_now(entry: &serde_json::Value) -> Option<f64> {
+    Some(entry.get("backlog")?.as_f64()? + entry.get("queued")?.as_f64()?)
+}
+
+/// The largest outgoing-queue backlog of a Hone exchange during each second.
+pub fn exchange_backlog_now(entry: &serde_json::Value) -> Option<f64> {
+    entry.get("exchange_max_backlog")?.as_f64()
+}
+
+/// One value of the per-second timeline over time, one line per configuration, at `rate`, first
+/// repetition; `None` when no configuration has the value at that rate. Log y axis (0 is drawn
+/// at the axis' bottom), since queues of configurations past saturation are orders of
+/// magnitude above the others.
+pub fn over_time(
+    labels: &[String],
+    points: &[Point],
+    rate: f64,
+    title: String,
+    y_desc: &str,
+    value: &dyn Fn(&serde_json::Value) -> Option<f64>,
+) -> Option<Result<String, String>> {
+    let mut series = Vec::new();
+    let mut max_t: f64 = 1.0;
+    for (i, label) in labels.iter().enumerate() {
+        let Some(p) = points.iter().find(|p| &p.configuration == label && p.rate == rate && p.rep == 1) else {
+            continue;
+        };
+        let Some(values) = timeline_of(p, value) else { continue };
+        max_t = values.iter().map(|p| p.0).fold(max_t, f64::max);
+        series.push(Series { label: label.clone(), colour: colour(i), style: Style::Solid, points: values });
+    }
+    if series.is_empty() {
+        return None;
+    }
+    let y = log_around(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).chain([1.0]));
+    let bottom = y.range().start;
+    for s in &mut series {
+        for p in &mut s.points {
+            p.1 = p.1.max(bottom);
+        }
+    }
+    let chart = Chart { title, x_desc: "time since the start of the point (s)", y_desc, series };
+    Some(draw(&chart, linear_to(max_t), y, &|v| format!("{v:.0}"), &|v| format!("{v:.0}")))
 }
 
 /// `(rate, value)` of a configuration's cells that have a value, by rate.

@@ -107,6 +107,12 @@ pub struct RunSummary {
 }
 
 impl RunSummary {
+    /// The largest outgoing-queue backlog of the run's Hone exchange (`exchange.max_backlog`),
+    /// when the workload ran one.
+    pub fn exchange_max_backlog(&self) -> Option<f64> {
+        self.extra.get("exchange")?.get("max_backlog")?.as_f64()
+    }
+
     /// Reads the summary from a child's stdout: the last non-empty line must be one JSON object.
     pub fn from_stdout(stdout: &str) -> Result<RunSummary, String> {
         let last = stdout

@@ -115,6 +115,18 @@ pub fn render(r: &Results<'_>) -> String {
         ));
     }
     charts.push(("Queue sizes vs offered rate".to_string(), plots::queues(r.summary, &labels)));
+    for (rate, why) in distribution_rates(r.summary) {
+        let title = format!("Queued tuples over time at {} tuples/s", fmt_rate(rate));
+        let y = "tuples queued (source backlog + channels)";
+        if let Some(svg) = plots::over_time(&labels, r.points, rate, title.clone(), y, &plots::queued_now) {
+            charts.push((format!("{title} ({why}; first repetition)"), svg));
+        }
+        let title = format!("Largest exchange backlog over time at {} tuples/s", fmt_rate(rate));
+        let y = "largest outgoing queue (tuples)";
+        if let Some(svg) = plots::over_time(&labels, r.points, rate, title.clone(), y, &plots::exchange_backlog_now) {
+            charts.push((format!("{title} ({why}; first repetition)"), svg));
+        }
+    }
     charts.push(("CPU use vs offered rate".to_string(), plots::cpu(r.summary, &labels)));
     if let Some(levels) = plots::thread_level(&labels, r.points) {
         charts.push(("Elastic thread level over time".to_string(), levels));

@@ -124,11 +124,14 @@ pub enum Scheduler {
 
 /// One configuration of a side-by-side comparison.
 ///
-/// Written `[SYSTEM:]SCHEDULER[@THREADING][#TAG]`: `os`, `qs`, `os@dynamic`, `flink:qs`,
-/// `os#b`; `qs@policy:2` runs the policy at the user level instead (the engine's policy
-/// executor with 2 workers, `--threading policy:qs:2`, no middleware), as do STAFiLOS' `rr`,
-/// `qbs` and `rb`, which exist only there. SYSTEM is `moirai` (the default) or `flink`; SCHEDULER is `os` or a middleware policy
-/// ([`KNOWN_POLICIES`]); THREADING is an engine threading model passed as `--threading`; TAG
+/// Written `[SYSTEM:]SCHEDULER[@THREADING][/NAME=VALUE...][#TAG]`: `os`, `qs`, `os@dynamic`,
+/// `flink:qs`, `os#b`; `qs@policy:2` runs the policy at the user level instead (the engine's
+/// policy executor with 2 workers, `--threading policy:qs:2`, no middleware), as do STAFiLOS'
+/// `rr`, `qbs` and `rb`, which exist only there. SYSTEM is `moirai` (the default) or `flink`;
+/// SCHEDULER is `os` or a middleware policy ([`KNOWN_POLICIES`]); THREADING is an engine
+/// threading model passed as `--threading`; each `/NAME=VALUE` is a workload argument of this
+/// configuration only, passed as `--NAME VALUE` (`/NAME` alone as `--NAME`): `os/exchange=lbf`
+/// runs WordCount with Hone's LBF exchange ([`vary`] writes them for a swept parameter); TAG
 /// only tells apart configurations that are otherwise the same (an A/A comparison shows the
 /// noise of the machine).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -142,6 +145,10 @@ pub struct Configuration {
     pub scheduler: Scheduler,
     /// The engine's threading model, when not the engine's default.
     pub threading: Option<String>,
+    /// Workload arguments of this configuration only (`/exchange=lbf` → `--exchange lbf`),
+    /// passed before the sweep's own arguments after `--`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub run_args: Vec<String>,
 }
 
 impl Configuration {
@@ -154,6 +161,11 @@ impl Configuration {
             Some((b, tag)) if is_name(tag) => b,
             Some(_) => return Err(bad("the #TAG after '#' must be letters, digits, '-' or '_'".into())),
             None => t,
+        };
+        // Workload arguments after '/': neither a threading model nor a system has one.
+        let (body, run_args) = match body.split_once('/') {
+            Some((b, args)) => (b, parse_run_args(args).map_err(&bad)?),
+            None => (body, Vec::new()),
         };
         // '@' first: a threading model may have ':' in it (os@dynamic:2), a system never '@'.
         let (head, threading) = match body.split_once('@') {
@@ -184,6 +196,9 @@ impl Configuration {
         if system == System::Flink && threading.is_some() {
             return Err(bad("@THREADING names a threading model of moirai's engine, not of Flink".into()));
         }
+        if system == System::Flink && !run_args.is_empty() {
+            return Err(bad("/NAME=VALUE arguments are for moirai's engine; pass the Flink job's after --".into()));
+        }
         // `qs@policy:2`: the policy runs at the user level, in the engine's policy executor; no
         // middleware. `qs@policy` and `rr@policy` take the executor's defaults.
         if let Some(settings) = threading.as_deref().and_then(|th| th.strip_prefix("policy")) {
@@ -195,9 +210,9 @@ impl Configuration {
                 Scheduler::Os => return Err(bad("@policy needs a policy before it, e.g. qs@policy:2".into())),
             };
             let threading = Some(format!("policy:{policy}{settings}"));
-            return Ok(Configuration { label: t.to_string(), system, scheduler: Scheduler::Os, threading });
+            return Ok(Configuration { label: t.to_string(), system, scheduler: Scheduler::Os, threading, run_args });
         }
-        Ok(Configuration { label: t.to_string(), system, scheduler, threading })
+        Ok(Configuration { label: t.to_string(), system, scheduler, threading, run_args })
     }
 
     /// The middleware policy, if the configuration runs one.
@@ -229,9 +244,81 @@ impl fmt::Display for Configuration {
     }
 }
 
+/// `exchange=lbf/tau=20ms/sentence-variance` → `--exchange lbf --tau 20ms --sentence-variance`.
+fn parse_run_args(text: &str) -> Result<Vec<String>, String> {
+    let mut args = Vec::new();
+    for part in text.split('/') {
+        let (name, value) = match part.split_once('=') {
+            Some((n, v)) => (n, Some(v)),
+            None => (part, None),
+        };
+        if !is_flag_name(name) {
+            return Err(format!(
+                "'{part}' after '/' is not a workload argument; write /NAME=VALUE (e.g. os/exchange=lbf) or /NAME"
+            ));
+        }
+        args.push(format!("--{name}"));
+        match value {
+            Some("") => return Err(format!("/{name}= has no value; write /{name}=VALUE or /{name}")),
+            Some(v) => args.push(v.to_string()),
+            None => {}
+        }
+    }
+    Ok(args)
+}
+
+/// Crosses configurations with the values of swept workload parameters: every configuration
+/// runs once per value, as `CONFIG/NAME=VALUE` (`--vary exchange=fifo,rr,lbf`). Several
+/// parameters make every combination, the first parameter varying slowest.
+///
+/// ```
+/// use moirai_bench::{parse_configurations, vary};
+/// let configs = parse_configurations("os").unwrap();
+/// let labels: Vec<String> =
+///     vary(configs, &["exchange=fifo,lbf".to_string()]).unwrap().into_iter().map(|c| c.label).collect();
+/// assert_eq!(labels, ["os/exchange=fifo", "os/exchange=lbf"]);
+/// ```
+pub fn vary(configurations: Vec<Configuration>, parameters: &[String]) -> Result<Vec<Configuration>, BenchError> {
+    let mut out = configurations;
+    for parameter in parameters {
+        let bad = |why: &str| BenchError::Spec(format!("--vary {parameter}: {why}"));
+        let (name, values) = parameter
+            .split_once('=')
+            .ok_or_else(|| bad("write NAME=VALUE,VALUE,... (e.g. --vary exchange=fifo,rr,lbf)"))?;
+        if !is_flag_name(name) {
+            return Err(bad("NAME must be a `moirai run` flag without its -- (a letter, then letters, digits, '-' or '_')"));
+        }
+        let values: Vec<&str> = values.split(',').map(str::trim).collect();
+        if values.iter().any(|v| v.is_empty() || v.contains('/') || v.contains('#')) {
+            return Err(bad("a value is empty or has '/' or '#' in it"));
+        }
+        let mut next = Vec::with_capacity(out.len() * values.len());
+        for value in &values {
+            for c in &out {
+                if c.run_args.iter().any(|a| a == &format!("--{name}")) {
+                    return Err(bad(&format!("configuration {} already sets /{name}", c.label)));
+                }
+                // Re-parse so that the label and the arguments stay one thing.
+                let (base, tag) = match c.label.split_once('#') {
+                    Some((b, t)) => (b, format!("#{t}")),
+                    None => (c.label.as_str(), String::new()),
+                };
+                next.push(Configuration::parse(&format!("{base}/{name}={value}{tag}"))?);
+            }
+        }
+        out = next;
+    }
+    Ok(out)
+}
+
 /// A threading model with its parameters: `dynamic:2`, `elastic:1-4:period=500ms`, `fused:a+b`.
 fn is_threading(s: &str) -> bool {
     !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_:+=.".contains(c))
+}
+
+/// A `moirai run` flag without its `--`: `exchange`, `link-capacity`.
+fn is_flag_name(s: &str) -> bool {
+    s.starts_with(|c: char| c.is_ascii_alphabetic()) && is_name(s)
 }
 
 fn is_name(s: &str) -> bool {
@@ -356,6 +443,49 @@ mod tests {
         assert!(msg("qs@policyx").contains("not a threading model name"));
         assert!(msg("os#").contains("#TAG"));
         assert!(parse_configurations("os,,qs").unwrap_err().to_string().contains("empty"));
+    }
+
+    #[test]
+    fn configurations_carry_workload_arguments() {
+        let c = Configuration::parse("os@dynamic:2/exchange=lbf/tau=20ms/sentence-variance#x").unwrap();
+        assert_eq!(c.threading.as_deref(), Some("dynamic:2"));
+        assert_eq!(c.run_args, ["--exchange", "lbf", "--tau", "20ms", "--sentence-variance"]);
+        assert_eq!(c.label, "os@dynamic:2/exchange=lbf/tau=20ms/sentence-variance#x");
+        let c = Configuration::parse("qs@policy:2/exchange=rr").unwrap();
+        assert_eq!(c.threading.as_deref(), Some("policy:qs:2"));
+        assert_eq!(c.run_args, ["--exchange", "rr"]);
+        let msg = |s: &str| Configuration::parse(s).unwrap_err().to_string();
+        assert!(msg("os/").contains("not a workload argument"));
+        assert!(msg("os/exchange=").contains("has no value"));
+        assert!(msg("os/--exchange=lbf").contains("not a workload argument"));
+        assert!(msg("flink:os/exchange=lbf").contains("after --"));
+    }
+
+    #[test]
+    fn vary_crosses_configurations_with_values() {
+        let configs = parse_configurations("os,qs@policy:2#b").unwrap();
+        let varied = vary(configs, &["exchange=fifo,lbf".into(), "tau=5ms,20ms".into()]).unwrap();
+        let labels: Vec<&str> = varied.iter().map(|c| c.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "os/exchange=fifo/tau=5ms",
+                "qs@policy:2/exchange=fifo/tau=5ms#b",
+                "os/exchange=lbf/tau=5ms",
+                "qs@policy:2/exchange=lbf/tau=5ms#b",
+                "os/exchange=fifo/tau=20ms",
+                "qs@policy:2/exchange=fifo/tau=20ms#b",
+                "os/exchange=lbf/tau=20ms",
+                "qs@policy:2/exchange=lbf/tau=20ms#b",
+            ]
+        );
+        assert_eq!(varied[3].run_args, ["--exchange", "lbf", "--tau", "5ms"]);
+        let msg = |v: &str| vary(parse_configurations("os").unwrap(), &[v.into()]).unwrap_err().to_string();
+        assert!(msg("exchange").contains("NAME=VALUE"));
+        assert!(msg("exchange=lbf,,rr").contains("empty"));
+        assert!(msg("--exchange=lbf").contains("NAME must be"));
+        let twice = vary(parse_configurations("os/exchange=rr").unwrap(), &["exchange=lbf".into()]);
+        assert!(twice.unwrap_err().to_string().contains("already sets /exchange"));
     }
 
     #[test]

@@ -82,6 +82,9 @@ pub struct CellStats {
     pub queue_mean: f64,
     /// Median of the queue length's p99, tuples.
     pub queue_p99: f64,
+    /// Median of the largest backlog of a Hone exchange's outgoing queue, tuples, when the
+    /// workload ran one.
+    pub exchange_max_backlog: Option<f64>,
     /// Median engine CPU, cores.
     pub engine_cpu_cores: f64,
     /// Median middleware CPU, share of one core, when the configuration has middleware.
@@ -170,6 +173,10 @@ pub fn summarise(points: &[Point], configurations: &[String], rates: &[f64], cri
                     processing_ms: median_latency(&runs.iter().map(|r| &r.latency_ms).collect::<Vec<_>>()),
                     queue_mean: median(&runs.iter().map(|r| r.queue_len.mean).collect::<Vec<_>>()),
                     queue_p99: median(&runs.iter().map(|r| r.queue_len.p99).collect::<Vec<_>>()),
+                    exchange_max_backlog: {
+                        let x: Vec<f64> = runs.iter().filter_map(|r| r.exchange_max_backlog()).collect();
+                        (!x.is_empty()).then(|| median(&x))
+                    },
                     engine_cpu_cores: median(&runs.iter().map(|r| r.cpu_cores).collect::<Vec<_>>()),
                     middleware_cpu: (!mw.is_empty()).then(|| median(&mw)),
                 }
@@ -260,6 +267,12 @@ impl Summary {
             "sustainable",
         ];
         let base_label = self.configurations.first().map(|c| c.configuration.as_str()).unwrap_or("");
+        // Only sweeps of a workload with a Hone exchange get its column.
+        let exchange = self.cells.iter().any(|c| c.stats.as_ref().is_some_and(|s| s.exchange_max_backlog.is_some()));
+        let mut header = header;
+        if exchange {
+            header.insert(header.len() - 1, "exchange max backlog");
+        }
         let mut rows = Vec::new();
         for c in &self.cells {
             let base = self.stats(base_label, c.rate);
@@ -277,6 +290,9 @@ impl Summary {
                     s.middleware_cpu.map_or("-".into(), |m| format!("{:.1}", m * 100.0)),
                 ]),
                 None => row.extend(vec!["-".to_string(); 8]),
+            }
+            if exchange {
+                row.push(c.stats.as_ref().and_then(|s| s.exchange_max_backlog).map_or("-".into(), |b| format!("{b:.0}")));
             }
             row.push(match &c.why_not {
                 None => "yes".into(),

@@ -122,6 +122,19 @@ impl SweepSpec {
                 return bad(format!("{flag} cannot be passed to `moirai run` after `--`: {why}"));
             }
         }
+        for c in &self.configurations {
+            for arg in c.run_args.iter().filter(|a| a.starts_with("--")) {
+                if let Some((flag, why)) = LAB_FLAGS.iter().find(|(f, _)| f == arg) {
+                    return bad(format!("configuration {}: {flag} cannot be a workload argument: {why}", c.label));
+                }
+                if self.extra_args.iter().any(|a| a == arg || a.starts_with(&format!("{arg}="))) {
+                    return bad(format!(
+                        "{arg} is set both by configuration {} and after --; set it in one place",
+                        c.label
+                    ));
+                }
+            }
+        }
         if let Some(c) = self.configurations.iter().find(|c| c.system == System::Flink) {
             let not = |why: String| BenchError::Unsupported { label: c.label.clone(), why };
             let workload = flink::job_workload(&self.workload).map_err(not)?;
@@ -339,6 +352,7 @@ pub fn engine_args(spec: &SweepSpec, config: &Configuration, rate: f64, port: u1
     if let Some(t) = &config.threading {
         args.extend(["--threading".to_string(), t.clone()]);
     }
+    args.extend(config.run_args.iter().cloned());
     args.extend(spec.extra_args.iter().cloned());
     args
 }

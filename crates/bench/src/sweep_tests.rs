@@ -193,6 +193,26 @@ fn engine_arguments_carry_the_point() {
         "run syn --rate 2500 --duration 1000ms --warmup 0.2 --json --metrics-addr 127.0.0.1:9999 \
          --threading dedicated --ops 3"
     );
+    // A configuration's own workload arguments come before the sweep's.
+    let c = Configuration::parse("os/exchange=lbf/sentence-variance").unwrap();
+    let args = engine_args(&s, &c, 2500.0, 9999).join(" ");
+    assert!(args.ends_with("127.0.0.1:9999 --exchange lbf --sentence-variance --ops 3"), "{args}");
+}
+
+#[test]
+fn configuration_arguments_may_not_clash_with_the_lab_or_the_sweep() {
+    let dir = TempDir::new("config-args");
+    let base = SweepSpec {
+        configurations: parse_configurations("os/exchange=fifo,os/exchange=lbf").unwrap(),
+        extra_args: vec!["--link-capacity".into(), "20000".into()],
+        ..spec(&dir.0)
+    };
+    assert!(base.validate().is_ok());
+    let msg = |s: SweepSpec| s.validate().unwrap_err().to_string();
+    let twice = SweepSpec { extra_args: vec!["--exchange=rr".into()], ..base.clone() };
+    assert!(msg(twice).contains("--exchange is set both by configuration os/exchange=fifo and after --"));
+    let lab = SweepSpec { configurations: parse_configurations("os/rate=5").unwrap(), ..base };
+    assert!(msg(lab).contains("--rate cannot be a workload argument"));
 }
 
 #[test]

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use moirai_bench::{parse_configurations, parse_rates, BenchError, Criteria, SweepEnd, SweepSpec};
+use moirai_bench::{parse_configurations, parse_rates, vary, BenchError, Criteria, SweepEnd, SweepSpec};
 
 /// Options of `moirai bench`.
 #[derive(Args, Debug)]
@@ -21,8 +21,9 @@ use moirai_bench::{parse_configurations, parse_rates, BenchError, Criteria, Swee
     `moirai schedule --policy NAME`), os@dynamic (an engine threading model), qs@policy:2 (the policy at the \
     user level: the engine's policy executor with 2 workers, no middleware; also rr/qbs/rb@policy), flink:os / flink:qs (the \
     workload's Apache Flink job of integrations/flink, alone or steered by the middleware; syn, and linear-road \
-    with -- --shape lachesis), os#b (a tag; repeats get #2, #3 automatically, so `--compare os,os` is an A/A \
-    run).\n\n\
+    with -- --shape lachesis), os/exchange=lbf (a workload argument of this configuration only, \
+    --exchange lbf; --vary exchange=fifo,rr,lbf writes them for every configuration), os#b (a tag; repeats get \
+    #2, #3 automatically, so `--compare os,os` is an A/A run).\n\n\
     A rate is sustainable when every repetition ran, median ingress >= 98 % of offered, and median \
     end-to-end p99 <= --p99-bound.")]
 pub struct BenchArgs {
@@ -43,6 +44,10 @@ pub struct BenchArgs {
     /// Configurations compared, comma-separated; the first is the baseline of ratios.
     #[arg(long, default_value = "os", value_name = "CONFIG,...")]
     compare: String,
+    /// A workload parameter swept across configurations: NAME=V1,V2,... runs every configuration
+    /// once per value with `--NAME V` (e.g. --vary exchange=fifo,rr,lbf); repeatable.
+    #[arg(long, value_name = "NAME=VALUE,...")]
+    vary: Vec<String>,
     /// Directory for results.csv, results.json and report.html (created if missing).
     #[arg(long)]
     out: PathBuf,
@@ -135,7 +140,7 @@ fn spec(args: BenchArgs) -> Result<SweepSpec, BenchError> {
         policy_period: args.policy_period,
         exe,
         rates: parse_rates(&args.rates)?,
-        configurations: parse_configurations(&args.compare)?,
+        configurations: vary(parse_configurations(&args.compare)?, &args.vary)?,
         grace: SweepSpec::default_grace(args.duration),
         duration: args.duration,
         warmup: args.warmup,

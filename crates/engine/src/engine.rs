@@ -425,6 +425,7 @@ impl Engine {
                 thread_hint: producers
                     .first()
                     .and_then(|&p| plan.operators[p].logical.iter().find_map(|&n| graph.nodes[n].thread.clone())),
+                source: false,
             });
         }
 
@@ -510,6 +511,7 @@ impl Engine {
                 signal: signals[op.id].clone(),
                 downstream,
                 thread_hint: op.logical.iter().find_map(|&n| graph.nodes[n].thread.clone()),
+                source: graph.nodes[op.logical[0]].kind == NodeKind::Source,
             });
         }
         tasks.extend(links);

@@ -184,6 +184,8 @@ pub struct Runnable {
     pub downstream: Vec<usize>,
     /// The thread it was placed on by a thread hint, for [`Threading::Fused`].
     pub thread_hint: Option<String>,
+    /// Whether it is a source (the policy executor may schedule sources at a fixed interval).
+    pub source: bool,
 }
 
 /// Called by an executor when a task panics: with the operator's name and the panic message.
@@ -256,6 +258,7 @@ pub fn executor(threading: &Threading) -> Box<dyn Executor> {
         Threading::Policy(c) => Box::new(Pools {
             levels: PRIORITY_LEVELS,
             turn: Turn { steps: c.batch, quantum: c.quantum },
+            source_every: c.source_every,
             ..Pools::one("policy", c.threads, None)
         }),
     }
@@ -362,14 +365,25 @@ const FINISHED: u8 = 4;
 /// The ready queue of a pool and the event count its idle workers sleep on: one FIFO per
 /// priority level (one level for `dynamic`, `elastic` and `fused`; [`PRIORITY_LEVELS`] for
 /// `policy`). A worker takes from the highest level that has an operator.
+///
+/// With a source interval K (STAFiLOS' QBS), sources wait in a FIFO of their own instead of at
+/// their level: a worker takes a source first on every K-th turn it starts, and otherwise only
+/// when no other operator is ready, so sources run at a fixed interval whatever their priority.
 struct Ready {
     levels: Vec<SegQueue<usize>>,
+    /// With a source interval: K, the sources' own FIFO, and which operators are sources.
+    sources: Option<(u64, SegQueue<usize>, Vec<bool>)>,
     idle: Signal,
 }
 
 impl Ready {
     fn new(levels: usize) -> Ready {
-        Ready { levels: (0..levels.max(1)).map(|_| SegQueue::new()).collect(), idle: Signal::default() }
+        Ready { levels: (0..levels.max(1)).map(|_| SegQueue::new()).collect(), sources: None, idle: Signal::default() }
+    }
+
+    /// A ready queue that takes a source every `every`-th turn; `is_source` by operator.
+    fn with_sources(levels: usize, every: u32, is_source: Vec<bool>) -> Ready {
+        Ready { sources: Some((u64::from(every.max(1)), SegQueue::new(), is_source)), ..Ready::new(levels) }
     }
 
     /// Queues `id` at `level` (capped at the highest level) and wakes an idle worker — unless
@@ -382,19 +396,28 @@ impl Ready {
         // Only a worker in its own turn looks at the queue (before the push): the others wake one.
         let own_turn = IN_TURN.with(Cell::get) == self as *const Ready as usize;
         let wake = !own_turn || !self.is_empty();
-        self.levels[usize::from(level).min(top)].push(id);
+        match &self.sources {
+            Some((_, sources, is_source)) if is_source.get(id) == Some(&true) => sources.push(id),
+            _ => self.levels[usize::from(level).min(top)].push(id),
+        }
         if wake {
             self.idle.notify_one();
         }
     }
 
-    /// The operator that waited longest at the highest non-empty level.
-    fn pop(&self) -> Option<usize> {
-        self.levels.iter().rev().find_map(SegQueue::pop)
+    /// The operator that waited longest at the highest non-empty level; with a source interval,
+    /// a source first when `turn` (the worker's count of turns started) is a multiple of it.
+    fn pop(&self, turn: u64) -> Option<usize> {
+        let levels = || self.levels.iter().rev().find_map(SegQueue::pop);
+        match &self.sources {
+            None => levels(),
+            Some((every, sources, _)) if turn % every == 0 => sources.pop().or_else(levels),
+            Some((_, sources, _)) => levels().or_else(|| sources.pop()),
+        }
     }
 
     fn is_empty(&self) -> bool {
-        self.levels.iter().all(SegQueue::is_empty)
+        self.levels.iter().all(SegQueue::is_empty) && self.sources.as_ref().is_none_or(|(_, s, _)| s.is_empty())
     }
 }
 
@@ -574,6 +597,8 @@ impl Pool {
     }
 
     fn worker(&self, index: usize, tid: i32) {
+        // Turns this worker started (for a source interval).
+        let mut turns: u64 = 0;
         loop {
             if self.done() {
                 return;
@@ -591,7 +616,8 @@ impl Pool {
             IN_TURN.with(|t| t.set(Arc::as_ptr(&self.ready) as usize));
             let next_timer = self.fire_timers(now_ns());
             IN_TURN.with(|t| t.set(0));
-            if let Some(id) = self.ready.pop() {
+            if let Some(id) = self.ready.pop(turns) {
+                turns += 1;
                 // A stale entry (the operator was claimed by a producer's drain, or already ran)
                 // fails the claim and is dropped.
                 if self.slots[id].state.compare_exchange(QUEUED, RUNNING, Ordering::SeqCst, Ordering::SeqCst).is_ok()
@@ -646,6 +672,8 @@ struct Pools {
     /// Priority levels of the ready queue (1: FIFO).
     levels: usize,
     turn: Turn,
+    /// Take a source every this many turns (STAFiLOS' QBS), if set.
+    source_every: Option<u32>,
 }
 
 impl Pools {
@@ -656,6 +684,7 @@ impl Pools {
             elastic,
             levels: 1,
             turn: Turn { steps: STEPS_PER_RUN, quantum: None },
+            source_every: None,
         }
     }
 }
@@ -695,7 +724,10 @@ impl Executor for Pools {
         }
         let mut pools = Vec::new();
         for (p, runnables) in placed.into_iter().enumerate() {
-            let ready = Arc::new(Ready::new(self.levels));
+            let ready = Arc::new(match self.source_every {
+                Some(every) => Ready::with_sources(self.levels, every, runnables.iter().map(|r| r.source).collect()),
+                None => Ready::new(self.levels),
+            });
             let live = runnables.len();
             let level = match &self.elastic {
                 Some(c) => c.start,
@@ -859,6 +891,9 @@ mod tests {
             "policy:qs:2",
             "policy:rr:1:quantum=5ms",
             "policy:script:\"queue_size * 2\":2:batch=4",
+            "policy:qbs:2:sources=3",
+            "policy:qbs:1:sources=off",
+            "policy:qs:2:sources=4",
         ] {
             let t: Threading = s.parse().unwrap();
             assert_eq!(t.to_string().parse::<Threading>().unwrap(), t, "{s}");
@@ -883,6 +918,7 @@ mod tests {
             ("pool", "unknown threading model 'pool'"),
             ("policy", "name a policy"),
             ("policy:nope:2", "unknown policy 'nope'"),
+            ("policy:qbs:2:sources=0", "sources '0' must be a whole number"),
         ] {
             let err = s.parse::<Threading>().unwrap_err();
             assert!(err.contains(says), "{s}: {err}");
@@ -917,6 +953,11 @@ mod tests {
     /// Runs tasks `(name, priority level, steps)` to their end on the policy executor with
     /// one worker and turns of `batch` steps; returns the order in which steps ran.
     fn run_policy_pool(tasks: &[(&'static str, u8, usize)], batch: usize) -> Vec<&'static str> {
+        run_policy_pool_with(tasks, PolicyThreading { batch, threads: 1, ..PolicyThreading::new("qs") })
+    }
+
+    /// [`run_policy_pool`] with the executor's settings given; tasks named `src…` are sources.
+    fn run_policy_pool_with(tasks: &[(&'static str, u8, usize)], config: PolicyThreading) -> Vec<&'static str> {
         let log = Arc::new(Mutex::new(Vec::new()));
         let runnables = tasks
             .iter()
@@ -932,10 +973,10 @@ mod tests {
                     signal,
                     downstream: Vec::new(),
                     thread_hint: None,
+                    source: name.starts_with("src"),
                 }
             })
             .collect();
-        let config = PolicyThreading { batch, threads: 1, ..PolicyThreading::new("qs") };
         let on_panic: OnPanic = Arc::new(|op, msg| panic!("{op}: {msg}"));
         let started = executor(&Threading::Policy(config))
             .start(runnables, Arc::new(AbortFlag::default()), on_panic, Arc::new(Observed::default()))
@@ -958,5 +999,19 @@ mod tests {
         // Equal priorities (RR): turns of one step each, in turn; with turns of two steps, two.
         assert_eq!(run_policy_pool(&[("a", 0, 3), ("b", 0, 3), ("c", 0, 3)], 1), ["a", "b", "c"].repeat(3));
         assert_eq!(run_policy_pool(&[("a", 5, 4), ("b", 5, 4)], 2), ["a", "a", "b", "b", "a", "a", "b", "b"]);
+    }
+
+    #[test]
+    fn a_source_interval_runs_the_source_every_kth_turn_whatever_its_level() {
+        // QBS: the source is in the low class, the operators in the high one; every 3rd turn is
+        // the source's while the others have work. Turns 0..=10: src a b | src a b | src a (b's
+        // last turn finds it finished and logs nothing) | src a.
+        let config = PolicyThreading { batch: 1, threads: 1, source_every: Some(3), ..PolicyThreading::new("qbs") };
+        let order = run_policy_pool_with(&[("src", 1, 4), ("a", 10, 4), ("b", 10, 2)], config);
+        assert_eq!(order, ["src", "a", "b", "src", "a", "b", "src", "a", "src", "a"]);
+        // Without the interval the low source waits for the high class to finish.
+        let config = PolicyThreading { batch: 1, threads: 1, source_every: None, ..PolicyThreading::new("qbs") };
+        let order = run_policy_pool_with(&[("src", 1, 2), ("a", 10, 2)], config);
+        assert_eq!(order, ["a", "a", "src", "src"]);
     }
 }

@@ -32,11 +32,14 @@ pub const DEFAULT_BATCH: usize = 8;
 
 /// How often priorities are recomputed unless configured.
 pub const DEFAULT_PERIOD: Duration = Duration::from_millis(100);
+/// QBS takes a source every this many turns of a worker (STAFiLOS' setting on Linear Road:
+/// every 5 internal actor iterations).
+pub const QBS_SOURCE_EVERY: u32 = 5;
 
 /// The policies `policy:<name>` knows, besides `script:"<expression>"` and `metric:<name>`.
 pub const POLICY_NAMES: [&str; 7] = ["qs", "hr", "fcfs", "random", "rr", "qbs", "rb"];
 
-const HELP: &str = "policy:<name>[:N][:batch=B][:quantum=DURATION][:period=DURATION], with <name> one of \
+const HELP: &str = "policy:<name>[:N][:batch=B][:quantum=DURATION][:period=DURATION][:sources=K|off], with <name> one of \
 qs, hr, fcfs, random, rr, qbs, rb, metric:<metric>, script:\"<expression>\"";
 
 /// The settings of the policy threading model.
@@ -52,6 +55,10 @@ pub struct PolicyThreading {
     pub quantum: Option<Duration>,
     /// How often priorities are recomputed.
     pub period: Duration,
+    /// Sources are taken every this many turns of a worker, whatever their priority (STAFiLOS'
+    /// QBS: every 5 internal iterations), and otherwise only when nothing else is ready; `None`:
+    /// sources queue at their priority like every operator.
+    pub source_every: Option<u32>,
 }
 
 impl PolicyThreading {
@@ -71,6 +78,7 @@ impl PolicyThreading {
             batch,
             quantum,
             period: DEFAULT_PERIOD,
+            source_every: (policy == "qbs").then_some(QBS_SOURCE_EVERY),
         }
     }
 
@@ -112,6 +120,20 @@ impl PolicyThreading {
                     if !batch_given {
                         c.batch = usize::MAX;
                     }
+                }
+                Some(("sources", v)) => {
+                    c.source_every = match v.trim() {
+                        "off" => None,
+                        n => match n.parse::<u32>() {
+                            Ok(k) if k >= 1 => Some(k),
+                            _ => {
+                                return Err(format!(
+                                    "'{whole}': sources '{v}' must be a whole number of turns >= 1 (a source every \
+                                     that many turns) or off, e.g. sources=5"
+                                ))
+                            }
+                        },
+                    };
                 }
                 Some(("period", v)) => {
                     c.period = duration(v, "period")?;
@@ -185,6 +207,12 @@ impl fmt::Display for PolicyThreading {
         }
         if self.period != DEFAULT_PERIOD {
             write!(f, ":period={}", humantime::format_duration(self.period))?;
+        }
+        if self.source_every != default.source_every {
+            match self.source_every {
+                Some(k) => write!(f, ":sources={k}")?,
+                None => write!(f, ":sources=off")?,
+            }
         }
         Ok(())
     }

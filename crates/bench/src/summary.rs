@@ -252,7 +252,7 @@ impl Summary {
     /// Rows of the side-by-side table: rate, configuration, reps, median ingress and its ratio to
     /// the first configuration, median e2e p99 and its ratio, CPU, verdict.
     pub fn table_rows(&self) -> (Vec<&'static str>, Vec<Vec<String>>) {
-        let header = vec![
+        let mut header = vec![
             "rate/s",
             "configuration",
             "reps ok",
@@ -269,7 +269,6 @@ impl Summary {
         let base_label = self.configurations.first().map(|c| c.configuration.as_str()).unwrap_or("");
         // Only sweeps of a workload with a Hone exchange get its column.
         let exchange = self.cells.iter().any(|c| c.stats.as_ref().is_some_and(|s| s.exchange_max_backlog.is_some()));
-        let mut header = header;
         if exchange {
             header.insert(header.len() - 1, "exchange max backlog");
         }

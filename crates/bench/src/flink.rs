@@ -51,7 +51,7 @@ const JOB_LAB_FLAGS: &[(&str, &str)] = &[
 /// Flags every job takes, besides those of [`JOB_LAB_FLAGS`].
 const JOB_COMMON_FLAGS: &[&str] = &["--ramp-to", "--seed", "--parallelism", "--buffer-timeout-ms"];
 /// Flags of the SYN job.
-const SYN_FLAGS: &[&str] = &["--queries", "--ops", "--cost-ns", "--selectivity"];
+const SYN_FLAGS: &[&str] = &["--queries", "--ops", "--cost-ns", "--selectivity", "--heavy-op", "--heavy-factor"];
 /// Flags of the Linear Road job (the Lachesis shape only).
 const LINEAR_ROAD_FLAGS: &[&str] = &["--shape", "--xways", "--cars-per-second", "--traffic"];
 

@@ -286,7 +286,9 @@ pub fn vary(configurations: Vec<Configuration>, parameters: &[String]) -> Result
             .split_once('=')
             .ok_or_else(|| bad("write NAME=VALUE,VALUE,... (e.g. --vary exchange=fifo,rr,lbf)"))?;
         if !is_flag_name(name) {
-            return Err(bad("NAME must be a `moirai run` flag without its -- (a letter, then letters, digits, '-' or '_')"));
+            return Err(bad(
+                "NAME must be a `moirai run` flag without its -- (a letter, then letters, digits, '-' or '_')",
+            ));
         }
         let values: Vec<&str> = values.split(',').map(str::trim).collect();
         if values.iter().any(|v| v.is_empty() || v.contains('/') || v.contains('#')) {

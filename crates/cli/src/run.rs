@@ -101,6 +101,12 @@ pub struct SynArgs {
     /// Make 10 % of the operators block (sleep up to 200 ms with probability 0.001 per tuple).
     #[arg(long)]
     blocking: bool,
+    /// Operator K (from 1) of every query costs --heavy-factor times as much: one bottleneck.
+    #[arg(long, value_name = "K")]
+    heavy_op: Option<usize>,
+    /// How much heavier the --heavy-op operator is [default: 4].
+    #[arg(long, value_name = "F", requires = "heavy_op")]
+    heavy_factor: Option<u64>,
     /// Seed of the parameter and selectivity draws.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -316,6 +322,7 @@ pub fn run(workload: Workload) -> i32 {
             config.cost_ns = a.cost_ns.unwrap_or(config.cost_ns);
             config.selectivity = a.selectivity.unwrap_or(config.selectivity);
             config.blocking = a.blocking;
+            config.heavy = a.heavy_op.map(|k| (k, a.heavy_factor.unwrap_or(4)));
             // SynConfig's rate is per query; the command line's, like every workload's, in total.
             config.rate = a.engine.rate / config.queries.max(1) as f64;
             config.seed = a.seed;

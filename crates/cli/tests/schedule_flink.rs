@@ -3,7 +3,8 @@
 //! a thread dump, sets their nice values (checked in /proc against an independent thread dump
 //! taken here), leaves the JVM's other threads alone, and restores everything when it stops.
 //! With a moirai engine beside the Flink job, one middleware gives each SPE its cpu cgroup and
-//! share and runs queue-size nice values inside.
+//! share and runs queue-size nice values inside. The driver reads Flink's own buffer queues
+//! (`input_buffers`), full in front of the job's one heavy operator (`--heavy-op`), low behind it.
 //!
 //! Every process started here is stopped by its PID when its guard drops, also when a test fails.
 //! The tests need root (CAP_SYS_NICE, cgroupfs) and a JDK with Maven; without them they say so and
@@ -400,4 +401,50 @@ period = "500ms"
     drop(engine);
     drop(flink);
     assert!(!PathBuf::from(format!("/proc/{fpid}")).exists(), "the Flink JVM {fpid} is stopped");
+}
+
+#[test]
+fn the_flink_driver_reads_input_buffers_full_in_front_of_the_heavy_operator() {
+    use moirai_middleware::driver::{flink::FlinkDriver, Driver};
+    use moirai_sched::Metric;
+    let Some(jobs) = flink_jobs("the_flink_driver_reads_input_buffers_full_in_front_of_the_heavy_operator") else {
+        return;
+    };
+    // op2 burns 20 x 2 µs per tuple: at 40 000 tuples/s it needs 1.6 cores, so records pile up
+    // in front of it, in network buffers, and the source is back-pressured.
+    let args: Vec<String> =
+        ["--ops", "3", "--cost-ns", "2000", "--heavy-op", "2", "--heavy-factor", "20", "--rate", "40000"]
+            .iter()
+            .chain(&["--duration", "10m", "--parallelism", "1"])
+            .map(|s| s.to_string())
+            .collect();
+    let mut job = FlinkJob::start(&jobs, "syn", &args).unwrap_or_else(|e| panic!("cannot start the Flink job: {e}"));
+    job.wait_running(PATIENCE).unwrap_or_else(|e| panic!("the Flink job did not come up: {e}"));
+    let mut driver = FlinkDriver::new("flink", job.rest_url(), Some(job.pid())).unwrap();
+    assert!(driver.provides().contains(&Metric::InputBuffers));
+    let mut last = BTreeMap::new();
+    // Flink grants a channel a few buffers of credit (2 exclusive + floating), so a full input
+    // shows that many: op1, back-pressured by op2, reads as full as op2. Downstream of the heavy
+    // operator the inputs are nearly empty, and a source has none.
+    wait_for("the heavy operator's input buffers at least every other subtask's, above op3's", || {
+        let seen = driver.observe(&[Metric::InputBuffers])?;
+        let names: Vec<&str> = seen.topology.physical.iter().map(|p| p.name.as_str()).collect();
+        last = seen
+            .samples
+            .iter()
+            .filter(|(_, m, _)| *m == Metric::InputBuffers)
+            .map(|&(op, _, v)| (names[op].to_string(), v))
+            .collect::<BTreeMap<String, f64>>();
+        let of = |op: &str| last.iter().find(|(n, _)| n.contains(op)).map(|(_, v)| *v);
+        let heavy = of("/op2").ok_or("no op2")?;
+        let others = last.iter().filter(|(n, _)| !n.contains("/op2")).map(|(_, v)| *v).fold(0.0, f64::max);
+        if heavy > 0.0 && heavy >= others && of("/op3").is_some_and(|op3| heavy > op3) {
+            Ok(())
+        } else {
+            Err(format!("input buffers by subtask: {last:?}"))
+        }
+    });
+    assert_eq!(last.len(), 5, "source, 3 operators and sink: {last:?}");
+    let source = last.iter().find(|(n, _)| n.contains("/source")).map(|(_, v)| *v);
+    assert_eq!(source, Some(0.0), "a source has no input channels: {last:?}");
 }

@@ -429,9 +429,8 @@ pub(crate) fn prometheus(shared: &Shared) -> String {
     }
     let exchanges: Vec<_> = shared.exchanges.iter().map(|m| m.snapshot()).collect();
     if !exchanges.is_empty() {
-        let labels = |x: &crate::exchange::ExchangeSnapshot| {
-            format!("exchange=\"{}\",policy=\"{}\"", escape(&x.name), x.policy)
-        };
+        let labels =
+            |x: &crate::exchange::ExchangeSnapshot| format!("exchange=\"{}\",policy=\"{}\"", escape(&x.name), x.policy);
         let _ = writeln!(
             out,
             "# HELP {n} Tuples in an outgoing queue of a Hone exchange at its last tick.\n# TYPE {n} gauge",

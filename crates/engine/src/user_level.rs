@@ -39,7 +39,8 @@ pub const QBS_SOURCE_EVERY: u32 = 5;
 /// The policies `policy:<name>` knows, besides `script:"<expression>"` and `metric:<name>`.
 pub const POLICY_NAMES: [&str; 7] = ["qs", "hr", "fcfs", "random", "rr", "qbs", "rb"];
 
-const HELP: &str = "policy:<name>[:N][:batch=B][:quantum=DURATION][:period=DURATION][:sources=K|off], with <name> one of \
+const HELP: &str =
+    "policy:<name>[:N][:batch=B][:quantum=DURATION][:period=DURATION][:sources=K|off], with <name> one of \
 qs, hr, fcfs, random, rr, qbs, rb, metric:<metric>, script:\"<expression>\"";
 
 /// The settings of the policy threading model.

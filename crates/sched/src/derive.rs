@@ -136,7 +136,8 @@ pub(crate) fn derive(metric: Metric, deps: &[Metric], values: &BTreeMap<Metric, 
         | Metric::CpuNs
         | Metric::BusyNs
         | Metric::BackpressuredNs
-        | Metric::IdleNs => {
+        | Metric::IdleNs
+        | Metric::InputBuffers => {
             unreachable!("primitive metric {metric} is never derived (the provider's plan ensures it)")
         }
     };

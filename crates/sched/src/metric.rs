@@ -38,6 +38,11 @@ pub enum Metric {
     /// Primitive, cumulative counter: nanoseconds the operator waited for input (Flink's
     /// `accumulateIdleTimeMs`).
     IdleNs,
+    /// Primitive gauge: network buffers queued in the operator's input channels now (Flink's
+    /// `Shuffle.Netty.Input.Buffers.inputQueueLength`; a buffer holds up to 32 KiB of records).
+    /// Coarser than `queue_len`, but read from the SPE itself rather than estimated from counters
+    /// sampled at different times. Only SPEs with network buffers report it.
+    InputBuffers,
     /// Tuples in per second over the last round: Δ`tuples_in` / Δt. 0 in an operator's first
     /// round (no earlier sample), and after its counter went backwards (a restart).
     RateIn,
@@ -92,7 +97,7 @@ pub enum Aggregation {
 
 impl Metric {
     /// Every metric, primitives first, each after its dependencies.
-    pub const ALL: [Metric; 19] = [
+    pub const ALL: [Metric; 20] = [
         Metric::TuplesIn,
         Metric::TuplesOut,
         Metric::QueueLen,
@@ -101,6 +106,7 @@ impl Metric {
         Metric::BusyNs,
         Metric::BackpressuredNs,
         Metric::IdleNs,
+        Metric::InputBuffers,
         Metric::RateIn,
         Metric::RateOut,
         Metric::Busy,
@@ -115,7 +121,7 @@ impl Metric {
     ];
 
     /// The primitive metrics a driver may sample.
-    pub const PRIMITIVES: [Metric; 8] = [
+    pub const PRIMITIVES: [Metric; 9] = [
         Metric::TuplesIn,
         Metric::TuplesOut,
         Metric::QueueLen,
@@ -124,6 +130,7 @@ impl Metric {
         Metric::BusyNs,
         Metric::BackpressuredNs,
         Metric::IdleNs,
+        Metric::InputBuffers,
     ];
 
     /// The snake_case name used in configs and scripts (e.g. `"queue_size"`).
@@ -137,6 +144,7 @@ impl Metric {
             Metric::BusyNs => "busy_ns",
             Metric::BackpressuredNs => "backpressured_ns",
             Metric::IdleNs => "idle_ns",
+            Metric::InputBuffers => "input_buffers",
             Metric::RateIn => "rate_in",
             Metric::RateOut => "rate_out",
             Metric::Busy => "busy",
@@ -179,7 +187,9 @@ impl Metric {
     pub fn derivations(self) -> &'static [&'static [Metric]] {
         use Metric::*;
         match self {
-            TuplesIn | TuplesOut | QueueLen | HeadWait | CpuNs | BusyNs | BackpressuredNs | IdleNs => &[],
+            TuplesIn | TuplesOut | QueueLen | HeadWait | CpuNs | BusyNs | BackpressuredNs | IdleNs | InputBuffers => {
+                &[]
+            }
             RateIn => &[&[TuplesIn]],
             RateOut => &[&[TuplesOut]],
             Busy => &[&[BusyNs]],
@@ -198,8 +208,8 @@ impl Metric {
     pub fn aggregation(self) -> Aggregation {
         use Metric::*;
         match self {
-            TuplesIn | TuplesOut | QueueLen | CpuNs | BusyNs | BackpressuredNs | IdleNs | RateIn | RateOut
-            | QueueSize => Aggregation::Sum,
+            TuplesIn | TuplesOut | QueueLen | CpuNs | BusyNs | BackpressuredNs | IdleNs | InputBuffers | RateIn
+            | RateOut | QueueSize => Aggregation::Sum,
             HeadWait => Aggregation::Max,
             Busy | Backpressured | Idle | Selectivity | Cost | GlobalSelectivity | GlobalAverageCost | HighestRate => {
                 Aggregation::Mean

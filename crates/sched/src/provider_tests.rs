@@ -23,7 +23,7 @@ fn samples(cluster: &Cluster, secs: u64, columns: &[(Metric, Vec<f64>)]) -> Samp
     s
 }
 
-const ALL_PRIMITIVES: [Metric; 8] = Metric::PRIMITIVES;
+const ALL_PRIMITIVES: [Metric; 9] = Metric::PRIMITIVES;
 
 fn position(order: &[Metric], m: Metric) -> usize {
     order.iter().position(|&x| x == m).unwrap_or_else(|| panic!("{m} not computed: {order:?}"))

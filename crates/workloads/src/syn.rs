@@ -61,6 +61,9 @@ pub struct SynConfig {
     pub block_max_ms: u64,
     /// The sink burns an operator's cost per tuple too (as Liebre's SYN sink did).
     pub sink_cost: bool,
+    /// `(k, factor)`: operator k (from 1) of every query costs `factor` times its drawn cost — one
+    /// heavier operator in the pipeline, the bottleneck a scheduler has to find.
+    pub heavy: Option<(usize, u64)>,
 }
 
 impl Default for SynConfig {
@@ -83,6 +86,7 @@ impl Default for SynConfig {
             block_probability: 0.001,
             block_max_ms: 200,
             sink_cost: false,
+            heavy: None,
         }
     }
 }
@@ -161,9 +165,23 @@ impl SynConfig {
         if self.blocking && self.block_max_ms == 0 {
             return bad("blocking needs block_max_ms > 0 (Lachesis used 200)".into());
         }
+        if let Some((k, factor)) = self.heavy {
+            if !(1..=self.ops).contains(&k) {
+                return bad(format!("heavy operator {k} is not one of the {} operators (1 to {})", self.ops, self.ops));
+            }
+            if !(1..=MAX_HEAVY_FACTOR).contains(&factor) {
+                return bad(format!("heavy factor {factor} must be from 1 to {MAX_HEAVY_FACTOR}"));
+            }
+            let heaviest = (self.cost_ns << self.variance_factor).saturating_mul(factor);
+            crate::check::cost_ns("heavy operator's cost", heaviest)
+                .map_err(|e| BuildError::Config(format!("{e} (cost × heavy factor {factor})")))?;
+        }
         Ok(())
     }
 }
+
+/// The largest factor by which one operator may be heavier than the others.
+pub const MAX_HEAVY_FACTOR: u64 = 1000;
 
 /// The drawn parameters of one operator.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -224,10 +242,14 @@ pub fn draw(config: &SynConfig) -> Result<Vec<SynQueryParams>, BuildError> {
                 config.selectivity
             };
             let operators = (0..config.ops)
-                .map(|_| {
+                .map(|k| {
                     // Decided first, as in Liebre's ChainBlocking factory.
                     let blocking = config.blocking && rng.f64() < config.blocking_share;
                     let cost_ns = vary_cost(&mut rng, cost_ns, config.operator_variance);
+                    let cost_ns = match config.heavy {
+                        Some((heavy, factor)) if heavy == k + 1 => cost_ns.saturating_mul(factor),
+                        _ => cost_ns,
+                    };
                     let selectivity = vary(&mut rng, selectivity, config.operator_variance).min(max_selectivity);
                     SynOperatorParams { cost_ns, selectivity, blocking }
                 })
@@ -327,6 +349,32 @@ pub fn queries(config: &SynConfig) -> Result<Vec<BuiltQuery>, BuildError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_heavy_operator_costs_its_factor_more_and_nothing_else_changes() {
+        let plain = SynConfig { queries: 2, ops: 5, cost_ns: 5_000, ..SynConfig::default() };
+        let heavy = SynConfig { heavy: Some((3, 4)), ..plain.clone() };
+        for (p, h) in draw(&plain).unwrap().iter().zip(draw(&heavy).unwrap()) {
+            let costs: Vec<u64> = h.operators.iter().map(|o| o.cost_ns).collect();
+            assert_eq!(costs, [5_000, 5_000, 20_000, 5_000, 5_000]);
+            assert_eq!(
+                p.operators.iter().map(|o| o.selectivity).collect::<Vec<_>>(),
+                h.operators.iter().map(|o| o.selectivity).collect::<Vec<_>>()
+            );
+        }
+        // With drawn costs the factor applies to the drawn cost, and the other draws are the same.
+        let lachesis = SynConfig::lachesis();
+        let heavy = SynConfig { heavy: Some((1, 2)), ..lachesis.clone() };
+        for (p, h) in draw(&lachesis).unwrap().iter().zip(draw(&heavy).unwrap()) {
+            assert_eq!(h.operators[0].cost_ns, p.operators[0].cost_ns * 2);
+            assert_eq!(h.operators[1..], p.operators[1..]);
+        }
+        let msg = |heavy| SynConfig { heavy: Some(heavy), ..plain.clone() }.validate().unwrap_err().to_string();
+        assert!(msg((0, 4)).contains("heavy operator 0 is not one of the 5 operators"));
+        assert!(msg((6, 4)).contains("heavy operator 6"));
+        assert!(msg((2, 0)).contains("heavy factor 0 must be from 1"));
+        assert!(msg((2, 1_000_000)).contains("heavy factor"));
+    }
 
     #[test]
     fn the_simple_form_gives_every_operator_the_same_parameters() {

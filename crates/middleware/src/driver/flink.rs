@@ -15,7 +15,8 @@
 //!   `pendingRecords` gauge (FLIP-33's name for it, as Kafka and other FLIP-27 sources report it);
 //!   CPU time of the mapped threads from `/proc`. `queue_len` is in *records*: what the upstream
 //!   subtasks sent this subtask (per the edge's ship strategy) minus what it took in — Flink's own
-//!   `inputQueueLength` counts 32 KiB network buffers, too coarse to rank operators by.
+//!   `inputQueueLength` counts 32 KiB network buffers, coarser; it is offered as the primitive
+//!   `input_buffers` (for scripts and `metric:` policies, e.g. `--script input_buffers`).
 //!
 //! The JobManager fetches metrics from the TaskManagers lazily, at most every
 //! `metrics.fetcher.update-interval` (10 s by default): set it to `1000` on the cluster, or the
@@ -523,17 +524,24 @@ pub struct SubtaskCounters {
     pub idle_ns: f64,
     /// `numBuffersOut`: network buffers sent (to all its output channels).
     pub buffers_out: f64,
+    /// `Shuffle.Netty.Input.Buffers.inputQueueLength`: network buffers queued in its input
+    /// channels now (0 for a source).
+    pub input_buffers: f64,
 }
 
 /// The counters read per subtask.
-const SUBTASK_COUNTERS: [&str; 6] = [
+const SUBTASK_COUNTERS: [&str; 7] = [
     "numRecordsIn",
     "numRecordsOut",
     "numBuffersOut",
     "accumulateBusyTimeMs",
     "accumulateBackPressuredTimeMs",
     "accumulateIdleTimeMs",
+    INPUT_QUEUE_LENGTH,
 ];
+
+/// Flink's gauge of the network buffers queued in a subtask's input channels.
+pub const INPUT_QUEUE_LENGTH: &str = "Shuffle.Netty.Input.Buffers.inputQueueLength";
 
 /// Record counts of one subtask in moirai's terms.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -894,6 +902,7 @@ impl FlinkDriver {
                 busy_ns: get(s, "accumulateBusyTimeMs") * 1e6,
                 backpressured_ns: get(s, "accumulateBackPressuredTimeMs") * 1e6,
                 idle_ns: get(s, "accumulateIdleTimeMs") * 1e6,
+                input_buffers: get(s, INPUT_QUEUE_LENGTH),
             })
             .collect())
     }
@@ -937,6 +946,7 @@ impl Driver for FlinkDriver {
             Metric::BusyNs,
             Metric::BackpressuredNs,
             Metric::IdleNs,
+            Metric::InputBuffers,
         ]
         .into()
     }
@@ -983,6 +993,7 @@ impl Driver for FlinkDriver {
                         Metric::BusyNs => c.busy_ns,
                         Metric::BackpressuredNs => c.backpressured_ns,
                         Metric::IdleNs => c.idle_ns,
+                        Metric::InputBuffers => c.input_buffers,
                         Metric::CpuNs => topology.physical[op]
                             .threads
                             .iter()

@@ -47,6 +47,8 @@ final class Options {
             "  --ops K              operators between source and sink, per query [default: 5]",
             "  --cost-ns C          CPU time per tuple and operator, ns, a calibrated busy loop [default: 0]",
             "  --selectivity S      output tuples per input tuple of each operator [default: 1]",
+            "  --heavy-op K         operator K (from 1) costs --heavy-factor times as much: one bottleneck",
+            "  --heavy-factor F     how much heavier [default: 4]",
             "",
             "linear-road:",
             "  --shape lachesis     the only shape these jobs implement [default: lachesis]",
@@ -69,6 +71,7 @@ final class Options {
     boolean json;
 
     final Syn.Config syn = new Syn.Config();
+    private boolean heavyFactorGiven;
     final LrGenerator.Config traffic = new LrGenerator.Config();
 
     /** Parses and checks {@code args}. */
@@ -163,6 +166,11 @@ final class Options {
             case "--ops" -> syn.ops = (int) integer(flag, value, 0, 10_000);
             case "--cost-ns" -> syn.costNs = integer(flag, value, 0, 60_000_000_000L);
             case "--selectivity" -> syn.selectivity = number(flag, value);
+            case "--heavy-op" -> syn.heavyOp = (int) integer(flag, value, 1, 10_000);
+            case "--heavy-factor" -> {
+                syn.heavyFactor = integer(flag, value, 1, 1000);
+                heavyFactorGiven = true;
+            }
             default -> throw unknown(flag, "syn");
         }
     }
@@ -206,6 +214,13 @@ final class Options {
         if (workload.equals("syn")) {
             if (!(Double.isFinite(syn.selectivity) && syn.selectivity >= 0)) {
                 throw new UsageError("--selectivity " + syn.selectivity + " must be a finite number >= 0");
+            }
+            if (syn.heavyOp > syn.ops) {
+                throw new UsageError("--heavy-op " + syn.heavyOp + " is not one of the " + syn.ops
+                        + " operators (1 to " + syn.ops + ")");
+            }
+            if (heavyFactorGiven && syn.heavyOp == 0) {
+                throw new UsageError("--heavy-factor needs --heavy-op K, the operator it makes heavier");
             }
             syn.seed = seed;
         } else {

@@ -290,6 +290,10 @@ public final class Run {
             s.put("ops", o.syn.ops);
             s.put("cost_ns", o.syn.costNs);
             s.put("selectivity", o.syn.selectivity);
+            if (o.syn.heavyOp > 0) {
+                s.put("heavy_op", o.syn.heavyOp);
+                s.put("heavy_factor", o.syn.heavyFactor);
+            }
             // As moirai's SynConfig: the offered rate per query.
             s.put("rate", o.rate / o.syn.queries);
             s.put("spin_iterations_per_ns", spinRate);

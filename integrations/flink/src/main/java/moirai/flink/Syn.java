@@ -10,8 +10,9 @@ import org.apache.flink.util.Collector;
 /**
  * SYN (Haren / Lachesis), the simple form of moirai's {@code crates/workloads/src/syn.rs}: per
  * query {@code i}, {@code syn<i>/source → syn<i>/op1 → … → syn<i>/opK → syn<i>/sink}, forward
- * edges, every operator burning {@code cost_ns} of CPU per tuple (a calibrated busy loop) and
- * passing tuples on with {@code selectivity}; the sink burns nothing (as moirai's plain SYN).
+ * edges, every operator burning {@code cost_ns} of CPU per tuple (a calibrated busy loop) — operator
+ * {@code heavy_op} {@code heavy_factor} times as much — and passing tuples on with
+ * {@code selectivity}; the sink burns nothing (as moirai's plain SYN).
  */
 final class Syn {
     private Syn() {}
@@ -23,6 +24,9 @@ final class Syn {
         long costNs = 0;
         double selectivity = 1.0;
         long seed = 0;
+        /** Operator k (from 1) costs {@code heavyFactor} times as much; 0 = none heavier. */
+        int heavyOp = 0;
+        long heavyFactor = 4;
     }
 
     /** Adds the queries to {@code env}; {@code offered} is the schedule of all queries together. */
@@ -35,7 +39,8 @@ final class Syn {
                     .setParallelism(parallelism);
             for (int i = 1; i <= c.ops; i++) {
                 long seed = c.seed ^ ((long) q << 32) ^ i;
-                stream = stream.flatMap(new Operator(new Spin(c.costNs), c.selectivity, seed))
+                long cost = i == c.heavyOp ? c.costNs * c.heavyFactor : c.costNs;
+                stream = stream.flatMap(new Operator(new Spin(cost), c.selectivity, seed))
                         .name(query + "/op" + i)
                         .uid(query + "/op" + i)
                         .setParallelism(parallelism);

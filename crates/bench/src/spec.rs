@@ -128,7 +128,8 @@ pub enum Scheduler {
 /// `flink:qs`, `os#b`; `qs@policy:2` runs the policy at the user level instead (the engine's
 /// policy executor with 2 workers, `--threading policy:qs:2`, no middleware), as do STAFiLOS'
 /// `rr`, `qbs` and `rb`, which exist only there. SYSTEM is `moirai` (the default) or `flink`;
-/// SCHEDULER is `os` or a middleware policy ([`KNOWN_POLICIES`]); THREADING is an engine
+/// SCHEDULER is `os`, a middleware policy ([`KNOWN_POLICIES`]) or `script:EXPR`, a priority
+/// expression the middleware runs (`--script EXPR`, e.g. `flink:script:input_buffers`); THREADING is an engine
 /// threading model passed as `--threading`; each `/NAME=VALUE` is a workload argument of this
 /// configuration only, passed as `--NAME VALUE` (`/NAME` alone as `--NAME`): `os/exchange=lbf`
 /// runs WordCount with Hone's LBF exchange ([`vary`] writes them for a swept parameter); TAG
@@ -176,6 +177,7 @@ impl Configuration {
         let (system, sched) = match head.split_once(':') {
             Some(("moirai", r)) => (System::Moirai, r),
             Some(("flink", r)) => (System::Flink, r),
+            Some(("script", _)) => (System::Moirai, head),
             Some((s, _)) => return Err(bad(format!("unknown system '{s}'; known: moirai (default), flink"))),
             None => (System::Moirai, head),
         };
@@ -183,6 +185,10 @@ impl Configuration {
         let scheduler = match sched {
             "os" => Scheduler::Os,
             p if KNOWN_POLICIES.contains(&p) => Scheduler::Policy(p.to_string()),
+            // A user-defined priority through the middleware: `script:queue_size*cost`.
+            p if p.strip_prefix("script:").is_some_and(|e| !e.trim().is_empty()) && !user_level => {
+                Scheduler::Policy(p.to_string())
+            }
             // STAFiLOS' schedulers exist only at the user level.
             p if user_level && moirai_engine::user_level::POLICY_NAMES.contains(&p) => Scheduler::Policy(p.to_string()),
             "" => return Err(bad("it names no scheduler; write os or a policy".into())),
@@ -419,6 +425,10 @@ mod tests {
             (c.label.as_str(), c.policy(), c.threading.as_deref()),
             ("moirai:hr@dedicated#b", Some("hr"), Some("dedicated"))
         );
+        // A script through the middleware.
+        let c = Configuration::parse("flink:script:input_buffers").unwrap();
+        assert_eq!((c.system, c.policy()), (System::Flink, Some("script:input_buffers")));
+        assert_eq!(Configuration::parse("script:queue_size*cost#x").unwrap().policy(), Some("script:queue_size*cost"));
         // The same policy at the user level: the engine's policy executor, no middleware.
         for (text, threading) in [
             ("qs@policy:2", "policy:qs:2"),
@@ -444,6 +454,7 @@ mod tests {
         assert!(msg("rr").contains("unknown scheduler 'rr'"), "RR exists only at the user level");
         assert!(msg("qs@policyx").contains("not a threading model name"));
         assert!(msg("os#").contains("#TAG"));
+        assert!(msg("script:").contains("unknown scheduler 'script:'"));
         assert!(parse_configurations("os,,qs").unwrap_err().to_string().contains("empty"));
     }
 

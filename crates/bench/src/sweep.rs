@@ -508,11 +508,16 @@ fn attempt_point(
             // Its own state file in the output directory, so the lab never shares one with a
             // middleware the user runs elsewhere on this machine.
             let state = spec.out_dir.join("schedule-state.json");
+            // `script:EXPR` is a user-defined priority, `--script EXPR`.
+            let (flag, policy) = match policy.strip_prefix("script:") {
+                Some(expression) => ("--script", expression),
+                None => ("--policy", policy),
+            };
             let args: Vec<String> = [
                 "schedule",
                 &target[0],
                 &target[1],
-                "--policy",
+                flag,
                 policy,
                 "--period",
                 &format!("{}ms", spec.policy_period.as_millis().max(1)),

@@ -17,8 +17,8 @@ use moirai_bench::{parse_configurations, parse_rates, vary, BenchError, Criteria
 #[derive(Args, Debug)]
 #[command(after_help = "Example:\n  moirai bench syn --rates 1M:9M:2M --duration 4s --reps 2 --compare os,qs \
     --out results/syn -- --ops 5\n\n\
-    CONFIG is [SYSTEM:]SCHEDULER[@THREADING][#TAG]: os (Linux alone), qs/hr/fcfs/random (the middleware \
-    `moirai schedule --policy NAME`), os@dynamic (an engine threading model), qs@policy:2 (the policy at the \
+    CONFIG is [SYSTEM:]SCHEDULER[@THREADING][/NAME=VALUE...][#TAG]: os (Linux alone), qs/hr/fcfs/random (the \
+    middleware `moirai schedule --policy NAME`), script:EXPR (`moirai schedule --script EXPR`), os@dynamic (an engine threading model), qs@policy:2 (the policy at the \
     user level: the engine's policy executor with 2 workers, no middleware; also rr/qbs/rb@policy), flink:os / flink:qs (the \
     workload's Apache Flink job of integrations/flink, alone or steered by the middleware; syn, and linear-road \
     with -- --shape lachesis), os/exchange=lbf (a workload argument of this configuration only, \

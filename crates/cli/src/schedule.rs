@@ -26,6 +26,10 @@ pub struct ScheduleArgs {
     /// running jobs' subtasks on this machine are scheduled.
     #[arg(long)]
     flink: Vec<String>,
+    /// What a Flink subtask's queue_len (and QS's queue size) counts: buffers (network buffers
+    /// queued at its inputs, Flink's inputQueueLength) or records (estimated from record counters).
+    #[arg(long, default_value = "buffers", value_parser = |s: &str| s.parse::<moirai_middleware::FlinkQueue>())]
+    flink_queue: moirai_middleware::FlinkQueue,
     /// The policy: qs (queue size), hr (highest rate), fcfs (head-of-queue wait), random, or
     /// script (with --script).
     #[arg(long)]
@@ -125,6 +129,7 @@ fn from_flags(a: &ScheduleArgs) -> Result<Config, String> {
                 uid: None,
                 exe: None,
                 allow_owner_change: false,
+                queue: (driver == DriverKind::Flink).then_some(a.flink_queue),
             })
         })
         .collect();

@@ -19,6 +19,7 @@
 //! driver = "flink"
 //! url = "http://127.0.0.1:8081"              # Flink's REST API
 //! # pid = 4242                               # the TaskManager JVM, if several run here
+//! # queue = "buffers"                        # queue_len in network buffers (default) or "records"
 //!
 //! [[policy]]
 //! name = "shares"
@@ -111,6 +112,34 @@ pub struct SpeConfig {
     /// (off: refused, since a local user could otherwise take over the port).
     #[serde(default)]
     pub allow_owner_change: bool,
+    /// Flink only: what `queue_len` reports (see [`FlinkQueue`]); absent: the default.
+    #[serde(default)]
+    pub queue: Option<FlinkQueue>,
+}
+
+/// What the Flink driver reports as an operator's queue (`queue_len`, hence QS's `queue_size`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlinkQueue {
+    /// Network buffers queued in the subtask's input channels (Flink's `inputQueueLength`); 0
+    /// for a source. Coarse, but read from Flink itself; measured to serve QS better (docs/schedule.md).
+    #[default]
+    Buffers,
+    /// Records: what the upstream subtasks sent minus what the subtask took in, minus one buffer
+    /// in flight per channel; a source's `pendingRecords`.
+    Records,
+}
+
+impl std::str::FromStr for FlinkQueue {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<FlinkQueue, String> {
+        match s {
+            "buffers" => Ok(FlinkQueue::Buffers),
+            "records" => Ok(FlinkQueue::Records),
+            other => Err(format!("unknown Flink queue '{other}': use buffers or records")),
+        }
+    }
 }
 
 /// How a policy's schedule reaches the OS.
@@ -318,6 +347,9 @@ impl Config {
                     s.name
                 ));
             }
+            if s.driver != DriverKind::Flink && s.queue.is_some() {
+                return Err(format!("SPE '{}': `queue` is for the flink driver; remove it", s.name));
+            }
         }
         let mut policy_names = BTreeSet::new();
         for p in &self.policies {
@@ -378,6 +410,24 @@ mod tests {
         assert_eq!(c.policies[1].period, Duration::from_millis(250));
         assert_eq!(c.policies[1].scope.queries, Some(vec!["q1".to_string()]));
         assert_eq!(c.policies[1].normalization, Normalization::Ratio);
+    }
+
+    #[test]
+    fn a_flink_spe_chooses_what_its_queue_counts() {
+        let flink = FULL.replace("driver = \"moirai\"", "driver = \"flink\"").replace("9464", "8081");
+        assert_eq!(Config::from_toml(&flink).unwrap().spes[0].queue, None, "absent: the driver's default");
+        let records =
+            flink.replace("url = \"http://127.0.0.1:8081\"", "url = \"http://127.0.0.1:8081\"\nqueue = \"records\"");
+        assert_eq!(Config::from_toml(&records).unwrap().spes[0].queue, Some(FlinkQueue::Records));
+        assert_eq!(FlinkQueue::default(), FlinkQueue::Buffers);
+        let e = Config::from_toml(&records.replace("\"records\"", "\"tuples\"")).unwrap_err();
+        assert!(e.contains("tuples"), "{e}");
+        let e = Config::from_toml(
+            &FULL.replace("url = \"http://127.0.0.1:9464\"", "url = \"http://127.0.0.1:9464\"\nqueue = \"records\""),
+        )
+        .unwrap_err();
+        assert!(e.contains("`queue` is for the flink driver"), "{e}");
+        assert!("rows".parse::<FlinkQueue>().unwrap_err().contains("use buffers or records"));
     }
 
     #[test]

@@ -140,7 +140,8 @@ impl Daemon {
                     drivers.push(Box::new(driver))
                 }
                 DriverKind::Flink => {
-                    drivers.push(Box::new(FlinkDriver::new(&spe.name, &spe.url, spe.pid).map_err(bad)?))
+                    let driver = FlinkDriver::new(&spe.name, &spe.url, spe.pid).map_err(bad)?;
+                    drivers.push(Box::new(driver.queue(spe.queue.unwrap_or_default())))
                 }
             }
         }

@@ -18,5 +18,5 @@ pub mod observe;
 pub mod prometheus;
 pub mod translate;
 
-pub use config::{Config, DriverKind, PolicyConfig, SpeConfig, TranslatorKind};
+pub use config::{Config, DriverKind, FlinkQueue, PolicyConfig, SpeConfig, TranslatorKind};
 pub use daemon::{Daemon, DaemonError};

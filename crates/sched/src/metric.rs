@@ -22,7 +22,8 @@ pub enum Metric {
     /// `global_average_cost` exact under fan-out; drivers of SPEs that count once per tuple
     /// should multiply by the fan-out.
     TuplesOut,
-    /// Primitive gauge: tuples queued in the operator's input channels now.
+    /// Primitive gauge: tuples queued in the operator's input channels now (the Flink driver
+    /// reports network buffers by default, `input_buffers`; tuples with `queue = "records"`).
     QueueLen,
     /// Primitive gauge: seconds the oldest queued tuple has waited for the operator (0 when its
     /// queues are empty). FCFS uses it as the age of the operator's head tuple.

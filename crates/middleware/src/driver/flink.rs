@@ -13,10 +13,13 @@
 //! - **Metrics.** Raw counters, never Flink's 60 s moving averages: `numRecordsIn`/`numRecordsOut`
 //!   per subtask, from which the middleware takes its own rates; a source's backlog from its
 //!   `pendingRecords` gauge (FLIP-33's name for it, as Kafka and other FLIP-27 sources report it);
-//!   CPU time of the mapped threads from `/proc`. `queue_len` is in *records*: what the upstream
-//!   subtasks sent this subtask (per the edge's ship strategy) minus what it took in — Flink's own
-//!   `inputQueueLength` counts 32 KiB network buffers, coarser; it is offered as the primitive
-//!   `input_buffers` (for scripts and `metric:` policies, e.g. `--script input_buffers`).
+//!   CPU time of the mapped threads from `/proc`. `queue_len` is, by default, Flink's own
+//!   `inputQueueLength`: network buffers queued at the subtask's inputs (0 for a source), also
+//!   the primitive `input_buffers`. With `queue = "records"` it is in *records* instead: what the
+//!   upstream subtasks sent this subtask (per the edge's ship strategy) minus what it took in, and a
+//!   source's `pendingRecords`. Buffers are coarse and saturate at a channel's credit, which keeps
+//!   QS's priority spread small; measured on a pipeline with one heavy operator, QS gained more
+//!   with them (docs/schedule.md).
 //!
 //! The JobManager fetches metrics from the TaskManagers lazily, at most every
 //! `metrics.fetcher.update-interval` (10 s by default): set it to `1000` on the cluster, or the
@@ -33,6 +36,7 @@ use moirai_sched::{LogicalOperator, Metric, OpKind, PhysicalOperator, SpeTopolog
 use serde::Deserialize;
 
 use super::{Driver, Observation};
+use crate::config::FlinkQueue;
 
 /// The gauge a source reports its backlog in (FLIP-33).
 pub const PENDING_RECORDS: &str = "pendingRecords";
@@ -766,6 +770,8 @@ pub struct FlinkDriver {
     /// and when they were last looked for.
     pending: HashMap<(String, String), (BTreeMap<usize, String>, Instant)>,
     warnings: BTreeSet<String>,
+    /// What `queue_len` reports.
+    queue: FlinkQueue,
     checked_fetcher: bool,
 }
 
@@ -780,8 +786,14 @@ impl FlinkDriver {
             map: None,
             pending: HashMap::new(),
             warnings: BTreeSet::new(),
+            queue: FlinkQueue::default(),
             checked_fetcher: false,
         })
+    }
+
+    /// Reports `queue` as `queue_len` (network buffers by default).
+    pub fn queue(self, queue: FlinkQueue) -> Self {
+        FlinkDriver { queue, ..self }
     }
 
     fn warn_once(&mut self, text: String) {
@@ -989,7 +1001,10 @@ impl Driver for FlinkDriver {
                     let value = match m {
                         Metric::TuplesIn => rec.tuples_in,
                         Metric::TuplesOut => rec.tuples_out,
-                        Metric::QueueLen => rec.queue_len,
+                        Metric::QueueLen => match self.queue {
+                            FlinkQueue::Records => rec.queue_len,
+                            FlinkQueue::Buffers => c.input_buffers,
+                        },
                         Metric::BusyNs => c.busy_ns,
                         Metric::BackpressuredNs => c.backpressured_ns,
                         Metric::IdleNs => c.idle_ns,

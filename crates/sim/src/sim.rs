@@ -81,7 +81,8 @@ pub struct SimConfig {
     /// The engine's threading model: dedicated, `dynamic:N` or `policy:NAME:N`.
     #[serde(serialize_with = "display")]
     pub threading: Threading,
-    /// The middleware's policy at the OS level (nice values), if any.
+    /// The middleware's policy at the OS level (nice values), if any. Under a pool threading model
+    /// it changes nothing: no thread belongs to one operator, and the middleware leaves them alone.
     pub os_policy: Option<String>,
     /// How often the middleware's policy runs.
     pub policy_period_ns: Nanos,
@@ -153,13 +154,6 @@ impl SimConfig {
                     "threading model '{other}' is not simulated; use dedicated, dynamic:N or policy:NAME:N"
                 ))
             }
-        }
-        if self.os_policy.is_some() && !matches!(self.threading, Threading::Dedicated) {
-            return bad(
-                "a middleware policy (nice per thread) needs the dedicated threading model: a pool's workers run \
-                 many operators, and the middleware leaves them alone"
-                    .into(),
-            );
         }
         Ok(())
     }

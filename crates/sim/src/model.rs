@@ -28,6 +28,8 @@ pub enum Rate {
     Unlimited,
     /// A constant rate, tuples/s.
     Constant(f64),
+    /// A Poisson process of this many tuples/s (exponential gaps drawn from the run's seed).
+    Poisson(f64),
     /// Linearly from `from` to `to` tuples/s over `over_ns`, then `to`.
     Ramp {
         /// Rate at the start.
@@ -45,7 +47,8 @@ impl Rate {
         let s = t as f64 / 1e9;
         let n = match *self {
             Rate::Unlimited => return u64::MAX / 2,
-            Rate::Constant(r) => s * r,
+            // Drawn as the run goes (see the simulator); this is the expected count.
+            Rate::Constant(r) | Rate::Poisson(r) => s * r,
             Rate::Ramp { from, to, over_ns } => {
                 let over = over_ns as f64 / 1e9;
                 if s <= over {
@@ -63,7 +66,7 @@ impl Rate {
     pub fn time_of(&self, i: u64) -> Nanos {
         match *self {
             Rate::Unlimited => 0,
-            Rate::Constant(r) => {
+            Rate::Constant(r) | Rate::Poisson(r) => {
                 // The closed form, then nudged so that it agrees with `due` despite rounding.
                 let mut t = (i as f64 * 1e9 / r).ceil() as Nanos;
                 while t > 0 && self.due(t - 1) > i {
@@ -100,7 +103,7 @@ impl Rate {
     pub fn mean(&self, over_ns: Nanos) -> f64 {
         match *self {
             Rate::Unlimited => 0.0,
-            Rate::Constant(r) => r,
+            Rate::Constant(r) | Rate::Poisson(r) => r,
             Rate::Ramp { .. } => (self.due(over_ns) - 1) as f64 / (over_ns as f64 / 1e9),
         }
     }
@@ -174,7 +177,7 @@ impl Model {
         cost: impl Fn(&str, &str, NodeKind) -> Result<NodeCost, SimError>,
     ) -> Result<Model, SimError> {
         let mut graph = LogicalGraph::default();
-        let mut names = Vec::new();
+        let mut names = Vec::with_capacity(queries.len());
         for q in queries {
             let offset = graph.nodes.len();
             graph.nodes.extend(q.graph().nodes.iter().cloned());
@@ -185,6 +188,16 @@ impl Model {
             }));
             names.push(q.name().to_string());
         }
+        Model::from_graph(names, graph, chaining, cost)
+    }
+
+    /// Plans a merged logical `graph` of the queries `names` (see [`Model::new`]).
+    pub fn from_graph(
+        names: Vec<String>,
+        graph: LogicalGraph,
+        chaining: bool,
+        cost: impl Fn(&str, &str, NodeKind) -> Result<NodeCost, SimError>,
+    ) -> Result<Model, SimError> {
         graph.validate().map_err(|e| SimError::Model(e.to_string()))?;
         if graph.edges.iter().any(|e| e.exchange.is_some()) {
             return Err(SimError::Model(

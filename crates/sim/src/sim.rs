@@ -189,6 +189,9 @@ impl Channel {
 
 pub(crate) struct SourceState {
     pub rate: Rate,
+    /// A Poisson source's arrivals that are due and not taken in, and its generator with the
+    /// time of its next arrival.
+    pub poisson: Option<(VecDeque<Nanos>, fastrand::Rng, Nanos)>,
     /// Tuples taken in.
     pub taken: u64,
     /// A timer for the next due tuple is pending.
@@ -353,7 +356,21 @@ impl<'m> Simulation<'m> {
                 cost: (o.cost_ns + config.tuple_overhead_ns).max(1),
                 selectivity: if o.kind == NodeKind::Sink { 0.0 } else { o.selectivity },
                 block: o.block,
-                source: (o.kind == NodeKind::Source).then_some(SourceState { rate: o.rate, taken: 0, timer: false }),
+                source: (o.kind == NodeKind::Source).then(|| SourceState {
+                    rate: o.rate,
+                    taken: 0,
+                    timer: false,
+                    poisson: match o.rate {
+                        Rate::Poisson(r) => {
+                            let mut rng = fastrand::Rng::with_seed(
+                                config.seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                            );
+                            let first = exponential(&mut rng, r);
+                            Some((VecDeque::new(), rng, first))
+                        }
+                        _ => None,
+                    },
+                }),
                 next_out: vec![0; model.outputs[i].len()],
                 tuples_in: 0,
                 tuples_out: 0,
@@ -465,9 +482,7 @@ impl<'m> Simulation<'m> {
                 Event::StepEnd(core) => self.finish_step(core),
                 Event::Wake { thread, from } => self.wake(thread, from),
                 Event::SourceDue(op) => {
-                    if let Some(s) = self.ops[op].source.as_mut() {
-                        s.timer = false;
-                    }
+                    self.arrive(op);
                     self.notify(op, None);
                 }
                 Event::OsPolicy => {
@@ -502,9 +517,31 @@ impl<'m> Simulation<'m> {
 
     // ---- operators ------------------------------------------------------------------------
 
+    /// A source's timer went off: a Poisson source draws its arrivals up to now and sets the
+    /// timer for the next one.
+    fn arrive(&mut self, op: usize) {
+        let (now, duration) = (self.now, self.config.duration_ns);
+        let Some(s) = self.ops[op].source.as_mut() else { return };
+        s.timer = false;
+        let Rate::Poisson(rate) = s.rate else { return };
+        let (arrived, rng, next) = s.poisson.as_mut().expect("a Poisson source has its generator");
+        while *next <= now && *next < duration {
+            arrived.push_back(*next);
+            *next += exponential(rng, rate);
+        }
+        if *next < duration {
+            let at = (*next).max(now + 1);
+            s.timer = true;
+            self.events.push(at, Event::SourceDue(op));
+        }
+    }
+
     /// Tuples a source may take in now (none once the run's duration is over).
     pub(crate) fn due(&self, op: usize) -> u64 {
         match &self.ops[op].source {
+            Some(SourceState { poisson: Some((arrived, _, _)), .. }) if self.now < self.config.duration_ns => {
+                arrived.len() as u64
+            }
             Some(s) if self.now < self.config.duration_ns => s.rate.due(self.now).saturating_sub(s.taken),
             _ => 0,
         }
@@ -514,6 +551,7 @@ impl<'m> Simulation<'m> {
     /// left behind once the run is over; 0 for an unlimited source, which has no schedule).
     pub(crate) fn backlog(&self, op: usize) -> u64 {
         match &self.ops[op].source {
+            Some(SourceState { poisson: Some((arrived, _, _)), .. }) => arrived.len() as u64,
             Some(s) if s.rate != Rate::Unlimited => {
                 let t = self.now.min(self.config.duration_ns.saturating_sub(1));
                 s.rate.due(t).saturating_sub(s.taken)
@@ -535,7 +573,7 @@ impl<'m> Simulation<'m> {
     fn arm_source(&mut self, op: usize) {
         let duration = self.config.duration_ns;
         let Some(s) = self.ops[op].source.as_ref() else { return };
-        if s.timer || self.now >= duration || self.due(op) > 0 {
+        if s.timer || s.poisson.is_some() || self.now >= duration || self.due(op) > 0 {
             return;
         }
         let at = s.rate.time_of(s.taken);
@@ -652,7 +690,11 @@ impl<'m> Simulation<'m> {
             let (sent, ingress) = match self.ops[op].source.as_mut() {
                 Some(s) => {
                     let ingress = start + (i + 1) * cost;
-                    let sent = if s.rate == Rate::Unlimited { ingress } else { s.rate.time_of(s.taken) };
+                    let sent = match (&mut s.poisson, s.rate) {
+                        (Some((arrived, _, _)), _) => arrived.pop_front().expect("a due arrival"),
+                        (None, Rate::Unlimited) => ingress,
+                        (None, rate) => rate.time_of(s.taken),
+                    };
                     s.taken += 1;
                     self.measure.ingress(ingress);
                     (sent, ingress)
@@ -934,6 +976,11 @@ impl<'m> Simulation<'m> {
     pub fn now(&self) -> Nanos {
         self.now
     }
+}
+
+/// An exponential gap of a Poisson process of `rate` per second, in ns (at least 1).
+fn exponential(rng: &mut fastrand::Rng, rate: f64) -> Nanos {
+    ((-(1.0 - rng.f64()).ln() / rate * 1e9).round() as Nanos).max(1)
 }
 
 /// A duration of `n` ns.

@@ -24,11 +24,12 @@ use crate::run::{syn_config, SynArgs};
     os@dynamic:N (a pool of N workers), qs@policy:N (the policy at the user level); without N, one worker \
     per simulated core. The run is deterministic: the same arguments and --seed give the same files.")]
 pub struct SimArgs {
-    /// Workload: syn (with the flags of `moirai run syn` after `--`).
+    /// Workload: syn (with the flags of `moirai run syn` after `--`), or hone (Hone's slotted
+    /// simulation of LBF against round robin, its Fig. 6a and 6b, printed as tables).
     workload: String,
     /// Offered rates in tuples/s: FROM:TO:STEP (e.g. 1k:5k:500) or a list (e.g. 1000,2000).
     #[arg(long)]
-    rates: String,
+    rates: Option<String>,
     /// Simulated time of every point, warm-up included (e.g. 10s).
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     duration: Duration,
@@ -49,7 +50,7 @@ pub struct SimArgs {
     seed: u64,
     /// Directory for results.csv, results.json and report.html (created if missing).
     #[arg(long)]
-    out: PathBuf,
+    out: Option<PathBuf>,
     /// Largest median end-to-end p99 of a sustainable rate (e.g. 1s, 200ms).
     #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
     p99_bound: Duration,
@@ -94,6 +95,20 @@ pub fn run(args: SimArgs) -> i32 {
 }
 
 fn execute(args: SimArgs) -> Result<(), SimError> {
+    if args.workload == "hone" {
+        use moirai_sim::hone;
+        println!("Hone §4.4, Fig. 6a: 10 queues, 10 000 slots of 100 µs, seed {}", args.seed);
+        println!("{}", hone::table(&hone::figure_6a(args.seed)));
+        println!("Hone §4.4, Fig. 6b: 2000 tuples/s in all, seed {}", args.seed);
+        println!("{}", hone::table(&hone::figure_6b(2000.0, args.seed)));
+        return Ok(());
+    }
+    let (Some(rates), Some(out)) = (&args.rates, &args.out) else {
+        return Err(SimError::Config(format!(
+            "moirai sim {} needs --rates (e.g. --rates 1k:5k:1k) and --out (a directory for the results)",
+            args.workload
+        )));
+    };
     if args.workload != "syn" {
         return Err(SimError::Config(format!(
             "workload '{}' is not simulated yet; use syn (with its flags after --, e.g. -- --lachesis)",
@@ -115,12 +130,12 @@ fn execute(args: SimArgs) -> Result<(), SimError> {
     base.validate()?;
     let sweep = Sweep {
         workload: args.workload.clone(),
-        rates: parse_rates(&args.rates)?,
+        rates: parse_rates(rates)?,
         configurations: parse_configurations(&args.compare)?,
         reps: args.reps,
         base,
         criteria: Criteria { p99_bound_ms: args.p99_bound.as_secs_f64() * 1e3, ..Criteria::default() },
-        out_dir: args.out,
+        out_dir: out.clone(),
         command_line: std::env::args().collect(),
         extra_args: args.extra,
     };

@@ -41,11 +41,13 @@
 #![forbid(unsafe_code)]
 
 pub mod cfs;
+mod config;
 pub mod event;
 pub mod hone;
 pub mod lab;
 pub mod model;
 mod observe;
+mod policy;
 pub mod sim;
 
 pub use model::{Model, NodeCost, Rate};

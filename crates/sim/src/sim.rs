@@ -38,18 +38,19 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use moirai_engine::adapter::{self, PolicyPrioritizer};
+use moirai_engine::adapter::PolicyPrioritizer;
 use moirai_engine::engine::Topology;
 use moirai_engine::executor::PoolThread;
 use moirai_engine::graph::{NodeKind, Partitioning};
-use moirai_engine::user_level::{levels, Prioritizer, PRIORITY_LEVELS};
+use moirai_engine::user_level::PRIORITY_LEVELS;
 use moirai_engine::Threading;
-use moirai_sched::{Capabilities, Controller, Observation, PolicyRun, Scope, ThreadRef};
 
-use crate::cfs::{CfsParams, Entity, RunQueue};
+use crate::cfs::{Entity, RunQueue};
+pub use crate::config::SimConfig;
 use crate::event::{EventQueue, Nanos};
 use crate::model::{Model, Rate};
 use crate::observe::Measure;
+use crate::policy::{os_controller, Middleware};
 use crate::SimError;
 
 /// The thread id the first simulated thread gets (the rest follow), as the scheduling core sees
@@ -58,106 +59,6 @@ pub const TID_BASE: i32 = 1000;
 
 /// Steps a dynamic-pool worker takes on an operator per turn (the engine's `STEPS_PER_RUN`).
 pub const DYNAMIC_STEPS_PER_TURN: usize = 8;
-
-/// How a run is simulated: the machine, the engine's settings, the scheduler, the clock.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct SimConfig {
-    /// Cores of the simulated machine.
-    pub cores: usize,
-    /// The CFS model's tunables and costs.
-    pub cfs: CfsParams,
-    /// CPU time every tuple costs besides its operator's own (channel and batch handling).
-    pub tuple_overhead_ns: Nanos,
-    /// Capacity of each channel, tuples.
-    pub channel_capacity: usize,
-    /// Most tuples per step.
-    pub batch_size: usize,
-    /// How long the sources offer tuples.
-    pub duration_ns: Nanos,
-    /// Share of the run discarded before measuring.
-    pub warmup: f64,
-    /// Seed of every draw of the run (selectivity, blocking, shuffles).
-    pub seed: u64,
-    /// The engine's threading model: dedicated, `dynamic:N` or `policy:NAME:N`.
-    #[serde(serialize_with = "display")]
-    pub threading: Threading,
-    /// The middleware's policy at the OS level (nice values), if any. Under a pool threading model
-    /// it changes nothing: no thread belongs to one operator, and the middleware leaves them alone.
-    pub os_policy: Option<String>,
-    /// How often the middleware's policy runs.
-    pub policy_period_ns: Nanos,
-    /// How long the queries may drain after the sources stop before the run is cut.
-    pub drain_limit_ns: Nanos,
-    /// How often queue lengths are sampled for the summary.
-    pub sample_period_ns: Nanos,
-}
-
-fn display<S: serde::Serializer>(t: &Threading, s: S) -> Result<S::Ok, S::Error> {
-    s.collect_str(t)
-}
-
-impl SimConfig {
-    /// A dedicated-thread run on `cores` cores for `duration`, with the engine's defaults and the
-    /// kernel's CFS defaults for that many cores.
-    pub fn new(cores: usize, duration: Duration) -> SimConfig {
-        SimConfig {
-            cores,
-            cfs: CfsParams::for_cores(cores),
-            tuple_overhead_ns: 100,
-            channel_capacity: 8192,
-            batch_size: 512,
-            duration_ns: duration.as_nanos() as Nanos,
-            warmup: 0.2,
-            seed: 0,
-            threading: Threading::Dedicated,
-            os_policy: None,
-            policy_period_ns: 1_000_000_000,
-            drain_limit_ns: duration.as_nanos() as Nanos,
-            sample_period_ns: 100_000_000,
-        }
-    }
-
-    /// Checks the values; the error names the setting and the fix.
-    pub fn validate(&self) -> Result<(), SimError> {
-        let bad = |m: String| Err(SimError::Config(m));
-        if !(1..=1_000_000).contains(&self.cores) {
-            return bad(format!("--cores {} must be from 1 to 1000000", self.cores));
-        }
-        if self.duration_ns == 0 || self.duration_ns > 30 * 86_400 * 1_000_000_000 {
-            return bad("--duration must be more than 0 and at most 30 days".into());
-        }
-        if !(0.0..0.9).contains(&self.warmup) {
-            return bad(format!("--warmup {} must be a share of the run in [0, 0.9), e.g. 0.2", self.warmup));
-        }
-        if self.channel_capacity == 0 || self.batch_size == 0 || self.batch_size > self.channel_capacity {
-            return bad(format!(
-                "channel capacity {} and batch size {} must be at least 1, the batch no larger than the capacity",
-                self.channel_capacity, self.batch_size
-            ));
-        }
-        if self.policy_period_ns < 1_000_000 || self.sample_period_ns == 0 {
-            return bad("--policy-period must be at least 1ms".into());
-        }
-        if self.cfs.min_granularity_ns == 0 || self.cfs.latency_ns < self.cfs.min_granularity_ns {
-            return bad("the CFS latency must be at least its minimum granularity, which must be positive".into());
-        }
-        match &self.threading {
-            Threading::Dedicated => {}
-            Threading::Dynamic { threads } | Threading::Policy(moirai_engine::PolicyThreading { threads, .. })
-                if *threads == 0 =>
-            {
-                return bad("a pool needs at least 1 worker thread".into())
-            }
-            Threading::Dynamic { .. } | Threading::Policy(_) => {}
-            other => {
-                return bad(format!(
-                    "threading model '{other}' is not simulated; use dedicated, dynamic:N or policy:NAME:N"
-                ))
-            }
-        }
-        Ok(())
-    }
-}
 
 /// A tuple in a channel.
 #[derive(Clone, Copy, Debug)]
@@ -288,7 +189,7 @@ struct Core {
 }
 
 #[derive(Clone, Copy, Debug)]
-enum Event {
+pub(crate) enum Event {
     StepEnd(usize),
     Wake { thread: usize, from: Option<usize> },
     SourceDue(usize),
@@ -297,29 +198,24 @@ enum Event {
     Sample,
 }
 
-/// The middleware at the OS level: its controller and how it normalises to nice values.
-struct Middleware {
-    controller: Controller,
-}
-
 /// One simulated run; see the module docs. Build with [`Simulation::new`], then
 /// [`Simulation::run`].
 pub struct Simulation<'m> {
     pub(crate) model: &'m Model,
     pub(crate) config: SimConfig,
     pub(crate) now: Nanos,
-    events: EventQueue<Event>,
+    pub(crate) events: EventQueue<Event>,
     rng: fastrand::Rng,
     pub(crate) channels: Vec<Channel>,
     pub(crate) ops: Vec<Op>,
     pub(crate) threads: Vec<Thread>,
-    entities: Vec<Entity>,
-    rq: RunQueue,
+    pub(crate) entities: Vec<Entity>,
+    pub(crate) rq: RunQueue,
     cores: Vec<Core>,
     idle_cores: Vec<usize>,
     pool: Option<Pool>,
-    middleware: Option<Middleware>,
-    prioritizer: Option<(PolicyPrioritizer, Nanos)>,
+    pub(crate) middleware: Option<Middleware>,
+    pub(crate) prioritizer: Option<(PolicyPrioritizer, Nanos)>,
     pub(crate) topology: Topology,
     pub(crate) measure: Measure,
     /// Tuples in channels or promised to them, and steps running: zero when drained.
@@ -667,14 +563,13 @@ impl<'m> Simulation<'m> {
                 whole + u64::from(self.rng.f64() < s - whole as f64)
             };
             route.clear();
-            let mut next_out = self.ops[op].next_out.clone();
             for (g, group) in groups.iter().enumerate() {
-                for _ in 0..copies {
+                for k in 0..copies {
                     match group.partitioning {
                         Partitioning::Broadcast => route.extend(&group.channels),
                         Partitioning::Forward | Partitioning::Rebalance => {
-                            route.push(group.channels[next_out[g] % group.channels.len()]);
-                            next_out[g] += 1;
+                            let turn = self.ops[op].next_out[g] + k as usize;
+                            route.push(group.channels[turn % group.channels.len()]);
                         }
                         Partitioning::Shuffle | Partitioning::KeyBy => {
                             route.push(group.channels[self.rng.usize(..group.channels.len())])
@@ -713,7 +608,11 @@ impl<'m> Simulation<'m> {
                     (t.sent, t.ingress)
                 }
             };
-            self.ops[op].next_out = next_out;
+            for (g, group) in groups.iter().enumerate() {
+                if matches!(group.partitioning, Partitioning::Forward | Partitioning::Rebalance) {
+                    self.ops[op].next_out[g] += copies as usize;
+                }
+            }
             for &c in &route {
                 self.channels[c].reserved += 1;
                 self.in_flight += 1;
@@ -896,67 +795,6 @@ impl<'m> Simulation<'m> {
         }
     }
 
-    // ---- policies -------------------------------------------------------------------------
-
-    /// The middleware's round at the OS level: observe, run the due policy, set nice values.
-    fn os_round(&mut self) {
-        let at = ns(self.now);
-        let snapshots = self.snapshots();
-        let mut topology = adapter::spe_topology(&self.topology);
-        for (i, p) in topology.physical.iter_mut().enumerate() {
-            if let Some(t) = self.ops[i].thread {
-                p.threads = vec![ThreadRef { tid: TID_BASE + t as i32, start_ticks: 0 }];
-            }
-        }
-        let observation = Observation { topology, samples: adapter::samples(&self.topology, &snapshots) };
-        let controller = &mut self.middleware.as_mut().expect("has a middleware").controller;
-        let due = controller.due(at);
-        if due.is_empty() {
-            return;
-        }
-        let round = match controller.round(&due, at, vec![observation]) {
-            Ok(r) => r,
-            Err(e) => {
-                self.policy_errors = (self.policy_errors.0 + 1, Some(e.to_string()));
-                return;
-            }
-        };
-        for decision in controller.decide_all(&round) {
-            match decision.schedule {
-                Ok(schedule) => {
-                    let normalization = moirai_sched::Normalization::Ratio;
-                    let values = moirai_middleware::translate::nice_values(
-                        &schedule,
-                        &round.cluster,
-                        normalization,
-                        moirai_sched::NiceRange::default(),
-                    );
-                    for (target, nice) in values {
-                        let t = (target.tid - TID_BASE) as usize;
-                        self.nices[t] = nice;
-                        self.rq.renice(t, &mut self.entities[t], nice);
-                    }
-                }
-                Err(e) => self.policy_errors = (self.policy_errors.0 + 1, Some(e.to_string())),
-            }
-        }
-    }
-
-    /// The policy executor's round: the engine's prioritizer ranks the operators into levels.
-    fn user_round(&mut self) {
-        let snapshots = self.snapshots();
-        let at = ns(self.now);
-        let (prioritizer, _) = self.prioritizer.as_mut().expect("has a prioritizer");
-        match prioritizer.priorities(&self.topology, &snapshots, at) {
-            Ok(p) => {
-                for (op, level) in levels(&p).into_iter().enumerate() {
-                    self.ops[op].level = level;
-                }
-            }
-            Err(e) => self.policy_errors = (self.policy_errors.0 + 1, Some(e)),
-        }
-    }
-
     /// The engine's view of the topology, with the simulated thread ids.
     pub fn topology(&self) -> &Topology {
         &self.topology
@@ -986,13 +824,4 @@ fn exponential(rng: &mut fastrand::Rng, rate: f64) -> Nanos {
 /// A duration of `n` ns.
 pub(crate) fn ns(n: Nanos) -> Duration {
     Duration::from_nanos(n)
-}
-
-/// The controller `moirai schedule --policy NAME --period P` runs for one moirai engine.
-fn os_controller(name: &str, period_ns: Nanos) -> Result<Controller, SimError> {
-    let spec = adapter::policy_spec(name).map_err(SimError::Config)?;
-    let policy = spec.build(name).map_err(|e| SimError::Config(format!("policy '{name}': {e}")))?;
-    let run = PolicyRun { name: name.to_string(), period: ns(period_ns), scope: Scope::all() };
-    let caps = Capabilities { spe: "engine".into(), driver: "moirai".into(), provides: adapter::PROVIDES.into() };
-    Controller::new(vec![(run, policy)], vec![caps]).map_err(|e| SimError::Config(format!("policy '{name}': {e}")))
 }

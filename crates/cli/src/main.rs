@@ -7,6 +7,7 @@ mod bench;
 mod demo;
 mod run;
 mod schedule;
+mod sim;
 
 use clap::{Parser, Subcommand};
 
@@ -33,6 +34,10 @@ enum Command {
     /// Sweep offered rates, run configurations side by side (A B A B ...), and write
     /// results.csv, results.json and report.html.
     Bench(bench::BenchArgs),
+    /// Simulate a sweep deterministically: the same configurations as `moirai bench`, on a
+    /// simulated machine of --cores cores (CFS model), written as results.csv, results.json and
+    /// report.html.
+    Sim(sim::SimArgs),
 }
 
 fn main() {
@@ -42,6 +47,7 @@ fn main() {
         Command::Demo(args) => demo::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Schedule(args) => schedule::run(args),
+        Command::Sim(args) => sim::run(args),
     };
     std::process::exit(code);
 }

@@ -66,10 +66,10 @@ pub struct EngineArgs {
     chaining: bool,
     /// Capacity of each channel, in tuples (at most 16777216).
     #[arg(long, default_value_t = EngineConfig::default().channel_capacity)]
-    channel_capacity: usize,
+    pub(crate) channel_capacity: usize,
     /// Tuples per channel batch (at most the channel capacity and 65536).
     #[arg(long, default_value_t = EngineConfig::default().batch_size)]
-    batch_size: usize,
+    pub(crate) batch_size: usize,
     /// Serve /metrics and /topology on this address while running (e.g. 127.0.0.1:9464).
     #[arg(long)]
     metrics_addr: Option<SocketAddr>,
@@ -111,7 +111,23 @@ pub struct SynArgs {
     #[arg(long, default_value_t = 0)]
     seed: u64,
     #[command(flatten)]
-    engine: EngineArgs,
+    pub(crate) engine: EngineArgs,
+}
+
+/// The SYN configuration the flags ask for (the rate from `--rate`, in total over the queries).
+pub(crate) fn syn_config(a: &SynArgs) -> Result<SynConfig, String> {
+    let mut config = if a.lachesis { SynConfig::lachesis() } else { SynConfig::default() };
+    config.queries = a.queries.unwrap_or(config.queries);
+    config.ops = a.ops.unwrap_or(config.ops);
+    a.cost_ns.map_or(Ok(()), |c| moirai_workloads::check::cost_ns("--cost-ns", c))?;
+    config.cost_ns = a.cost_ns.unwrap_or(config.cost_ns);
+    config.selectivity = a.selectivity.unwrap_or(config.selectivity);
+    config.blocking = a.blocking;
+    config.heavy = a.heavy_op.map(|k| (k, a.heavy_factor.unwrap_or(4)));
+    // SynConfig's rate is per query; the command line's, like every workload's, in total.
+    config.rate = a.engine.rate / config.queries.max(1) as f64;
+    config.seed = a.seed;
+    Ok(config)
 }
 
 #[derive(Args, Clone, Debug)]
@@ -312,20 +328,13 @@ type After = Box<dyn FnOnce() -> serde_json::Value>;
 pub fn run(workload: Workload) -> i32 {
     match workload {
         Workload::Syn(a) => {
-            let mut config = if a.lachesis { SynConfig::lachesis() } else { SynConfig::default() };
-            config.queries = a.queries.unwrap_or(config.queries);
-            config.ops = a.ops.unwrap_or(config.ops);
-            if let Err(e) = a.cost_ns.map_or(Ok(()), |c| moirai_workloads::check::cost_ns("--cost-ns", c)) {
-                eprintln!("moirai: {e}");
-                return 2;
-            }
-            config.cost_ns = a.cost_ns.unwrap_or(config.cost_ns);
-            config.selectivity = a.selectivity.unwrap_or(config.selectivity);
-            config.blocking = a.blocking;
-            config.heavy = a.heavy_op.map(|k| (k, a.heavy_factor.unwrap_or(4)));
-            // SynConfig's rate is per query; the command line's, like every workload's, in total.
-            config.rate = a.engine.rate / config.queries.max(1) as f64;
-            config.seed = a.seed;
+            let config = match syn_config(&a) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("moirai: {e}");
+                    return 2;
+                }
+            };
             let params = serde_json::to_value(&config).unwrap_or_default();
             let after: After = Box::new(|| serde_json::Value::Null);
             execute("syn", &a.engine, syn::queries(&config).map(|q| (q, after)).map_err(|e| e.to_string()), params)

@@ -74,6 +74,20 @@ pub fn targets(schedule: &Schedule, cluster: &Cluster) -> Vec<Target> {
     out
 }
 
+/// The nice value of every thread `schedule` reaches, normalised as a [`NiceTranslator`] does:
+/// the pure part of [`NiceTranslator::apply`], for callers that set nothing (the simulator).
+pub fn nice_values(
+    schedule: &Schedule,
+    cluster: &Cluster,
+    normalization: Normalization,
+    range: NiceRange,
+) -> Vec<(Target, i32)> {
+    let targets = targets(schedule, cluster);
+    let priorities: Vec<f64> = targets.iter().map(|t| t.priority).collect();
+    let nices = to_nice(&priorities, normalization, range);
+    targets.into_iter().zip(nices).collect()
+}
+
 /// What a translator did in one round.
 #[derive(Clone, Debug, Default)]
 pub struct Applied {
@@ -103,13 +117,11 @@ impl NiceTranslator {
 
     /// Sets the nice values `schedule` asks for.
     pub fn apply(&mut self, schedule: &Schedule, cluster: &Cluster, log: &mut RestoreLog) -> Applied {
-        let targets = targets(schedule, cluster);
-        let priorities: Vec<f64> = targets.iter().map(|t| t.priority).collect();
-        let nices = to_nice(&priorities, self.normalization, self.range);
+        let values = nice_values(schedule, cluster, self.normalization, self.range);
         let mut applied = Applied::default();
         let mut changes = Vec::new();
         let mut changed_targets = Vec::new();
-        for (t, &nice) in targets.iter().zip(&nices) {
+        for (t, nice) in values.iter().map(|(t, n)| (t, *n)) {
             if self.applied.get(&(t.pid, t.tid)) != Some(&(t.start_ticks, nice)) {
                 changes.push((t.pid, t.tid, nice));
                 changed_targets.push((t.clone(), nice));
@@ -133,7 +145,7 @@ impl NiceTranslator {
         }
         // Forget threads that are no longer scheduled by this policy (they keep their value
         // until restore; a thread that ended must not match a reused tid later).
-        let live: std::collections::HashSet<(u32, Tid)> = targets.iter().map(|t| (t.pid, t.tid)).collect();
+        let live: std::collections::HashSet<(u32, Tid)> = values.iter().map(|(t, _)| (t.pid, t.tid)).collect();
         self.applied.retain(|k, _| live.contains(k));
         applied
     }

@@ -1,0 +1,161 @@
+//! `moirai sim <workload>`: a sweep in the simulator (`moirai_sim`), configured like `moirai
+//! bench` and reported by the lab's own code.
+//!
+//! Exit codes: 0 the sweep ran; 1 the results could not be written; 2 bad command line, workload
+//! arguments or configuration.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser};
+use moirai_bench::summary::Criteria;
+use moirai_bench::{parse_configurations, parse_rates};
+use moirai_sim::lab::{self, Sweep};
+use moirai_sim::{Model, SimConfig, SimError};
+
+use crate::run::{syn_config, SynArgs};
+
+/// Options of `moirai sim`.
+#[derive(Args, Debug)]
+#[command(after_help = "Example:\n  moirai sim syn --rates 1k:5k:500 --compare os,qs,qs@policy:2 --cores 2 \
+    --duration 20s --out results/sim-syn -- --lachesis\n\n\
+    CONFIG is SCHEDULER[@THREADING][#TAG], as for `moirai bench`: os (the CFS model alone, a thread per \
+    operator), qs/hr/fcfs/random (the middleware's policy setting nice values every --policy-period), \
+    os@dynamic:N (a pool of N workers), qs@policy:N (the policy at the user level); without N, one worker \
+    per simulated core. The run is deterministic: the same arguments and --seed give the same files.")]
+pub struct SimArgs {
+    /// Workload: syn (with the flags of `moirai run syn` after `--`), or hone (Hone's slotted
+    /// simulation of LBF against round robin, its Fig. 6a and 6b, printed as tables).
+    workload: String,
+    /// Offered rates in tuples/s: FROM:TO:STEP (e.g. 1k:5k:500) or a list (e.g. 1000,2000).
+    #[arg(long)]
+    rates: Option<String>,
+    /// Simulated time of every point, warm-up included (e.g. 10s).
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    duration: Duration,
+    /// Share of each run discarded as warm-up.
+    #[arg(long, default_value_t = 0.2)]
+    warmup: f64,
+    /// Repetitions of every (configuration, rate), each with the next seed.
+    #[arg(long, default_value_t = 1)]
+    reps: u32,
+    /// Configurations compared, comma-separated; the first is the baseline of ratios.
+    #[arg(long, default_value = "os", value_name = "CONFIG,...")]
+    compare: String,
+    /// Cores of the simulated machine.
+    #[arg(long, default_value_t = 2)]
+    cores: usize,
+    /// Seed of the run's draws (selectivity, blocking); the workload's own --seed picks its queries.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Directory for results.csv, results.json and report.html (created if missing).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Largest median end-to-end p99 of a sustainable rate (e.g. 1s, 200ms).
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    p99_bound: Duration,
+    /// How often the middleware's policy runs, for configurations with a policy.
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    policy_period: Duration,
+    /// CPU time a core loses per context switch, ns [default: 2000; calibrate, see docs/sim.md].
+    #[arg(long)]
+    context_switch_ns: Option<u64>,
+    /// Time from a wake-up to the thread being runnable, ns [default: 5000].
+    #[arg(long)]
+    wakeup_ns: Option<u64>,
+    /// CPU time every tuple costs besides its operator's own, ns [default: 100].
+    #[arg(long)]
+    tuple_overhead_ns: Option<u64>,
+    /// The workload's arguments, as `moirai run <WORKLOAD>` takes them (e.g. -- --lachesis).
+    #[arg(last = true, value_name = "RUN ARGS")]
+    extra: Vec<String>,
+}
+
+/// The workload's flags, parsed as `moirai run syn` parses them.
+#[derive(Parser)]
+#[command(name = "moirai sim syn --")]
+struct SynRun {
+    #[command(flatten)]
+    syn: SynArgs,
+}
+
+/// Runs `moirai sim`; returns the exit code.
+pub fn run(args: SimArgs) -> i32 {
+    match execute(args) {
+        Ok(()) => 0,
+        Err(e @ SimError::Output(moirai_bench::BenchError::Write { .. } | moirai_bench::BenchError::OutDir { .. })) => {
+            eprintln!("moirai sim: {e}");
+            1
+        }
+        Err(e) => {
+            eprintln!("moirai sim: {e}");
+            2
+        }
+    }
+}
+
+fn execute(args: SimArgs) -> Result<(), SimError> {
+    if args.workload == "hone" {
+        use moirai_sim::hone;
+        println!("Hone §4.4, Fig. 6a: 10 queues, 10 000 slots of 100 µs, seed {}", args.seed);
+        println!("{}", hone::table(&hone::figure_6a(args.seed)));
+        println!("Hone §4.4, Fig. 6b: 2000 tuples/s in all, seed {}", args.seed);
+        println!("{}", hone::table(&hone::figure_6b(2000.0, args.seed)));
+        return Ok(());
+    }
+    let (Some(rates), Some(out)) = (&args.rates, &args.out) else {
+        return Err(SimError::Config(format!(
+            "moirai sim {} needs --rates (e.g. --rates 1k:5k:1k) and --out (a directory for the results)",
+            args.workload
+        )));
+    };
+    if args.workload != "syn" {
+        return Err(SimError::Config(format!(
+            "workload '{}' is not simulated yet; use syn (with its flags after --, e.g. -- --lachesis)",
+            args.workload
+        )));
+    }
+    let words = std::iter::once("syn".to_string()).chain(args.extra.iter().cloned());
+    let run = SynRun::try_parse_from(words).map_err(|e| SimError::Config(format!("after --: {e}")))?;
+    let syn = syn_config(&run.syn).map_err(SimError::Config)?;
+    let mut base = SimConfig::new(args.cores, args.duration);
+    base.warmup = args.warmup;
+    base.seed = args.seed;
+    base.policy_period_ns = args.policy_period.as_nanos() as u64;
+    base.channel_capacity = run.syn.engine.channel_capacity;
+    base.batch_size = run.syn.engine.batch_size;
+    base.cfs.context_switch_ns = args.context_switch_ns.unwrap_or(base.cfs.context_switch_ns);
+    base.cfs.wakeup_ns = args.wakeup_ns.unwrap_or(base.cfs.wakeup_ns);
+    base.tuple_overhead_ns = args.tuple_overhead_ns.unwrap_or(base.tuple_overhead_ns);
+    base.validate()?;
+    let sweep = Sweep {
+        workload: args.workload.clone(),
+        rates: parse_rates(rates)?,
+        configurations: parse_configurations(&args.compare)?,
+        reps: args.reps,
+        base,
+        criteria: Criteria { p99_bound_ms: args.p99_bound.as_secs_f64() * 1e3, ..Criteria::default() },
+        out_dir: out.clone(),
+        command_line: std::env::args().collect(),
+        extra_args: args.extra,
+    };
+    let model_at = |rate: f64| {
+        let config = moirai_workloads::syn::SynConfig { rate: rate / syn.queries.max(1) as f64, ..syn.clone() };
+        let params = serde_json::to_value(&config).unwrap_or_default();
+        Ok((Model::syn(&config, 0)?, params))
+    };
+    let total = sweep.rates.len() * sweep.reps as usize * sweep.configurations.len();
+    eprintln!("moirai sim: {total} points of {:?} simulated each on {} cores", args.duration, sweep.base.cores);
+    let machine =
+        lab::simulated_machine(sweep.base.cores, moirai_bench::output::utc_iso8601(std::time::SystemTime::now()));
+    let mut done = 0;
+    let finished = lab::run(&sweep, &model_at, &machine, |p| {
+        done += 1;
+        eprintln!("  [{done}/{total}] {} at {} tuples/s", p.configuration, moirai_bench::spec::fmt_rate(p.rate));
+    })?;
+    println!("{}", finished.summary.render_table());
+    for f in &finished.files {
+        println!("wrote {}", f.display());
+    }
+    Ok(())
+}

@@ -1,0 +1,87 @@
+//! `moirai sim` through the real binary: a short simulated sweep writes the lab's files, the same
+//! arguments give the same results, and bad input is refused with exit code 2 and the fix.
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+const MOIRAI: &str = env!("CARGO_BIN_EXE_moirai");
+
+/// An output directory under the temp dir, removed on drop.
+struct OutDir(PathBuf);
+
+impl OutDir {
+    fn new(name: &str) -> OutDir {
+        let p = std::env::temp_dir().join(format!("moirai-cli-sim-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        OutDir(p)
+    }
+}
+
+impl Drop for OutDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn moirai(args: &[&str]) -> Output {
+    Command::new(MOIRAI).args(args).stdin(Stdio::null()).output().expect("moirai runs")
+}
+
+#[test]
+fn a_simulated_sweep_writes_the_labs_files_and_repeats_itself() {
+    let out = OutDir::new("sweep");
+    let dir = out.0.to_str().unwrap();
+    let args = [
+        "sim",
+        "syn",
+        "--rates",
+        "1k,3k",
+        "--compare",
+        "os,qs,qs@policy:2",
+        "--duration",
+        "2s",
+        "--out",
+        dir,
+        "--",
+        "--lachesis",
+    ];
+    let first = moirai(&args);
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    let stdout = String::from_utf8_lossy(&first.stdout);
+    assert!(stdout.contains("sustainable rate") && stdout.contains("qs@policy:2"), "{stdout}");
+    let csv = std::fs::read_to_string(out.0.join("results.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 2 * 3, "a header and one row per point:\n{csv}");
+    assert!(out.0.join("report.html").exists());
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.0.join("results.json")).unwrap()).unwrap();
+    assert_eq!(json["machine"]["nproc"], 2);
+    assert_eq!(json["points"][0]["run"]["simulated"], true);
+    let again = moirai(&args);
+    assert!(again.status.success());
+    assert_eq!(
+        std::fs::read_to_string(out.0.join("results.csv")).unwrap(),
+        csv,
+        "the same arguments, the same results"
+    );
+}
+
+#[test]
+fn bad_input_is_refused_with_exit_code_2_and_the_fix() {
+    let out = OutDir::new("bad");
+    let dir = out.0.to_str().unwrap();
+    let cases: [(&[&str], &str); 6] = [
+        (&["sim", "syn", "--compare", "os"], "needs --rates"),
+        (&["sim", "syn", "--rates", "1k", "--out", dir, "--cores", "0"], "--cores 0"),
+        (&["sim", "syn", "--rates", "1k", "--out", dir, "--compare", "flink:os"], "not Flink"),
+        (&["sim", "syn", "--rates", "1k", "--out", dir, "--compare", "os@elastic"], "not simulated"),
+        (&["sim", "syn", "--rates", "1k", "--out", dir, "--", "--rate", "5"], "--rate cannot be passed"),
+        (&["sim", "ysb", "--rates", "1k", "--out", dir], "not simulated yet"),
+    ];
+    for (args, needle) in cases {
+        let o = moirai(args);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: '{stderr}' should say '{needle}'");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}

@@ -1,0 +1,192 @@
+//! What a run shows: the engine's per-operator snapshots (for the policies, through the engine's
+//! adapter), and the run summary the lab reads — the same fields `moirai run <workload> --json`
+//! prints, measured the way `BENCHMARKING.md` says: after a warm-up, open loop (end-to-end
+//! latency from each tuple's intended send time), egress until the last tuple came out.
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+use moirai_bench::point::{Latency, QueueLen};
+use moirai_bench::RunSummary;
+use moirai_engine::graph::NodeKind;
+use moirai_engine::metrics::{latency_histogram, LatencySummary, OperatorSnapshot};
+
+use crate::event::Nanos;
+use crate::model::Model;
+use crate::sim::{Channel, SimConfig, Simulation, TID_BASE};
+
+/// Counters of the measured window.
+pub(crate) struct Measure {
+    pub warm_end: Nanos,
+    end: Nanos,
+    tuples_in: u64,
+    tuples_out: u64,
+    ingress_window: u64,
+    egress_window: u64,
+    last_egress: Nanos,
+    processing: Histogram<u64>,
+    e2e: Histogram<u64>,
+    cpu_window_ns: u64,
+    queues: Histogram<u64>,
+    per_operator: Vec<(u64, u64)>,
+}
+
+impl Measure {
+    pub fn new(model: &Model, config: &SimConfig) -> Measure {
+        Measure {
+            warm_end: (config.duration_ns as f64 * config.warmup) as Nanos,
+            end: config.duration_ns,
+            tuples_in: 0,
+            tuples_out: 0,
+            ingress_window: 0,
+            egress_window: 0,
+            last_egress: 0,
+            processing: latency_histogram(),
+            e2e: latency_histogram(),
+            cpu_window_ns: 0,
+            queues: Histogram::new(3).expect("valid histogram"),
+            per_operator: vec![(0, 0); model.len()],
+        }
+    }
+
+    /// A source took a tuple in at `at`.
+    pub fn ingress(&mut self, at: Nanos) {
+        self.tuples_in += 1;
+        if (self.warm_end..self.end).contains(&at) {
+            self.ingress_window += 1;
+        }
+    }
+
+    /// A sink finished a tuple at `at`.
+    pub fn egress(&mut self, at: Nanos, sent: Nanos, ingress: Nanos) {
+        self.tuples_out += 1;
+        if at >= self.warm_end {
+            self.egress_window += 1;
+            self.last_egress = self.last_egress.max(at);
+            self.processing.saturating_record(at.saturating_sub(ingress).max(1));
+            self.e2e.saturating_record(at.saturating_sub(sent).max(1));
+        }
+    }
+
+    /// A core was busy from `from` to `to`.
+    pub fn cpu(&mut self, from: Nanos, to: Nanos) {
+        let (a, b) = (from.max(self.warm_end), to.min(self.end));
+        self.cpu_window_ns += b.saturating_sub(a);
+    }
+
+    /// Samples every operator's queue length (within the measured window).
+    pub fn sample_queues(&mut self, now: Nanos, channels: &[Channel], inputs: &[Vec<usize>]) {
+        if now < self.warm_end || now >= self.end {
+            return;
+        }
+        for (op, ins) in inputs.iter().enumerate() {
+            let len: u64 = ins.iter().map(|&c| channels[c].queue.len() as u64).sum();
+            self.queues.saturating_record(len);
+            self.per_operator[op].0 += len;
+            self.per_operator[op].1 += 1;
+        }
+    }
+}
+
+fn latency(h: &Histogram<u64>) -> Latency {
+    let s = LatencySummary::of(h);
+    Latency { count: s.count, mean: s.mean, p10: None, p50: s.p50, p90: None, p99: s.p99, p999: s.p999, max: s.max }
+}
+
+impl Simulation<'_> {
+    /// Every physical operator's counters now, as the engine's `Engine::snapshot` gives them.
+    pub fn snapshots(&self) -> Vec<OperatorSnapshot> {
+        (self.topology.physical.iter().enumerate())
+            .map(|(i, p)| {
+                let o = &self.ops[i];
+                let inputs = &self.model.inputs[i];
+                let head = inputs.iter().filter_map(|&c| self.channels[c].queue.front().map(|t| t.queued)).min();
+                OperatorSnapshot {
+                    id: i,
+                    query: p.query.clone(),
+                    name: p.name.clone(),
+                    tid: o.thread.map_or(0, |t| TID_BASE + t as i32),
+                    tuples_in: o.tuples_in,
+                    tuples_out: o.tuples_out,
+                    queue_len: inputs.iter().map(|&c| self.channels[c].queue.len() as u64).sum(),
+                    head_wait_ns: head.map_or(0, |h| self.now.saturating_sub(h)),
+                    cpu_ns: o.cpu_ns,
+                    blocked_ns: 0,
+                    backlog: self.backlog(i),
+                }
+            })
+            .collect()
+    }
+
+    /// Tuples queued in each channel now, and each channel's (pushed, popped) counts.
+    pub fn channel_counts(&self) -> Vec<(u64, u64, u64)> {
+        self.channels.iter().map(|c| (c.queue.len() as u64 + c.reserved as u64, c.pushed, c.popped)).collect()
+    }
+
+    /// The run's summary as the lab reads it from `moirai run <workload> --json`; `workload` and
+    /// `params` (the workload's parameters) are recorded with it, `events` is what [`Simulation::run`]
+    /// returned.
+    pub fn summary(&self, workload: &str, params: serde_json::Value, events: u64) -> RunSummary {
+        let m = &self.measure;
+        let c = &self.config;
+        let measured_s = (m.end - m.warm_end) as f64 / 1e9;
+        let drained_s = self.now.saturating_sub(c.duration_ns) as f64 / 1e9;
+        let egress_s = (m.last_egress.saturating_sub(m.warm_end) as f64 / 1e9).max(measured_s);
+        let per_operator: BTreeMap<String, f64> = (self.topology.physical.iter().zip(&m.per_operator))
+            .map(|(p, &(sum, n))| (format!("{}/{}", p.query, p.name), if n == 0 { 0.0 } else { sum as f64 / n as f64 }))
+            .collect();
+        let q = &m.queues;
+        let queue_len = QueueLen {
+            samples: q.len(),
+            mean: if q.is_empty() { 0.0 } else { q.mean() },
+            p50: q.value_at_quantile(0.5) as f64,
+            p90: q.value_at_quantile(0.9) as f64,
+            p99: q.value_at_quantile(0.99) as f64,
+            max: q.max() as f64,
+            per_operator,
+        };
+        let mut extra = serde_json::Map::new();
+        let mut put = |k: &str, v: serde_json::Value| {
+            extra.insert(k.to_string(), v);
+        };
+        put("simulated", true.into());
+        put("threading", self.config.threading.to_string().into());
+        put("scheduler", self.config.os_policy.clone().unwrap_or_else(|| "os".into()).into());
+        put("cores", c.cores.into());
+        put("seed", c.seed.into());
+        put("tuples_in", m.tuples_in.into());
+        put("tuples_out", m.tuples_out.into());
+        put("egress_s", egress_s.into());
+        put("drained_s", drained_s.into());
+        put("events", events.into());
+        put("context_switches", self.context_switches.into());
+        put("policy_errors", self.policy_errors.0.into());
+        if let Some(e) = &self.policy_errors.1 {
+            put("last_policy_error", e.clone().into());
+        }
+        put("model", serde_json::to_value(c).unwrap_or_default());
+        if let serde_json::Value::Object(params) = params {
+            for (k, v) in params {
+                extra.entry(k).or_insert(v);
+            }
+        }
+        let sources = self.ops.iter().filter(|o| o.kind == NodeKind::Source).count();
+        RunSummary {
+            workload: workload.to_string(),
+            offered_rate: self.model.offered_rate(c.duration_ns),
+            duration_s: c.duration_ns as f64 / 1e9,
+            measured_s,
+            ingress_tps: m.ingress_window as f64 / measured_s,
+            egress_tps: m.egress_window as f64 / egress_s,
+            latency_ms: latency(&m.processing),
+            e2e_latency_ms: latency(&m.e2e),
+            threads: self.threads.len() as u64,
+            cpu_cores: m.cpu_window_ns as f64 / 1e9 / measured_s,
+            queue_len,
+            extra: {
+                extra.insert("sources".into(), sources.into());
+                extra
+            },
+        }
+    }
+}

@@ -1,0 +1,287 @@
+//! The simulator against closed forms, invariants and the live engine: M/D/1, determinism,
+//! conservation on random graphs, the controller's samples, policies that act.
+
+use std::time::Duration;
+
+use moirai_bench::parse_configurations;
+use moirai_bench::summary::Criteria;
+use moirai_engine::graph::{LogicalEdge, LogicalGraph, LogicalNode, NodeKind, Partitioning};
+use moirai_engine::{Engine, EngineConfig};
+use moirai_sim::lab::{self, Sweep};
+use moirai_sim::{Model, NodeCost, Rate, SimConfig, SimError, Simulation};
+use moirai_workloads::syn::{self, SynConfig};
+use proptest::prelude::*;
+
+/// A directory under the temp dir, removed on drop.
+struct TempDir(std::path::PathBuf);
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!("moirai-sim-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        TempDir(p)
+    }
+}
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn node(name: &str, kind: NodeKind, parallelism: usize) -> LogicalNode {
+    let ports = usize::from(kind != NodeKind::Source);
+    LogicalNode { query: "q".into(), name: name.into(), kind, ports, parallelism, thread: None }
+}
+
+fn edge(from: usize, to: usize, partitioning: Partitioning) -> LogicalEdge {
+    LogicalEdge { from, to, port: 0, partitioning, exchange: None }
+}
+
+/// `source → server → sink` with Poisson arrivals at `rate` and a server of constant `service_ns`.
+fn md1(rate: f64, service_ns: u64) -> Model {
+    let graph = LogicalGraph {
+        nodes: vec![
+            node("source", NodeKind::Source, 1),
+            node("server", NodeKind::Operator, 1),
+            node("sink", NodeKind::Sink, 1),
+        ],
+        edges: vec![edge(0, 1, Partitioning::Forward), edge(1, 2, Partitioning::Forward)],
+    };
+    Model::from_graph(vec!["q".into()], graph, false, |_, name, _| {
+        Ok(match name {
+            "source" => NodeCost { rate: Rate::Poisson(rate), ..NodeCost::cost(1) },
+            "server" => NodeCost::cost(service_ns),
+            _ => NodeCost::cost(1),
+        })
+    })
+    .unwrap()
+}
+
+#[test]
+fn a_single_queue_with_poisson_arrivals_waits_as_md1_says() {
+    // λ = 500k/s, D = 1 µs: ρ = 0.5, Wq = ρ / (2 μ (1 − ρ)) = 500 ns.
+    let (rate, d) = (500_000.0, 1_000u64);
+    let model = md1(rate, d);
+    // Every thread on a core of its own, no switching or wake-up costs, one tuple per step: the
+    // server is exactly a deterministic server behind a FIFO queue.
+    let mut config = SimConfig::new(3, Duration::from_secs(2));
+    config.cfs.context_switch_ns = 0;
+    config.cfs.wakeup_ns = 0;
+    config.tuple_overhead_ns = 0;
+    config.batch_size = 1;
+    config.warmup = 0.05;
+    let mut sim = Simulation::new(&model, config).unwrap();
+    let events = sim.run();
+    let s = sim.summary("md1", serde_json::Value::Null, events);
+    let rho = rate * d as f64 / 1e9;
+    let wq_ns = rho / (2.0 * (1e9 / d as f64) * (1.0 - rho)) * 1e9;
+    // End-to-end = source (1 ns) + wait + service + sink (1 ns).
+    let waited_ns = s.e2e_latency_ms.mean * 1e6 - d as f64 - 2.0;
+    assert!(s.e2e_latency_ms.count > 900_000, "{} tuples measured", s.e2e_latency_ms.count);
+    assert!((waited_ns / wq_ns - 1.0).abs() < 0.02, "mean wait {waited_ns:.1} ns, M/D/1 says {wq_ns:.1} ns");
+    assert!((s.ingress_tps / rate - 1.0).abs() < 0.01, "Poisson arrivals at {} /s", s.ingress_tps);
+}
+
+fn lachesis_sweep(out: std::path::PathBuf, seed: u64) -> Sweep {
+    let mut base = SimConfig::new(2, Duration::from_secs(2));
+    base.seed = seed;
+    Sweep {
+        workload: "syn".into(),
+        rates: vec![2000.0, 40_000.0],
+        configurations: parse_configurations("os,qs,qs@policy:2,os@dynamic:2").unwrap(),
+        reps: 1,
+        base,
+        criteria: Criteria::default(),
+        out_dir: out,
+        command_line: vec!["moirai".into(), "sim".into()],
+        extra_args: vec!["--lachesis".into(), "--blocking".into()],
+    }
+}
+
+fn lachesis_at(rate: f64) -> Result<(Model, serde_json::Value), SimError> {
+    let config = SynConfig { rate: rate / 20.0, blocking: true, ..SynConfig::lachesis() };
+    Ok((Model::syn(&config, 0)?, serde_json::to_value(&config).unwrap()))
+}
+
+#[test]
+fn the_same_seed_gives_the_same_bytes_and_another_seed_other_ones() {
+    let machine = lab::simulated_machine(2, "fixed".into());
+    let read = |dir: &TempDir| {
+        ["results.csv", "results.json", "report.html"].map(|f| std::fs::read(dir.0.join(f)).expect("written"))
+    };
+    // The same directory each time: results.json and the report record it.
+    let dir = TempDir::new("det");
+    lab::run(&lachesis_sweep(dir.0.clone(), 7), &lachesis_at, &machine, |_| {}).unwrap();
+    let fa = read(&dir);
+    lab::run(&lachesis_sweep(dir.0.clone(), 7), &lachesis_at, &machine, |_| {}).unwrap();
+    let fb = read(&dir);
+    let finished = lab::run(&lachesis_sweep(dir.0.clone(), 8), &lachesis_at, &machine, |_| {}).unwrap();
+    let fc = read(&dir);
+    for i in 0..3 {
+        assert!(fa[i] == fb[i], "file {i} differs between two runs with the same seed");
+    }
+    assert!(fa[0] != fc[0], "another seed draws other blocking sleeps: results.csv must differ");
+    assert_eq!(finished.points.len(), 8);
+    assert!(finished.points.iter().all(|p| p.measured().is_some()));
+}
+
+/// A random DAG: `sources` sources, then operators and sinks, each fed by earlier nodes.
+fn random_graph() -> impl Strategy<Value = (LogicalGraph, Vec<f64>)> {
+    (1usize..3, 1usize..6, 1usize..3).prop_flat_map(|(sources, ops, sinks)| {
+        let n = sources + ops + sinks;
+        (
+            Just((sources, ops, sinks)),
+            prop::collection::vec((0usize..1000, 0usize..1000, 0usize..4), n),
+            prop::collection::vec(1usize..3, n),
+            prop::collection::vec(0.0f64..1.8, n),
+        )
+            .prop_map(move |((sources, ops, sinks), picks, par, sel)| {
+                let n = sources + ops + sinks;
+                let kind = |i: usize| {
+                    if i < sources {
+                        NodeKind::Source
+                    } else if i < sources + ops {
+                        NodeKind::Operator
+                    } else {
+                        NodeKind::Sink
+                    }
+                };
+                let nodes: Vec<LogicalNode> = (0..n).map(|i| node(&format!("n{i}"), kind(i), par[i])).collect();
+                let mut edges = Vec::new();
+                let parts =
+                    [Partitioning::Rebalance, Partitioning::Shuffle, Partitioning::Broadcast, Partitioning::KeyBy];
+                for (i, &(a, b, p)) in picks.iter().enumerate().skip(sources) {
+                    // One or two inputs from earlier non-sink nodes.
+                    let producers: Vec<usize> = (0..i).filter(|&j| kind(j) != NodeKind::Sink).collect();
+                    let mut from = vec![producers[a % producers.len()]];
+                    if b % 2 == 0 {
+                        from.push(producers[b % producers.len()]);
+                    }
+                    from.dedup();
+                    for f in from {
+                        edges.push(edge(f, i, parts[p]));
+                    }
+                }
+                // Every non-sink feeds someone: dangling ones feed the last sink.
+                for j in 0..sources + ops {
+                    if !edges.iter().any(|e| e.from == j) {
+                        edges.push(edge(j, n - 1, Partitioning::Rebalance));
+                    }
+                }
+                (LogicalGraph { nodes, edges }, sel)
+            })
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Tuples in = tuples out + queued, with nothing dropped or duplicated, on every channel and
+    /// at every operator, whatever the graph, partitioning, selectivity and threading.
+    #[test]
+    fn no_tuple_is_lost_or_duplicated((graph, sel) in random_graph(), pool in 0usize..3, cores in 1usize..4, capacity in 1usize..64) {
+        let selectivity: std::collections::BTreeMap<String, f64> =
+            graph.nodes.iter().zip(&sel).map(|(n, &s)| (n.name.clone(), s)).collect();
+        let model = Model::from_graph(vec!["q".into()], graph, false, |_, name, kind| {
+            Ok(match kind {
+                NodeKind::Source => NodeCost { rate: Rate::Constant(2000.0), ..NodeCost::cost(50) },
+                _ => NodeCost { selectivity: selectivity[name], ..NodeCost::cost(3_000) },
+            })
+        }).unwrap();
+        let mut config = SimConfig::new(cores, Duration::from_millis(300));
+        config.channel_capacity = capacity;
+        config.batch_size = capacity.min(16);
+        config.threading = match pool {
+            0 => moirai_engine::Threading::Dedicated,
+            1 => "dynamic:2".parse().unwrap(),
+            _ => "policy:qs:2:period=10ms".parse().unwrap(),
+        };
+        config.drain_limit_ns = 100_000_000_000;
+        let mut sim = Simulation::new(&model, config).unwrap();
+        let events = sim.run();
+        let channels = sim.channel_counts();
+        for (i, &(queued, pushed, popped)) in channels.iter().enumerate() {
+            prop_assert_eq!(pushed, popped + queued, "channel {}", i);
+            prop_assert_eq!(queued, 0, "channel {} drained", i);
+        }
+        let snaps = sim.snapshots();
+        let topo = sim.topology();
+        let mut ingress = 0;
+        for (op, s) in snaps.iter().enumerate() {
+            let inputs: Vec<usize> = (0..topo.channels.len()).filter(|&c| topo.channels[c].to == op).collect();
+            let outputs: Vec<usize> = (0..topo.channels.len()).filter(|&c| topo.channels[c].from == op).collect();
+            let popped: u64 = inputs.iter().map(|&c| channels[c].2).sum();
+            let pushed: u64 = outputs.iter().map(|&c| channels[c].1).sum();
+            let kind = topo.physical[op].kind;
+            if kind != NodeKind::Source {
+                prop_assert_eq!(popped, s.tuples_in, "operator {} takes what its inputs gave", op);
+            } else {
+                ingress += s.tuples_out;
+            }
+            if kind != NodeKind::Sink {
+                // Each output tuple goes once into every stream out of it (all instances of a
+                // broadcast stream).
+                let mut per_tuple = 0u64;
+                let mut seen = std::collections::BTreeSet::new();
+                for &c in &outputs {
+                    let ch = &topo.channels[c];
+                    let e = &topo.logical.edges[ch.edge];
+                    if seen.insert(ch.edge) {
+                        per_tuple += if e.partitioning == Partitioning::Broadcast { topo.logical.nodes[e.to].parallelism as u64 } else { 1 };
+                    }
+                }
+                prop_assert_eq!(pushed, s.tuples_out * per_tuple, "operator {} sends every output", op);
+            }
+        }
+        let summary = sim.summary("random", serde_json::Value::Null, events);
+        prop_assert_eq!(summary.extra["tuples_in"].as_u64(), Some(ingress));
+        prop_assert!(ingress >= 590, "2000 t/s per source for 0.3 s: {} taken in", ingress);
+    }
+}
+
+#[test]
+fn the_controller_gets_the_samples_a_live_engine_gives() {
+    let config = SynConfig { queries: 2, ops: 2, cost_ns: 1000, rate: 500.0, ..SynConfig::default() };
+    let engine_config = EngineConfig { chaining: false, ..EngineConfig::default() };
+    let engine = Engine::start(engine_config, syn::queries(&config).unwrap()).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let (live_topology, live_snapshots) = (engine.topology(), engine.snapshot());
+    engine.stop();
+    engine.wait().unwrap();
+
+    let model = Model::syn(&config, 0).unwrap();
+    let mut sim = Simulation::new(&model, SimConfig::new(2, Duration::from_millis(200))).unwrap();
+    sim.run();
+    let mut live = moirai_engine::adapter::spe_topology(&live_topology);
+    let simulated = moirai_engine::adapter::spe_topology(sim.topology());
+    live.pid = simulated.pid;
+    assert_eq!(simulated, live, "the same topology: names, queries, logical and physical operators, edges");
+    let key = |s: Vec<(usize, moirai_sched::Metric, f64)>| s.into_iter().map(|(op, m, _)| (op, m)).collect::<Vec<_>>();
+    let live_samples = moirai_engine::adapter::samples(&live_topology, &live_snapshots);
+    let sim_samples = moirai_engine::adapter::samples(sim.topology(), &sim.snapshots());
+    assert_eq!(key(sim_samples.clone()), key(live_samples), "the same (operator, metric) samples, in the same order");
+    // And they say something: every tuple went through, and the sources' CPU is counted.
+    let snaps = sim.snapshots();
+    assert_eq!(snaps[3].tuples_in, 100, "a sink took the query's 100 tuples (500 t/s for 0.2 s)");
+    assert!(sim_samples.iter().any(|&(_, m, v)| m == moirai_sched::Metric::CpuNs && v > 0.0));
+}
+
+#[test]
+fn the_middleware_s_queue_size_policy_renices_the_threads() {
+    // Two queries on one core past saturation (24k t/s x 60 µs): queues grow, and QS, run by the
+    // middleware's controller every second, renices the threads (the longest queue to −20).
+    let config =
+        SynConfig { queries: 2, ops: 2, cost_ns: 20_000, rate: 12_000.0, variance_factor: 0, ..SynConfig::default() };
+    let model = Model::syn(&config, 0).unwrap();
+    let mut sim_config = SimConfig::new(1, Duration::from_secs(3));
+    sim_config.os_policy = Some("qs".into());
+    let mut sim = Simulation::new(&model, sim_config).unwrap();
+    sim.run();
+    let nices = sim.nices();
+    assert_eq!(nices.len(), 8);
+    assert!(nices.iter().any(|&n| n != 0), "the policy set nice values: {nices:?}");
+    assert!(nices.contains(&-20), "the longest queue gets the best nice: {nices:?}");
+    // Without the policy, every thread keeps nice 0.
+    let mut os = Simulation::new(&model, SimConfig::new(1, Duration::from_secs(1))).unwrap();
+    os.run();
+    assert!(os.nices().iter().all(|&n| n == 0));
+}

@@ -5,6 +5,7 @@
 
 mod bench;
 mod demo;
+mod micro_batch;
 mod run;
 mod schedule;
 
@@ -33,6 +34,9 @@ enum Command {
     /// Sweep offered rates, run configurations side by side (A B A B ...), and write
     /// results.csv, results.json and report.html.
     Bench(bench::BenchArgs),
+    /// An executor process of a micro-batch run, started by its driver (`--threading micro-batch`).
+    #[command(name = "micro-batch-executor", hide = true)]
+    MicroBatchExecutor(micro_batch::ExecutorArgs),
 }
 
 fn main() {
@@ -42,6 +46,7 @@ fn main() {
         Command::Demo(args) => demo::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Schedule(args) => schedule::run(args),
+        Command::MicroBatchExecutor(args) => micro_batch::executor(args),
     };
     std::process::exit(code);
 }

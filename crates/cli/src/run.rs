@@ -197,6 +197,9 @@ pub struct WordCountArgs {
     /// Seed of the generator.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Length of the tumbling counting windows, ms.
+    #[arg(long, default_value_t = WordCountConfig::default().window_ms)]
+    window_ms: u64,
     /// Hone's tuple scheduler between split and count: lbf (largest backlog first), rr (round
     /// robin), fifo (arrival order, Storm's default) over a shared link, or none (ordinary
     /// channels).
@@ -426,7 +429,7 @@ pub fn run(workload: Workload) -> i32 {
             let hone = config.exchange.clone();
             let params = serde_json::json!({
                 "grouping": format!("{:?}", a.grouping), "parallelism": a.parallelism, "sentences": a.sentences,
-                "vocabulary": a.vocabulary, "zipf": a.zipf, "seed": a.seed, "text": a.text,
+                "vocabulary": a.vocabulary, "zipf": a.zipf, "seed": a.seed, "text": a.text, "window_ms": a.window_ms,
                 "hone": hone, "sentence_variance": a.sentence_variance, "straggler": a.straggler,
             });
             let built = wordcount::queries(&config).map_err(|e| e.to_string()).map(|(q, handle)| {
@@ -490,6 +493,7 @@ pub(crate) fn wordcount_config(a: &WordCountArgs) -> Result<WordCountConfig, Str
         zipf_exponent: a.zipf,
         text: a.text.clone(),
         grouping: a.grouping,
+        window_ms: a.window_ms,
         ..WordCountConfig::default()
     })
 }

@@ -231,7 +231,9 @@ impl Configuration {
     /// has the workload and takes its flags, with the sweep ([`crate::SweepSpec::validate`]).
     pub fn check_implemented(&self) -> Result<(), BenchError> {
         let not = |why: String| BenchError::Unsupported { label: self.label.clone(), why };
-        if let Some(th) = &self.threading {
+        // `micro-batch[:…]` is not an engine threading model but the micro-batch execution of
+        // `moirai run` (moirai-microbatch), whose settings `moirai run` itself checks.
+        if let Some(th) = self.threading.as_ref().filter(|th| !th.starts_with("micro-batch")) {
             th.parse::<moirai_engine::Threading>().map_err(not)?;
         }
         Ok(())
@@ -286,7 +288,9 @@ pub fn vary(configurations: Vec<Configuration>, parameters: &[String]) -> Result
             .split_once('=')
             .ok_or_else(|| bad("write NAME=VALUE,VALUE,... (e.g. --vary exchange=fifo,rr,lbf)"))?;
         if !is_flag_name(name) {
-            return Err(bad("NAME must be a `moirai run` flag without its -- (a letter, then letters, digits, '-' or '_')"));
+            return Err(bad(
+                "NAME must be a `moirai run` flag without its -- (a letter, then letters, digits, '-' or '_')",
+            ));
         }
         let values: Vec<&str> = values.split(',').map(str::trim).collect();
         if values.iter().any(|v| v.is_empty() || v.contains('/') || v.contains('#')) {

@@ -291,7 +291,9 @@ impl Summary {
                 None => row.extend(vec!["-".to_string(); 8]),
             }
             if exchange {
-                row.push(c.stats.as_ref().and_then(|s| s.exchange_max_backlog).map_or("-".into(), |b| format!("{b:.0}")));
+                row.push(
+                    c.stats.as_ref().and_then(|s| s.exchange_max_backlog).map_or("-".into(), |b| format!("{b:.0}")),
+                );
             }
             row.push(match &c.why_not {
                 None => "yes".into(),

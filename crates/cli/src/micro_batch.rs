@@ -222,6 +222,21 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
+/// The commit latencies (sorted) as the lab's latency summary: one value per micro-batch, the time
+/// from the end of its interval (when its last record was due) to its commit.
+fn latency(sorted: &[f64]) -> serde_json::Value {
+    serde_json::json!({
+        "count": sorted.len(),
+        "mean": sorted.iter().sum::<f64>() / sorted.len().max(1) as f64,
+        "p10": percentile(sorted, 0.1),
+        "p50": percentile(sorted, 0.5),
+        "p90": percentile(sorted, 0.9),
+        "p99": percentile(sorted, 0.99),
+        "p999": percentile(sorted, 0.999),
+        "max": percentile(sorted, 1.0),
+    })
+}
+
 fn print(report: &RunReport, job: &WordCountJob, config: &DriverConfig, json: bool) {
     let mut commit = report.commit_ms.clone();
     commit.sort_by(f64::total_cmp);
@@ -229,9 +244,22 @@ fn print(report: &RunReport, job: &WordCountJob, config: &DriverConfig, json: bo
         Ok(()) => "counts equal a naive count".to_string(),
         Err(e) => e,
     };
+    let latency = latency(&commit);
+    let wall_s = report.wall_ms / 1e3;
+    let results: usize = report.outputs.values().map(Vec::len).sum();
     let summary = serde_json::json!({
         "workload": "wordcount",
         "threading": "micro-batch",
+        "offered_rate": job.rate(),
+        "duration_s": report.batches as f64 * job.interval_ms() as f64 / 1e3,
+        "measured_s": wall_s,
+        "tuples_in": job.sentences_total(),
+        "tuples_out": results,
+        "ingress_tps": job.sentences_total() as f64 / wall_s.max(1e-9),
+        "egress_tps": results as f64 / wall_s.max(1e-9),
+        "latency_ms": latency,
+        "e2e_latency_ms": latency,
+        "threads": config.executors,
         "executors": config.executors,
         "scheduling": config.scheduling,
         "paced": config.paced,

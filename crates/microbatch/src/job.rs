@@ -137,6 +137,17 @@ impl WordCountJob {
         }
     }
 
+    /// Sentences the run's micro-batches hold, over all source partitions.
+    pub fn sentences_total(&self) -> u64 {
+        let last = self.first_sentence(self.batches);
+        (0..self.config.parallelism).map(|m| last.min(self.sentences_of(m))).sum()
+    }
+
+    /// The offered rate, sentences/s.
+    pub fn rate(&self) -> f64 {
+        self.config.rate
+    }
+
     /// Index of the first sentence of source partition `partition` in micro-batch `batch`.
     fn first_sentence(&self, batch: u64) -> u64 {
         let per_ms = self.config.rate / (self.config.parallelism as f64 * 1000.0);

@@ -42,17 +42,28 @@ fn job() -> WordCountJob {
     WordCountJob::new(config(), Duration::from_millis(10), None).expect("a valid job")
 }
 
-/// This process's children (executors not reaped show up here).
-fn children() -> usize {
+/// PIDs of this process's children (executors not reaped show up here).
+fn child_pids() -> Vec<i32> {
     let tasks = std::fs::read_dir("/proc/self/task").expect("/proc");
     tasks
         .flatten()
-        .map(|t| std::fs::read_to_string(t.path().join("children")).unwrap_or_default().split_whitespace().count())
-        .sum()
+        .flat_map(|t| {
+            let children = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
+            children.split_whitespace().filter_map(|p| p.parse().ok()).collect::<Vec<i32>>()
+        })
+        .collect()
+}
+
+fn children() -> usize {
+    child_pids().len()
 }
 
 fn run(executors: usize, scheduling: Scheduling, kill: Option<KillAt>) -> RunReport {
-    let config = DriverConfig {
+    run_with(driver_config(executors, scheduling, kill))
+}
+
+fn driver_config(executors: usize, scheduling: Scheduling, kill: Option<KillAt>) -> DriverConfig {
+    DriverConfig {
         executors,
         scheduling,
         program: BIN.into(),
@@ -62,7 +73,10 @@ fn run(executors: usize, scheduling: Scheduling, kill: Option<KillAt>) -> RunRep
         checkpoint_every: 5,
         kill,
         verbose: true,
-    };
+    }
+}
+
+fn run_with(config: DriverConfig) -> RunReport {
     let report = driver::run(&config, &job()).expect("the micro-batch run succeeds");
     assert_eq!(children(), 0, "every executor process is stopped and reaped");
     report
@@ -130,6 +144,38 @@ fn a_killed_executor_changes_nothing_in_the_committed_output() {
     assert_eq!(per_batch.recoveries.len(), 1);
     assert_eq!(per_batch.recoveries[0].from_batch, 10, "per-batch checkpoints every 5 micro-batches");
     assert_eq!(per_batch.outputs, clean.outputs, "per-batch recovery too");
+}
+
+#[test]
+fn a_silent_executor_is_found_by_its_heartbeats() {
+    let _serial = serial();
+    let clean = run(2, Scheduling::Group(GroupSize::Fixed(4)), None);
+    // SIGSTOP one executor 100 ms into the run: its connection stays open, only its heartbeats
+    // stop, so the driver must notice the silence.
+    let stopper = std::thread::spawn(|| {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let pids = child_pids();
+            if pids.len() == 2 {
+                std::thread::sleep(Duration::from_millis(100));
+                // SAFETY: kill(2) on a child of this process, which the driver reaps.
+                unsafe { libc::kill(pids[0], libc::SIGSTOP) };
+                return pids[0];
+            }
+            assert!(Instant::now() < deadline, "the executors did not start");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    });
+    let config = DriverConfig {
+        heartbeat_timeout: Duration::from_millis(500),
+        ..driver_config(2, Scheduling::Group(GroupSize::Fixed(4)), None)
+    };
+    let silent = run_with(config);
+    let stopped = stopper.join().expect("the stopper thread");
+    assert_eq!(silent.recoveries.len(), 1, "the stopped executor is lost once");
+    assert!(silent.recoveries[0].at_ms >= 500.0, "noticed by its silence, not earlier: {:?}", silent.recoveries);
+    assert!(!std::path::Path::new(&format!("/proc/{stopped}")).exists(), "the stopped executor is killed and reaped");
+    assert_eq!(silent.outputs, clean.outputs, "the same output without the executor");
 }
 
 fn moirai(args: &[&str]) -> (Option<i32>, String, String) {

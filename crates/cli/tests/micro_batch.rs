@@ -130,7 +130,8 @@ fn group_scheduling_takes_one_decision_per_group() {
 fn a_killed_executor_changes_nothing_in_the_committed_output() {
     let _serial = serial();
     let clean = run(3, Scheduling::Group(GroupSize::Fixed(4)), None);
-    // Executor 1 dies (SIGKILL) after micro-batch 9: mid-group (8..12), after the checkpoint at 7.
+    // Executor 1 dies (SIGKILL) after micro-batch 9: mid-group (8..12), after the checkpoint at 7
+    // (the first group boundary 5 or more micro-batches after the start).
     let failed = run(3, Scheduling::Group(GroupSize::Fixed(4)), Some(KillAt { executor: 1, batch: 9 }));
     assert_eq!(failed.recoveries.len(), 1, "one recovery");
     let r = &failed.recoveries[0];

@@ -79,7 +79,9 @@ pub struct DriverConfig {
     pub paced: bool,
     /// An executor silent this long is lost.
     pub heartbeat_timeout: Duration,
-    /// Under per-batch scheduling, checkpoint every this many micro-batches.
+    /// Checkpoint at the first group boundary at least this many micro-batches after the last
+    /// checkpoint (under group scheduling with G >= this: every group; under per-batch
+    /// scheduling: every this many micro-batches), and after the last micro-batch.
     pub checkpoint_every: u64,
     /// Fault injection.
     pub kill: Option<KillAt>,
@@ -512,7 +514,7 @@ impl<'a> Driver<'a> {
                 return Ok(Some(lost));
             }
         }
-        let checkpoint = (b + 1) % self.config.checkpoint_every == 0 || b + 1 == self.batches;
+        let checkpoint = self.checkpoint_due(b + 1);
         self.reduces_left = self.reduces;
         for &e in &live {
             let reduce = (0..self.reduces)
@@ -530,6 +532,7 @@ impl<'a> Driver<'a> {
     fn run_group(&mut self, from: u64, to: u64) -> Result<Option<usize>, Error> {
         let live = self.live();
         let reducers = self.reducers();
+        let checkpoint = self.checkpoint_due(to);
         for &e in &live {
             let mut map = Vec::new();
             let mut reduce = Vec::new();
@@ -542,7 +545,7 @@ impl<'a> Driver<'a> {
                 reduce.extend((0..self.reduces).filter(|&r| reducers[r] == e).map(|partition| ReduceTask {
                     batch: b,
                     partition,
-                    checkpoint: b + 1 == to,
+                    checkpoint: checkpoint && b + 1 == to,
                 }));
             }
             let tasks = ToExecutor::Tasks { epoch: self.epoch, map, reduce, reducers: reducers.clone() };
@@ -551,7 +554,13 @@ impl<'a> Driver<'a> {
         self.decisions += 1;
         self.maps_left = 0;
         self.reduces_left = (to - from) as usize * self.reduces;
-        self.finish_reduces(Some(to - 1))
+        self.finish_reduces(checkpoint.then_some(to - 1))
+    }
+
+    /// Whether the group boundary before micro-batch `next` takes a checkpoint.
+    fn checkpoint_due(&self, next: u64) -> bool {
+        let since = next - self.checkpoint.0.map_or(0, |b| b + 1);
+        since >= self.config.checkpoint_every || next == self.batches
     }
 
     /// Waits for the outstanding reduce tasks; takes the checkpoint after `checkpoint`.

@@ -237,7 +237,9 @@ impl Configuration {
     /// has the workload and takes its flags, with the sweep ([`crate::SweepSpec::validate`]).
     pub fn check_implemented(&self) -> Result<(), BenchError> {
         let not = |why: String| BenchError::Unsupported { label: self.label.clone(), why };
-        if let Some(th) = &self.threading {
+        // `micro-batch[:…]` is not an engine threading model but the micro-batch execution of
+        // `moirai run` (moirai-microbatch), whose settings `moirai run` itself checks.
+        if let Some(th) = self.threading.as_ref().filter(|th| !th.starts_with("micro-batch")) {
             th.parse::<moirai_engine::Threading>().map_err(not)?;
         }
         Ok(())

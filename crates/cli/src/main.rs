@@ -5,6 +5,7 @@
 
 mod bench;
 mod demo;
+mod micro_batch;
 mod run;
 mod schedule;
 mod sim;
@@ -38,6 +39,9 @@ enum Command {
     /// simulated machine of --cores cores (CFS model), written as results.csv, results.json and
     /// report.html.
     Sim(sim::SimArgs),
+    /// An executor process of a micro-batch run, started by its driver (`--threading micro-batch`).
+    #[command(name = "micro-batch-executor", hide = true)]
+    MicroBatchExecutor(micro_batch::ExecutorArgs),
 }
 
 fn main() {
@@ -48,6 +52,7 @@ fn main() {
         Command::Bench(args) => bench::run(args),
         Command::Schedule(args) => schedule::run(args),
         Command::Sim(args) => sim::run(args),
+        Command::MicroBatchExecutor(args) => micro_batch::executor(args),
     };
     std::process::exit(code);
 }

@@ -8,6 +8,8 @@ use moirai_engine::metrics::LatencySummary;
 use std::path::PathBuf;
 
 use moirai_engine::{BuiltQuery, Engine, EngineConfig, EngineError, Threading};
+
+use crate::micro_batch::{GroupFlag, ThreadingFlag};
 use moirai_workloads::linear_road::{self, LinearRoadConfig};
 use moirai_workloads::syn::{self, SynConfig};
 use moirai_workloads::wordcount::{self, WordCountConfig};
@@ -44,7 +46,7 @@ pub struct EngineArgs {
     /// How long the sources produce (e.g. 5s, 1m; at most 30days) [default: 5s; a Linear Road
     /// --input runs to its end unless given].
     #[arg(long, value_parser = humantime::parse_duration)]
-    duration: Option<Duration>,
+    pub(crate) duration: Option<Duration>,
     /// Run until the queries' input ends instead of for a duration (set by the workload).
     #[arg(skip)]
     until_input_ends: bool,
@@ -54,11 +56,33 @@ pub struct EngineArgs {
     /// Threading model of the engine: dedicated (a thread per operator), dynamic[:N] (N worker
     /// threads, any runs any operator), elastic[:MIN-MAX][,start=N][,period=1s] (a pool sized at
     /// run time), fused[:NAME,...] (all operators on one thread, or on named threads).
-    #[arg(long, default_value = "dedicated")]
-    threading: Threading,
+    /// micro-batch[:interval=D][:group=G][:executors=E] runs the workload as Drizzle's
+    /// micro-batches on executor processes (wordcount; see docs/micro-batch.md).
+    #[arg(long, default_value = "dedicated", value_parser = crate::micro_batch::parse_threading)]
+    pub(crate) threading: ThreadingFlag,
+    /// Micro-batch: the batch interval (e.g. 100ms) [default: 100ms].
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub(crate) batch_interval: Option<Duration>,
+    /// Micro-batch: per-batch (a scheduling round trip per stage and micro-batch), auto (group
+    /// size tuned by AIMD) or G (micro-batches per scheduling decision) [default: auto].
+    #[arg(long, value_parser = crate::micro_batch::parse_group)]
+    pub(crate) group: Option<GroupFlag>,
+    /// Micro-batch: executor processes [default: 2].
+    #[arg(long)]
+    pub(crate) executors: Option<usize>,
+    /// Micro-batch: AIMD's bounds of the coordination overhead, LOWER..UPPER.
+    #[arg(long, default_value = "0.05..0.1", value_parser = parse_bounds)]
+    pub(crate) overhead_bounds: (f64, f64),
+    /// Micro-batch: run each micro-batch as soon as it is scheduled instead of when its interval
+    /// has passed (measures time per micro-batch).
+    #[arg(long)]
+    pub(crate) unpaced: bool,
+    /// Micro-batch: kill -9 executor ID once micro-batch B is committed (ID@B), to see recovery.
+    #[arg(long)]
+    pub(crate) kill_executor: Option<String>,
     /// Print the threading model's decisions (the elastic thread level) on stderr.
     #[arg(short, long)]
-    verbose: bool,
+    pub(crate) verbose: bool,
     /// Fuse forward-connected operators onto one thread. Off by default here, so that every
     /// operator has its own thread, as the papers run their workloads on Storm (and Flink with
     /// chaining off), and as the middleware schedules them.
@@ -75,7 +99,14 @@ pub struct EngineArgs {
     metrics_addr: Option<SocketAddr>,
     /// Print the summary as one JSON object on the last line.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
+}
+
+/// `--overhead-bounds LOWER..UPPER`.
+fn parse_bounds(s: &str) -> Result<(f64, f64), String> {
+    s.split_once("..")
+        .and_then(|(l, u)| Some((l.trim().parse().ok()?, u.trim().parse().ok()?)))
+        .ok_or_else(|| format!("'{s}' must be LOWER..UPPER shares of time, e.g. 0.05..0.1"))
 }
 
 #[derive(Args, Clone, Debug)]
@@ -188,6 +219,9 @@ pub struct WordCountArgs {
     /// Seed of the generator.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Length of the tumbling counting windows, ms.
+    #[arg(long, default_value_t = WordCountConfig::default().window_ms)]
+    window_ms: u64,
     /// Hone's tuple scheduler between split and count: lbf (largest backlog first), rr (round
     /// robin), fifo (arrival order, Storm's default) over a shared link, or none (ordinary
     /// channels).
@@ -207,7 +241,7 @@ pub struct WordCountArgs {
     #[arg(long)]
     straggler: Option<f64>,
     #[command(flatten)]
-    engine: EngineArgs,
+    pub(crate) engine: EngineArgs,
 }
 
 /// `--exchange`: a policy, or none.
@@ -398,30 +432,20 @@ pub fn run(workload: Workload) -> i32 {
             execute("linear-road", &engine, built, params)
         }
         Workload::WordCount(a) => {
-            let hone = match a.hone() {
-                Ok(h) => h,
+            let config = match wordcount_config(&a) {
+                Ok(c) => c,
                 Err(e) => {
                     eprintln!("moirai: {e}");
                     return 2;
                 }
             };
-            let config = WordCountConfig {
-                exchange: hone.clone(),
-                sentence_variance: a.sentence_variance,
-                straggler: a.straggler,
-                rate: a.engine.rate,
-                seed: a.seed,
-                parallelism: a.parallelism,
-                sentences: a.sentences,
-                vocabulary: a.vocabulary,
-                zipf_exponent: a.zipf,
-                text: a.text.clone(),
-                grouping: a.grouping,
-                ..WordCountConfig::default()
-            };
+            if let ThreadingFlag::MicroBatch(_) = a.engine.threading {
+                return crate::micro_batch::run_wordcount(config, &a.engine);
+            }
+            let hone = config.exchange.clone();
             let params = serde_json::json!({
                 "grouping": format!("{:?}", a.grouping), "parallelism": a.parallelism, "sentences": a.sentences,
-                "vocabulary": a.vocabulary, "zipf": a.zipf, "seed": a.seed, "text": a.text,
+                "vocabulary": a.vocabulary, "zipf": a.zipf, "seed": a.seed, "text": a.text, "window_ms": a.window_ms,
                 "hone": hone, "sentence_variance": a.sentence_variance, "straggler": a.straggler,
             });
             let built = wordcount::queries(&config).map_err(|e| e.to_string()).map(|(q, handle)| {
@@ -469,6 +493,25 @@ pub fn run(workload: Workload) -> i32 {
             execute("ysb", &a.engine, built, params)
         }
     }
+}
+
+/// The WordCount configuration the flags ask for.
+pub(crate) fn wordcount_config(a: &WordCountArgs) -> Result<WordCountConfig, String> {
+    Ok(WordCountConfig {
+        exchange: a.hone()?,
+        sentence_variance: a.sentence_variance,
+        straggler: a.straggler,
+        rate: a.engine.rate,
+        seed: a.seed,
+        parallelism: a.parallelism,
+        sentences: a.sentences,
+        vocabulary: a.vocabulary,
+        zipf_exponent: a.zipf,
+        text: a.text.clone(),
+        grouping: a.grouping,
+        window_ms: a.window_ms,
+        ..WordCountConfig::default()
+    })
 }
 
 /// The Linear Road flags that only make sense together (or apart).
@@ -551,6 +594,16 @@ fn execute(
         eprintln!("moirai: {e}");
         return 2;
     }
+    let threading = match &args.threading {
+        ThreadingFlag::Engine(t) => t.clone(),
+        ThreadingFlag::MicroBatch(_) => {
+            eprintln!(
+                "moirai: --threading micro-batch runs wordcount so far; {name} needs the continuous engine \
+                 (--threading dedicated, dynamic, elastic, fused or policy)"
+            );
+            return 2;
+        }
+    };
     let duration = args.duration();
     let (queries, workload_after) = match queries {
         Ok(q) => q,
@@ -560,7 +613,7 @@ fn execute(
         }
     };
     let config = EngineConfig {
-        threading: args.threading.clone(),
+        threading: threading.clone(),
         chaining: args.chaining,
         channel_capacity: args.channel_capacity,
         batch_size: args.batch_size,
@@ -662,7 +715,7 @@ fn execute(
     let workload_stats = workload_after();
     let report = Report {
         workload: name,
-        threading: args.threading.clone(),
+        threading,
         chaining: args.chaining,
         offered_rate: args.rate,
         duration_s: duration.unwrap_or(run_end - start).as_secs_f64(),

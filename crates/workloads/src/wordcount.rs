@@ -477,6 +477,13 @@ impl WordCountHandle {
         Some((0..n).flat_map(move |i| Sentences::new(corpus.clone(), &config, i, n)))
     }
 
+    /// The sentences source instance `instance` (of the configuration's `parallelism`) produces,
+    /// in order; endless for an endless run. The micro-batch executors rebuild their input from it
+    /// (`moirai-microbatch`), as every replay of the same configuration yields the same sentences.
+    pub fn instance_sentences(&self, instance: usize) -> impl Iterator<Item = String> {
+        Sentences::new(self.corpus.clone(), &self.config, instance, self.config.parallelism)
+    }
+
     /// The naive count: every whitespace-separated word of [`Self::sentences`], in one map.
     pub fn reference(&self) -> Result<HashMap<String, u64>, CheckError> {
         let mut counts = HashMap::new();

@@ -1,0 +1,318 @@
+//! `--threading micro-batch`: a workload run as Drizzle's micro-batches by the driver of
+//! `moirai-microbatch`, on executor processes that are this same binary started with the hidden
+//! `micro-batch-executor` subcommand and the run's own workload arguments.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use clap::{Args, Parser};
+use moirai_engine::Threading;
+use moirai_microbatch::{AimdConfig, DriverConfig, GroupSize, KillAt, RunReport, Scheduling, WordCountJob};
+use moirai_workloads::wordcount::WordCountConfig;
+
+use crate::run::{EngineArgs, Workload};
+
+/// `--threading`: one of the engine's threading models, or micro-batch execution.
+#[derive(Clone, Debug)]
+pub enum ThreadingFlag {
+    /// The continuous engine with this threading model.
+    Engine(Threading),
+    /// Micro-batch execution; settings given inside the flag (`micro-batch:group=10`).
+    MicroBatch(MicroBatchSpec),
+}
+
+/// Settings of `micro-batch[:interval=D][:group=per-batch|auto|G][:executors=E]`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MicroBatchSpec {
+    /// Batch interval.
+    pub interval: Option<Duration>,
+    /// Group size.
+    pub group: Option<GroupFlag>,
+    /// Executor processes.
+    pub executors: Option<usize>,
+}
+
+/// `--group`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum GroupFlag {
+    /// Spark Streaming's scheduling: a decision and a barrier per stage per micro-batch.
+    PerBatch,
+    /// AIMD-tuned group size.
+    Auto,
+    /// A fixed group size.
+    Fixed(u64),
+}
+
+pub fn parse_group(s: &str) -> Result<GroupFlag, String> {
+    match s {
+        "per-batch" => Ok(GroupFlag::PerBatch),
+        "auto" => Ok(GroupFlag::Auto),
+        g => match g.parse::<u64>() {
+            Ok(g) if (1..=100_000).contains(&g) => Ok(GroupFlag::Fixed(g)),
+            _ => Err(format!("group '{s}' must be per-batch, auto or a number of micro-batches in 1..=100000")),
+        },
+    }
+}
+
+pub fn parse_threading(s: &str) -> Result<ThreadingFlag, String> {
+    let Some(rest) = s.strip_prefix("micro-batch") else {
+        return s.parse().map(ThreadingFlag::Engine).map_err(|e: String| format!("{e}, or micro-batch[:group=G]"));
+    };
+    let mut spec = MicroBatchSpec::default();
+    if rest.is_empty() {
+        return Ok(ThreadingFlag::MicroBatch(spec));
+    }
+    let Some(settings) = rest.strip_prefix(':') else {
+        return Err(format!("'{s}': write micro-batch[:interval=100ms][:group=per-batch|auto|G][:executors=E]"));
+    };
+    for setting in settings.split(':') {
+        let (key, value) = setting
+            .split_once('=')
+            .ok_or_else(|| format!("'{s}': setting '{setting}' needs a value, e.g. group=10"))?;
+        match key {
+            "interval" => {
+                spec.interval =
+                    Some(humantime::parse_duration(value).map_err(|e| format!("'{s}': interval '{value}': {e}"))?)
+            }
+            "group" => spec.group = Some(parse_group(value).map_err(|e| format!("'{s}': {e}"))?),
+            "executors" => {
+                spec.executors =
+                    Some(value.parse().map_err(|_| format!("'{s}': executors '{value}' is not a whole number"))?)
+            }
+            other => return Err(format!("'{s}': unknown setting '{other}'; use interval=, group= or executors=")),
+        }
+    }
+    Ok(ThreadingFlag::MicroBatch(spec))
+}
+
+impl std::fmt::Display for ThreadingFlag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ThreadingFlag::Engine(t) => write!(f, "{t}"),
+            ThreadingFlag::MicroBatch(_) => write!(f, "micro-batch"),
+        }
+    }
+}
+
+/// `moirai micro-batch-executor` (hidden): an executor process of a micro-batch run.
+#[derive(Args, Debug)]
+pub struct ExecutorArgs {
+    /// The driver's address.
+    #[arg(long)]
+    driver: SocketAddr,
+    /// This executor's id.
+    #[arg(long)]
+    id: usize,
+    /// The job's description: the `moirai run` arguments of the workload (after `--`).
+    #[arg(last = true, required = true)]
+    job: Vec<String>,
+}
+
+#[derive(Parser)]
+#[command(name = "moirai run")]
+struct JobCommand {
+    #[command(subcommand)]
+    workload: Workload,
+}
+
+/// Runs an executor; its exit code.
+pub fn executor(args: ExecutorArgs) -> i32 {
+    let job = JobCommand::try_parse_from(std::iter::once("moirai run".to_string()).chain(args.job.iter().cloned()))
+        .map_err(|e| e.to_string())
+        .and_then(|c| match c.workload {
+            Workload::WordCount(a) => {
+                let config = crate::run::wordcount_config(&a)?;
+                job(config, &a.engine).map_err(|e| e.to_string())
+            }
+            _ => Err("micro-batch executors run wordcount".to_string()),
+        });
+    let job = match job {
+        Ok(j) => j,
+        Err(e) => {
+            eprintln!("moirai micro-batch-executor {}: {e}", args.id);
+            return 2;
+        }
+    };
+    match moirai_microbatch::executor::run(args.driver, args.id, job) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("moirai micro-batch-executor {}: {e}", args.id);
+            1
+        }
+    }
+}
+
+fn spec(args: &EngineArgs) -> MicroBatchSpec {
+    match &args.threading {
+        ThreadingFlag::MicroBatch(s) => s.clone(),
+        ThreadingFlag::Engine(_) => MicroBatchSpec::default(),
+    }
+}
+
+/// The interval: `--batch-interval`, else the flag's `interval=`, else 100 ms.
+fn interval(args: &EngineArgs) -> Duration {
+    args.batch_interval.or(spec(args).interval).unwrap_or(Duration::from_millis(100))
+}
+
+fn job(config: WordCountConfig, args: &EngineArgs) -> Result<WordCountJob, moirai_microbatch::Error> {
+    let duration = if config.sentences > 0 { None } else { Some(args.duration.unwrap_or(Duration::from_secs(5))) };
+    WordCountJob::new(config, interval(args), duration)
+}
+
+/// Runs WordCount in micro-batch mode; its exit code.
+pub fn run_wordcount(config: WordCountConfig, args: &EngineArgs) -> i32 {
+    match try_run(config, args) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("moirai: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+fn try_run(config: WordCountConfig, args: &EngineArgs) -> Result<(), moirai_microbatch::Error> {
+    use moirai_microbatch::Error;
+    let spec = spec(args);
+    let job = job(config, args)?;
+    let group = args.group.or(spec.group).unwrap_or(GroupFlag::Auto);
+    let (lower, upper) = args.overhead_bounds;
+    let scheduling = match group {
+        GroupFlag::PerBatch => Scheduling::PerBatch,
+        GroupFlag::Fixed(g) => Scheduling::Group(GroupSize::Fixed(g)),
+        GroupFlag::Auto => Scheduling::Group(GroupSize::Auto(AimdConfig { lower, upper, ..AimdConfig::default() })),
+    };
+    let kill = match &args.kill_executor {
+        None => None,
+        Some(s) => {
+            let parsed =
+                s.split_once('@').and_then(|(e, b)| Some(KillAt { executor: e.parse().ok()?, batch: b.parse().ok()? }));
+            Some(
+                parsed
+                    .ok_or_else(|| Error::Config(format!("--kill-executor '{s}' must be ID@MICRO-BATCH, e.g. 1@20")))?,
+            )
+        }
+    };
+    // The executors get this run's own workload arguments: the job's description.
+    let argv: Vec<String> = std::env::args().collect();
+    let job_args = argv
+        .iter()
+        .position(|a| a == "run")
+        .map(|i| argv[i + 1..].to_vec())
+        .ok_or_else(|| Error::Config("micro-batch runs start from `moirai run <workload>`".into()))?;
+    let config = DriverConfig {
+        executors: args.executors.or(spec.executors).unwrap_or(2),
+        scheduling,
+        program: std::env::current_exe().map_err(|e| Error::Io("find the moirai executable".into(), e))?,
+        job_args,
+        paced: !args.unpaced,
+        heartbeat_timeout: Duration::from_secs(2),
+        checkpoint_every: 10,
+        kill,
+        verbose: args.verbose,
+    };
+    let report = moirai_microbatch::driver::run(&config, &job)?;
+    print(&report, &job, &config, args.json);
+    Ok(())
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+/// The commit latencies (sorted) as the lab's latency summary: one value per micro-batch, the time
+/// from the end of its interval (when its last record was due) to its commit.
+fn latency(sorted: &[f64]) -> serde_json::Value {
+    serde_json::json!({
+        "count": sorted.len(),
+        "mean": sorted.iter().sum::<f64>() / sorted.len().max(1) as f64,
+        "p10": percentile(sorted, 0.1),
+        "p50": percentile(sorted, 0.5),
+        "p90": percentile(sorted, 0.9),
+        "p99": percentile(sorted, 0.99),
+        "p999": percentile(sorted, 0.999),
+        "max": percentile(sorted, 1.0),
+    })
+}
+
+fn print(report: &RunReport, job: &WordCountJob, config: &DriverConfig, json: bool) {
+    let mut commit = report.commit_ms.clone();
+    commit.sort_by(f64::total_cmp);
+    let check = match job.check(&report.counts()) {
+        Ok(()) => "counts equal a naive count".to_string(),
+        Err(e) => e,
+    };
+    let latency = latency(&commit);
+    let wall_s = report.wall_ms / 1e3;
+    let results: usize = report.outputs.values().map(Vec::len).sum();
+    let summary = serde_json::json!({
+        "workload": "wordcount",
+        "threading": "micro-batch",
+        "offered_rate": job.rate(),
+        "duration_s": report.batches as f64 * job.interval_ms() as f64 / 1e3,
+        "measured_s": wall_s,
+        "tuples_in": job.sentences_total(),
+        "tuples_out": results,
+        "ingress_tps": job.sentences_total() as f64 / wall_s.max(1e-9),
+        "egress_tps": results as f64 / wall_s.max(1e-9),
+        "latency_ms": latency,
+        "e2e_latency_ms": latency,
+        "threads": config.executors,
+        "executors": config.executors,
+        "scheduling": config.scheduling,
+        "paced": config.paced,
+        "batch_interval_ms": job.interval_ms(),
+        "batches": report.batches,
+        "decisions": report.decisions,
+        "groups": report.groups,
+        "wall_ms": report.wall_ms,
+        "ms_per_batch": report.ms_per_batch(),
+        "commit_latency_ms": { "p50": percentile(&commit, 0.5), "p99": percentile(&commit, 0.99), "max": percentile(&commit, 1.0) },
+        "mean_overhead": report.overheads.iter().sum::<f64>() / report.overheads.len().max(1) as f64,
+        "group_changes": report.group_changes,
+        "recoveries": report.recoveries,
+        "distinct_words": report.counts().len(),
+        "check": check,
+    });
+    if json {
+        println!("{summary}");
+        return;
+    }
+    println!("workload          wordcount (micro-batch, {} executors, {:?})", config.executors, config.scheduling);
+    println!(
+        "micro-batches     {} of {} ms, {} groups, {} scheduling decisions",
+        report.batches,
+        job.interval_ms(),
+        report.groups,
+        report.decisions
+    );
+    println!("time per batch    {:.2} ms (wall {:.0} ms)", report.ms_per_batch(), report.wall_ms);
+    let what = if config.paced { "commit latency" } else { "commit time" };
+    println!(
+        "{what:<17} p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        percentile(&commit, 0.5),
+        percentile(&commit, 0.99),
+        percentile(&commit, 1.0)
+    );
+    println!("coordination      mean overhead {:.3}", summary["mean_overhead"].as_f64().unwrap_or(0.0));
+    for c in &report.group_changes {
+        println!(
+            "group change      at {:.1} s: {} -> {} (overhead {:.3})",
+            c.at_ms / 1e3,
+            c.change.from,
+            c.change.to,
+            c.change.overhead
+        );
+    }
+    for r in &report.recoveries {
+        println!(
+            "recovery          at {:.1} s: executor {} lost, replayed from micro-batch {}",
+            r.at_ms / 1e3,
+            r.executor,
+            r.from_batch
+        );
+    }
+    println!("check             {check}");
+}

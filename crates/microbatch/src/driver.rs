@@ -1,0 +1,723 @@
+//! The driver: starts the executor processes, schedules the tasks of every micro-batch on them,
+//! commits the reduce outputs (the sink), keeps the checkpoints, and recovers from a lost
+//! executor.
+//!
+//! - **Per-batch scheduling** (Spark Streaming): for every micro-batch, one decision for its map
+//!   stage, a barrier (every map task reported done), one decision for its reduce stage, a barrier.
+//!   Two scheduling round trips per micro-batch.
+//! - **Group scheduling** (Drizzle §3.1): one decision hands out the map *and* reduce tasks of G
+//!   micro-batches; the reduce tasks are **pre-scheduled** (§3.2): placed in advance, they start
+//!   when their map outputs arrive from the other executors, without the driver. The only barrier
+//!   is at the end of the group, where the reduce partitions' state is checkpointed. With
+//!   `GroupSize::Auto` the [`Aimd`] controller sets G from the measured coordination overhead.
+//! - **Exactly-once sink**: the output of reduce task (micro-batch, partition) is committed once;
+//!   a replayed task's output (identical, the job being deterministic) is not committed again.
+//! - **Recovery**: an executor whose connection ends or whose heartbeats stop for
+//!   `heartbeat_timeout` is lost. The driver kills it (by PID), starts a new epoch, moves its
+//!   reduce partitions to the remaining executors, restores every reduce partition's state from
+//!   the last checkpoint and replays the micro-batches after it.
+
+use std::collections::BTreeMap;
+use std::io::{BufReader, BufWriter};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+use crate::aimd::{Aimd, AimdConfig, GroupChange};
+use crate::job::{PartitionState, WindowCount, WordCountJob};
+use crate::protocol::{receive, send, MapTask, ReduceTask, ToDriver, ToExecutor};
+use crate::Error;
+
+/// How tasks are handed out.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scheduling {
+    /// A decision and a barrier per stage per micro-batch.
+    PerBatch,
+    /// One decision per group of micro-batches, reduce tasks pre-scheduled.
+    Group(GroupSize),
+}
+
+/// The group size of group scheduling.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GroupSize {
+    /// Always G micro-batches.
+    Fixed(u64),
+    /// Tuned by AIMD.
+    Auto(AimdConfig),
+}
+
+/// Kill an executor (SIGKILL, as `kill -9`) once a micro-batch has been committed: the failure of
+/// the recovery tests and benchmark.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct KillAt {
+    /// The executor's id.
+    pub executor: usize,
+    /// After this micro-batch is committed.
+    pub batch: u64,
+}
+
+/// Settings of the driver.
+#[derive(Clone, Debug)]
+pub struct DriverConfig {
+    /// Executor processes.
+    pub executors: usize,
+    /// Per-batch or group scheduling.
+    pub scheduling: Scheduling,
+    /// The executable started as executor (`moirai`, with the hidden `micro-batch-executor`).
+    pub program: PathBuf,
+    /// The job's description as the executor's command line after `--` (the workload and its
+    /// arguments); executors rebuild the job from it.
+    pub job_args: Vec<String>,
+    /// Start a micro-batch's tasks when its interval has passed (`false`: as soon as scheduled,
+    /// to measure time per micro-batch).
+    pub paced: bool,
+    /// An executor silent this long is lost.
+    pub heartbeat_timeout: Duration,
+    /// Checkpoint at the first group boundary at least this many micro-batches after the last
+    /// checkpoint (under group scheduling with G >= this: every group; under per-batch
+    /// scheduling: every this many micro-batches), and after the last micro-batch.
+    pub checkpoint_every: u64,
+    /// Fault injection.
+    pub kill: Option<KillAt>,
+    /// Log decisions, group changes and recoveries on stderr.
+    pub verbose: bool,
+}
+
+impl DriverConfig {
+    /// Checks the settings; the error names the flag to fix.
+    pub fn validate(&self) -> Result<(), Error> {
+        if !(1..=64).contains(&self.executors) {
+            return Err(Error::Config(format!("--executors {} must be in 1..=64", self.executors)));
+        }
+        match self.scheduling {
+            Scheduling::Group(GroupSize::Fixed(g)) if !(1..=100_000).contains(&g) => {
+                return Err(Error::Config(format!("--group {g} must be in 1..=100000, or auto")))
+            }
+            Scheduling::Group(GroupSize::Auto(a)) => a.validate().map_err(Error::Config)?,
+            _ => {}
+        }
+        if self.checkpoint_every == 0 {
+            return Err(Error::Config("checkpoint interval must be >= 1 micro-batch".into()));
+        }
+        if let Some(k) = self.kill {
+            if k.executor >= self.executors {
+                return Err(Error::Config(format!(
+                    "cannot kill executor {}: there are {} (ids 0..{})",
+                    k.executor, self.executors, self.executors
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A recovery from a lost executor.
+#[derive(Clone, Debug, Serialize)]
+pub struct Recovery {
+    /// When the loss was noticed, ms since the start.
+    pub at_ms: f64,
+    /// The lost executor.
+    pub executor: usize,
+    /// First micro-batch replayed (the one after the checkpoint).
+    pub from_batch: u64,
+    /// Micro-batches committed when the loss was noticed.
+    pub committed: u64,
+}
+
+/// A group size change in the run's timeline.
+#[derive(Clone, Debug, Serialize)]
+pub struct TimedChange {
+    /// When, ms since the start.
+    pub at_ms: f64,
+    /// The change.
+    #[serde(flatten)]
+    pub change: GroupChange,
+}
+
+/// What a micro-batch run did and produced.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunReport {
+    /// Micro-batches of the job.
+    pub batches: u64,
+    /// Scheduling decisions (messages of tasks handed out, counted once per decision).
+    pub decisions: u64,
+    /// Groups run (per-batch scheduling: micro-batches).
+    pub groups: u64,
+    /// Wall time of the run, from the first decision to the last commit, ms.
+    pub wall_ms: f64,
+    /// Per micro-batch: commit time minus the end of its interval (paced) or minus the start
+    /// (unpaced), ms.
+    pub commit_ms: Vec<f64>,
+    /// Coordination overhead measured per group.
+    pub overheads: Vec<f64>,
+    /// Group size of each group.
+    pub group_sizes: Vec<u64>,
+    /// Group size changes (AIMD).
+    pub group_changes: Vec<TimedChange>,
+    /// Recoveries.
+    pub recoveries: Vec<Recovery>,
+    /// The committed outputs: (micro-batch, reduce partition) → windows closed.
+    #[serde(skip)]
+    pub outputs: BTreeMap<(u64, usize), Vec<WindowCount>>,
+}
+
+impl RunReport {
+    /// Count per word over all windows.
+    pub fn counts(&self) -> BTreeMap<String, u64> {
+        let mut counts = BTreeMap::new();
+        for (_, word, c) in self.outputs.values().flatten() {
+            *counts.entry(word.clone()).or_insert(0) += c;
+        }
+        counts
+    }
+
+    /// Count per (window start ms, word).
+    pub fn window_counts(&self) -> BTreeMap<(u64, String), u64> {
+        let mut counts = BTreeMap::new();
+        for (w, word, c) in self.outputs.values().flatten() {
+            *counts.entry((*w, word.clone())).or_insert(0) += c;
+        }
+        counts
+    }
+
+    /// Time per micro-batch: wall time over micro-batches, ms.
+    pub fn ms_per_batch(&self) -> f64 {
+        self.wall_ms / self.batches.max(1) as f64
+    }
+}
+
+/// An executor process; dropping it kills it by PID and reaps it.
+struct ExecutorProcess {
+    child: Child,
+}
+
+impl ExecutorProcess {
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGKILL, as `kill -9 PID`.
+    fn kill(&mut self) {
+        // SAFETY: kill(2) with a PID we own (our child, not yet reaped) and a valid signal.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGKILL) };
+        let _ = self.child.wait();
+    }
+
+    /// Waits up to `grace` for the process to exit by itself, then kills it.
+    fn stop(&mut self, grace: Duration) {
+        let until = Instant::now() + grace;
+        while Instant::now() < until {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.kill();
+    }
+}
+
+impl Drop for ExecutorProcess {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            self.kill();
+        }
+    }
+}
+
+enum Event {
+    Message(usize, ToDriver),
+    Closed(usize, String),
+}
+
+struct Link {
+    process: ExecutorProcess,
+    writer: BufWriter<TcpStream>,
+    last_seen: Instant,
+}
+
+/// Runs `job` on executor processes as `config` says.
+pub fn run(config: &DriverConfig, job: &WordCountJob) -> Result<RunReport, Error> {
+    config.validate()?;
+    let mut driver = Driver::start(config, job)?;
+    let result = driver.schedule();
+    driver.stop();
+    result
+}
+
+struct Driver<'a> {
+    config: &'a DriverConfig,
+    batches: u64,
+    interval_ms: u64,
+    maps: usize,
+    reduces: usize,
+    links: Vec<Option<Link>>,
+    events: Receiver<Event>,
+    epoch: u64,
+    origin: SystemTime,
+    start: Instant,
+    last_pump: Instant,
+    decisions: u64,
+    /// Last checkpoint: the micro-batch it follows, and every reduce partition's state.
+    checkpoint: (Option<u64>, Vec<PartitionState>),
+    /// States reported for the checkpoint being taken.
+    taking: BTreeMap<usize, PartitionState>,
+    outputs: BTreeMap<(u64, usize), Vec<WindowCount>>,
+    /// Reduce partitions committed per micro-batch, and the commit time of complete ones.
+    committed: BTreeMap<u64, usize>,
+    commit_ms: BTreeMap<u64, f64>,
+    maps_left: usize,
+    reduces_left: usize,
+    /// Busy and input-wait time reported per executor in the current group, ns.
+    work: Vec<(u64, u64)>,
+    killed: bool,
+    report: RunReport,
+}
+
+impl<'a> Driver<'a> {
+    fn start(config: &'a DriverConfig, job: &WordCountJob) -> Result<Self, Error> {
+        let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| Error::Io("bind the driver port".into(), e))?;
+        let addr = listener.local_addr().map_err(|e| Error::Io("read the driver port".into(), e))?;
+        let mut processes = Vec::new();
+        for id in 0..config.executors {
+            let child = Command::new(&config.program)
+                .arg("micro-batch-executor")
+                .arg("--driver")
+                .arg(addr.to_string())
+                .arg("--id")
+                .arg(id.to_string())
+                .arg("--")
+                .args(&config.job_args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .spawn()
+                .map_err(|e| Error::Io(format!("start executor {id} ({})", config.program.display()), e))?;
+            processes.push(Some(ExecutorProcess { child }));
+        }
+        let (tx, events) = mpsc::channel();
+        let mut links: Vec<Option<Link>> = (0..config.executors).map(|_| None).collect();
+        let mut peers = vec![String::new(); config.executors];
+        listener.set_nonblocking(true).map_err(|e| Error::Io("configure the driver port".into(), e))?;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while links.iter().any(Option::is_none) {
+            for (id, p) in processes.iter_mut().enumerate() {
+                if let Some(Ok(Some(status))) = p.as_mut().map(|p| p.child.try_wait()) {
+                    return Err(Error::Protocol(format!(
+                        "executor {id} exited ({status}) before it connected; its error is above"
+                    )));
+                }
+            }
+            if Instant::now() > deadline {
+                return Err(Error::Protocol("executors did not connect within 30 s".into()));
+            }
+            let stream = match listener.accept() {
+                Ok((s, _)) => s,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(5));
+                    continue;
+                }
+                Err(e) => return Err(Error::Io("accept an executor".into(), e)),
+            };
+            let _ = stream.set_nonblocking(false);
+            let _ = stream.set_nodelay(true);
+            let mut reader = BufReader::new(stream.try_clone().map_err(|e| Error::Io("clone a connection".into(), e))?);
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+            let hello =
+                receive::<ToDriver>(&mut reader).map_err(|e| Error::Io("read an executor's hello".into(), e))?;
+            let _ = stream.set_read_timeout(None);
+            let Some(ToDriver::Hello { id, pid, shuffle_addr }) = hello else {
+                return Err(Error::Protocol("an executor did not start with hello".into()));
+            };
+            let process = processes
+                .get_mut(id)
+                .and_then(Option::take)
+                .filter(|p| p.pid() == pid)
+                .ok_or_else(|| Error::Protocol(format!("a hello from an unknown executor (id {id}, pid {pid})")))?;
+            peers[id] = shuffle_addr;
+            let tx = tx.clone();
+            std::thread::spawn(move || loop {
+                let event = match receive::<ToDriver>(&mut reader) {
+                    Ok(Some(m)) => Event::Message(id, m),
+                    Ok(None) => Event::Closed(id, "its connection ended".into()),
+                    Err(e) => Event::Closed(id, format!("its connection failed: {e}")),
+                };
+                let closed = matches!(event, Event::Closed(..));
+                if tx.send(event).is_err() || closed {
+                    return;
+                }
+            });
+            links[id] = Some(Link { process, writer: BufWriter::new(stream), last_seen: Instant::now() });
+        }
+        // Micro-batch 0 starts a little after setup, so that every executor has its clock.
+        let origin = SystemTime::now() + Duration::from_millis(20);
+        let origin_unix_ns =
+            if config.paced { origin.duration_since(UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64) } else { 0 };
+        let (maps, reduces) = (job.map_partitions(), job.reduce_partitions());
+        let mut driver = Driver {
+            config,
+            batches: job.batches(),
+            interval_ms: job.interval_ms(),
+            maps,
+            reduces,
+            links,
+            events,
+            epoch: 0,
+            origin,
+            start: Instant::now(),
+            last_pump: Instant::now(),
+            decisions: 0,
+            checkpoint: (None, vec![PartitionState::new(); reduces]),
+            taking: BTreeMap::new(),
+            outputs: BTreeMap::new(),
+            committed: BTreeMap::new(),
+            commit_ms: BTreeMap::new(),
+            maps_left: 0,
+            reduces_left: 0,
+            work: vec![(0, 0); config.executors],
+            killed: false,
+            report: RunReport {
+                batches: job.batches(),
+                decisions: 0,
+                groups: 0,
+                wall_ms: 0.0,
+                commit_ms: Vec::new(),
+                overheads: Vec::new(),
+                group_sizes: Vec::new(),
+                group_changes: Vec::new(),
+                recoveries: Vec::new(),
+                outputs: BTreeMap::new(),
+            },
+        };
+        for id in 0..config.executors {
+            driver.send(id, &ToExecutor::Setup { peers: peers.clone(), origin_unix_ns });
+        }
+        Ok(driver)
+    }
+
+    fn live(&self) -> Vec<usize> {
+        (0..self.links.len()).filter(|&i| self.links[i].is_some()).collect()
+    }
+
+    fn ms_since_start(&self) -> f64 {
+        self.start.elapsed().as_secs_f64() * 1e3
+    }
+
+    /// Sends to executor `id`; a failed send is noticed as its loss by the next pump.
+    fn send(&mut self, id: usize, message: &ToExecutor) {
+        if let Some(link) = self.links[id].as_mut() {
+            if send(&mut link.writer, message).is_err() {
+                link.last_seen = Instant::now() - self.config.heartbeat_timeout * 2;
+            }
+        }
+    }
+
+    /// Owner of each reduce partition among the live executors.
+    fn reducers(&self) -> Vec<usize> {
+        let live = self.live();
+        (0..self.reduces).map(|r| live[r % live.len()]).collect()
+    }
+
+    fn schedule(&mut self) -> Result<RunReport, Error> {
+        let mut aimd = match self.config.scheduling {
+            Scheduling::Group(GroupSize::Auto(a)) => Some(Aimd::new(a)),
+            _ => None,
+        };
+        self.start = Instant::now();
+        let mut next = 0;
+        while next < self.batches {
+            let group = match self.config.scheduling {
+                Scheduling::PerBatch => 1,
+                Scheduling::Group(GroupSize::Fixed(g)) => g,
+                Scheduling::Group(GroupSize::Auto(_)) => aimd.as_ref().map_or(1, Aimd::group),
+            };
+            let end = (next + group).min(self.batches);
+            let started = Instant::now();
+            let outcome = match self.config.scheduling {
+                Scheduling::PerBatch => self.run_batch(next),
+                Scheduling::Group(_) => self.run_group(next, end),
+            }?;
+            if let Some(lost) = outcome {
+                next = self.recover(lost)?;
+                continue;
+            }
+            self.report.groups += 1;
+            self.report.group_sizes.push(end - next);
+            let overhead = self.overhead(started.elapsed());
+            self.report.overheads.push(overhead);
+            if let Some(change) = aimd.as_mut().and_then(|a| a.observe(overhead)) {
+                let at_ms = self.ms_since_start();
+                if self.config.verbose {
+                    eprintln!(
+                        "micro-batch: at {:.1} s, coordination overhead {:.3}: group {} -> {}",
+                        at_ms / 1e3,
+                        change.overhead,
+                        change.from,
+                        change.to
+                    );
+                }
+                self.report.group_changes.push(TimedChange { at_ms, change });
+            }
+            next = end;
+        }
+        self.report.wall_ms = self.ms_since_start();
+        self.report.decisions = self.decisions;
+        self.report.commit_ms = self.commit_ms.values().copied().collect();
+        self.report.outputs = std::mem::take(&mut self.outputs);
+        Ok(self.report.clone())
+    }
+
+    /// The group's coordination overhead: the share of its wall time the most occupied executor
+    /// spent neither running tasks nor waiting for a micro-batch's input.
+    fn overhead(&mut self, wall: Duration) -> f64 {
+        let wall_ns = wall.as_nanos().max(1) as f64;
+        let live = self.live();
+        let overhead = live
+            .iter()
+            .map(|&e| {
+                let (busy, wait) = self.work[e];
+                ((wall_ns - busy as f64 - wait as f64) / wall_ns).clamp(0.0, 1.0)
+            })
+            .fold(1.0, f64::min);
+        self.work.iter_mut().for_each(|w| *w = (0, 0));
+        overhead
+    }
+
+    /// Per-batch scheduling of micro-batch `b`: map stage, barrier, reduce stage, barrier.
+    fn run_batch(&mut self, b: u64) -> Result<Option<usize>, Error> {
+        if self.config.paced {
+            let due = self.origin + Duration::from_millis((b + 1) * self.interval_ms);
+            while let Ok(left) = due.duration_since(SystemTime::now()) {
+                if let Some(lost) = self.pump(left.min(Duration::from_millis(50)))? {
+                    return Ok(Some(lost));
+                }
+            }
+        }
+        let live = self.live();
+        let reducers = self.reducers();
+        self.maps_left = self.maps;
+        for &e in &live {
+            let map = (0..self.maps)
+                .filter(|m| live[m % live.len()] == e)
+                .map(|partition| MapTask { batch: b, partition })
+                .collect();
+            let tasks = ToExecutor::Tasks { epoch: self.epoch, map, reduce: Vec::new(), reducers: reducers.clone() };
+            self.send(e, &tasks);
+        }
+        self.decisions += 1;
+        while self.maps_left > 0 {
+            if let Some(lost) = self.pump(Duration::from_millis(50))? {
+                return Ok(Some(lost));
+            }
+        }
+        let checkpoint = self.checkpoint_due(b + 1);
+        self.reduces_left = self.reduces;
+        for &e in &live {
+            let reduce = (0..self.reduces)
+                .filter(|&r| reducers[r] == e)
+                .map(|partition| ReduceTask { batch: b, partition, checkpoint })
+                .collect();
+            let tasks = ToExecutor::Tasks { epoch: self.epoch, map: Vec::new(), reduce, reducers: reducers.clone() };
+            self.send(e, &tasks);
+        }
+        self.decisions += 1;
+        self.finish_reduces(checkpoint.then_some(b))
+    }
+
+    /// Group scheduling of micro-batches `from..to`: one decision, reduce tasks pre-scheduled.
+    fn run_group(&mut self, from: u64, to: u64) -> Result<Option<usize>, Error> {
+        let live = self.live();
+        let reducers = self.reducers();
+        let checkpoint = self.checkpoint_due(to);
+        for &e in &live {
+            let mut map = Vec::new();
+            let mut reduce = Vec::new();
+            for b in from..to {
+                map.extend(
+                    (0..self.maps)
+                        .filter(|m| live[m % live.len()] == e)
+                        .map(|partition| MapTask { batch: b, partition }),
+                );
+                reduce.extend((0..self.reduces).filter(|&r| reducers[r] == e).map(|partition| ReduceTask {
+                    batch: b,
+                    partition,
+                    checkpoint: checkpoint && b + 1 == to,
+                }));
+            }
+            let tasks = ToExecutor::Tasks { epoch: self.epoch, map, reduce, reducers: reducers.clone() };
+            self.send(e, &tasks);
+        }
+        self.decisions += 1;
+        self.maps_left = 0;
+        self.reduces_left = (to - from) as usize * self.reduces;
+        self.finish_reduces(checkpoint.then_some(to - 1))
+    }
+
+    /// Whether the group boundary before micro-batch `next` takes a checkpoint.
+    fn checkpoint_due(&self, next: u64) -> bool {
+        let since = next - self.checkpoint.0.map_or(0, |b| b + 1);
+        since >= self.config.checkpoint_every || next == self.batches
+    }
+
+    /// Waits for the outstanding reduce tasks; takes the checkpoint after `checkpoint`.
+    fn finish_reduces(&mut self, checkpoint: Option<u64>) -> Result<Option<usize>, Error> {
+        while self.reduces_left > 0 {
+            if let Some(lost) = self.pump(Duration::from_millis(50))? {
+                return Ok(Some(lost));
+            }
+        }
+        if let Some(b) = checkpoint {
+            let taken = std::mem::take(&mut self.taking);
+            if taken.len() != self.reduces {
+                return Err(Error::Protocol(format!("checkpoint after micro-batch {b} misses partitions")));
+            }
+            self.checkpoint = (Some(b), taken.into_values().collect());
+        }
+        Ok(None)
+    }
+
+    /// Handles events for up to `timeout`; returns an executor found lost.
+    fn pump(&mut self, timeout: Duration) -> Result<Option<usize>, Error> {
+        // A driver that was paused (SIGSTOP) must not blame its executors for its own silence.
+        if self.last_pump.elapsed() > self.config.heartbeat_timeout / 2 {
+            self.links.iter_mut().flatten().for_each(|l| l.last_seen = Instant::now());
+        }
+        let event = self.events.recv_timeout(timeout);
+        self.last_pump = Instant::now();
+        match event {
+            Ok(Event::Closed(id, why)) => {
+                if self.links[id].is_some() {
+                    if self.config.verbose {
+                        eprintln!("micro-batch: executor {id} lost: {why}");
+                    }
+                    return Ok(Some(id));
+                }
+            }
+            Ok(Event::Message(id, message)) => {
+                if let Some(link) = self.links[id].as_mut() {
+                    link.last_seen = Instant::now();
+                }
+                self.message(id, message)?;
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(Error::Protocol("every executor connection ended".into()))
+            }
+        }
+        let timeout = self.config.heartbeat_timeout;
+        if let Some(id) =
+            (0..self.links.len()).find(|&i| self.links[i].as_ref().is_some_and(|l| l.last_seen.elapsed() > timeout))
+        {
+            if self.config.verbose {
+                eprintln!("micro-batch: executor {id} lost: no heartbeat for {timeout:?}");
+            }
+            return Ok(Some(id));
+        }
+        Ok(None)
+    }
+
+    fn message(&mut self, id: usize, message: ToDriver) -> Result<(), Error> {
+        match message {
+            ToDriver::Heartbeat | ToDriver::Hello { .. } => {}
+            ToDriver::Failed { message } => return Err(Error::Protocol(format!("executor {id} failed: {message}"))),
+            ToDriver::MapDone { epoch, busy_ns, wait_ns, .. } => {
+                if epoch == self.epoch {
+                    self.maps_left = self.maps_left.saturating_sub(1);
+                    self.work[id].0 += busy_ns;
+                    self.work[id].1 += wait_ns;
+                }
+            }
+            ToDriver::ReduceDone { epoch, task, output, state, busy_ns, wait_ns } => {
+                if epoch != self.epoch {
+                    return Ok(());
+                }
+                self.reduces_left = self.reduces_left.saturating_sub(1);
+                self.work[id].0 += busy_ns;
+                self.work[id].1 += wait_ns;
+                if let Some(state) = state {
+                    self.taking.insert(task.partition, state);
+                }
+                self.commit(task.batch, task.partition, output);
+            }
+        }
+        Ok(())
+    }
+
+    /// The sink: commits a reduce task's output once per (micro-batch, partition).
+    fn commit(&mut self, batch: u64, partition: usize, output: Vec<WindowCount>) {
+        if self.outputs.contains_key(&(batch, partition)) {
+            return;
+        }
+        self.outputs.insert((batch, partition), output);
+        let done = self.committed.entry(batch).or_insert(0);
+        *done += 1;
+        if *done < self.reduces {
+            return;
+        }
+        let ms = if self.config.paced {
+            let due = self.origin + Duration::from_millis((batch + 1) * self.interval_ms);
+            SystemTime::now().duration_since(due).map_or(0.0, |d| d.as_secs_f64() * 1e3)
+        } else {
+            self.ms_since_start()
+        };
+        self.commit_ms.insert(batch, ms);
+        if let Some(kill) = self.config.kill.filter(|k| !self.killed && k.batch == batch) {
+            if let Some(link) = self.links[kill.executor].as_mut() {
+                if self.config.verbose {
+                    eprintln!("micro-batch: kill -9 executor {} (pid {})", kill.executor, link.process.pid());
+                }
+                link.process.kill();
+                self.killed = true;
+            }
+        }
+    }
+
+    /// Recovers from the loss of executor `lost`; returns the micro-batch to go on from.
+    fn recover(&mut self, lost: usize) -> Result<u64, Error> {
+        if let Some(mut link) = self.links[lost].take() {
+            link.process.kill();
+        }
+        if self.live().is_empty() {
+            return Err(Error::Protocol("every executor was lost".into()));
+        }
+        self.epoch += 1;
+        self.taking.clear();
+        self.work.iter_mut().for_each(|w| *w = (0, 0));
+        let reducers = self.reducers();
+        for e in self.live() {
+            let states =
+                (0..self.reduces).filter(|&r| reducers[r] == e).map(|r| (r, self.checkpoint.1[r].clone())).collect();
+            self.send(e, &ToExecutor::Restore { epoch: self.epoch, states });
+        }
+        let from = self.checkpoint.0.map_or(0, |b| b + 1);
+        let recovery = Recovery {
+            at_ms: self.ms_since_start(),
+            executor: lost,
+            from_batch: from,
+            committed: self.commit_ms.len() as u64,
+        };
+        if self.config.verbose {
+            eprintln!(
+                "micro-batch: recovery at {:.1} s: executor {lost} lost, {} micro-batches committed, replaying from {from}",
+                recovery.at_ms / 1e3,
+                recovery.committed
+            );
+        }
+        self.report.recoveries.push(recovery);
+        Ok(from)
+    }
+
+    /// Tells every executor to stop and reaps them (killing those that do not exit).
+    fn stop(&mut self) {
+        for id in self.live() {
+            self.send(id, &ToExecutor::Stop);
+        }
+        for link in self.links.iter_mut().flatten() {
+            link.process.stop(Duration::from_secs(2));
+        }
+    }
+}

@@ -1,0 +1,312 @@
+//! An executor process: runs the map and reduce tasks the driver assigns, pushes map outputs to
+//! the owners of their reduce partitions, keeps the window state of the reduce partitions it
+//! owns, and reports to the driver (task completions, checkpoints, heartbeats).
+//!
+//! Threads, no async runtime: the main thread runs tasks one at a time; a thread reads the
+//! driver's connection, a thread accepts shuffle connections and one reads each, a thread sends
+//! heartbeats. Everything that arrives goes through one channel to the main thread.
+//!
+//! **Pre-scheduling**: a reduce task the driver has placed in advance runs as soon as the map
+//! outputs of its micro-batch from every map partition have arrived (each arrival is the map
+//! task's announcement), with no round trip to the driver. Under per-batch scheduling the same
+//! code runs a reduce task that the driver sends after the map stage's barrier.
+
+use std::collections::VecDeque;
+use std::io::{BufReader, BufWriter};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use rustc_hash::FxHashMap;
+
+use crate::job::{PartitionState, WindowCount, WordCountJob};
+use crate::protocol::{receive, send, MapOutput, MapTask, ReduceTask, ToDriver, ToExecutor};
+use crate::Error;
+
+/// How often an executor tells the driver it is alive.
+pub const HEARTBEAT: Duration = Duration::from_millis(100);
+
+enum Event {
+    Driver(ToExecutor),
+    DriverLost(String),
+    Shuffle(MapOutput),
+}
+
+type DriverLink = Arc<Mutex<BufWriter<TcpStream>>>;
+
+/// Runs executor `id` of the driver at `driver` until the driver says stop (`Ok`) or is lost.
+pub fn run(driver: SocketAddr, id: usize, job: WordCountJob) -> Result<(), Error> {
+    let (tx, rx) = mpsc::channel();
+    let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| Error::Io("bind the shuffle port".into(), e))?;
+    let shuffle_addr = listener.local_addr().map_err(|e| Error::Io("read the shuffle port".into(), e))?;
+    spawn_shuffle_acceptor(listener, tx.clone());
+
+    let stream = TcpStream::connect(driver).map_err(|e| Error::Io(format!("connect to the driver at {driver}"), e))?;
+    let _ = stream.set_nodelay(true);
+    let reader = stream.try_clone().map_err(|e| Error::Io("clone the driver connection".into(), e))?;
+    let link: DriverLink = Arc::new(Mutex::new(BufWriter::new(stream)));
+    report(&link, &ToDriver::Hello { id, pid: std::process::id(), shuffle_addr: shuffle_addr.to_string() })?;
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(reader);
+        loop {
+            let event = match receive::<ToExecutor>(&mut reader) {
+                Ok(Some(m)) => Event::Driver(m),
+                Ok(None) => Event::DriverLost("the driver closed the connection".into()),
+                Err(e) => Event::DriverLost(format!("reading from the driver: {e}")),
+            };
+            let lost = matches!(event, Event::DriverLost(_));
+            if tx.send(event).is_err() || lost {
+                return;
+            }
+        }
+    });
+    let heartbeat = link.clone();
+    std::thread::spawn(move || loop {
+        std::thread::sleep(HEARTBEAT);
+        if report(&heartbeat, &ToDriver::Heartbeat).is_err() {
+            return;
+        }
+    });
+
+    let mut executor = Executor::new(id, job, link);
+    executor.run(rx)
+}
+
+fn spawn_shuffle_acceptor(listener: TcpListener, tx: Sender<Event>) {
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(conn) = conn else { continue };
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(conn);
+                // A peer that dies ends its stream; what it sent before stays valid.
+                while let Ok(Some(m)) = receive::<MapOutput>(&mut reader) {
+                    if tx.send(Event::Shuffle(m)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+}
+
+fn report(link: &DriverLink, message: &ToDriver) -> Result<(), Error> {
+    let mut w = link.lock().unwrap_or_else(|e| e.into_inner());
+    send(&mut *w, message).map_err(|e| Error::Io("write to the driver".into(), e))
+}
+
+struct Executor {
+    id: usize,
+    job: WordCountJob,
+    link: DriverLink,
+    epoch: u64,
+    peers: Vec<String>,
+    /// Shuffle connections to the other executors, opened on first use.
+    shuffle: Vec<Option<BufWriter<TcpStream>>>,
+    /// Start of micro-batch 0; `None` = unpaced.
+    origin: Option<SystemTime>,
+    maps: VecDeque<MapTask>,
+    /// Pre-scheduled (or just scheduled) reduce tasks, in micro-batch order.
+    reduces: Vec<ReduceTask>,
+    reducers: Vec<usize>,
+    /// Map outputs received, by (micro-batch, reduce partition), one slot per map partition.
+    inputs: FxHashMap<(u64, usize), Vec<Option<Vec<WindowCount>>>>,
+    /// Map outputs of a later epoch than the one this executor has been told of yet.
+    later: Vec<MapOutput>,
+    states: FxHashMap<usize, PartitionState>,
+    busy: Duration,
+    wait: Duration,
+}
+
+impl Executor {
+    fn new(id: usize, job: WordCountJob, link: DriverLink) -> Self {
+        Executor {
+            id,
+            job,
+            link,
+            epoch: 0,
+            peers: Vec::new(),
+            shuffle: Vec::new(),
+            origin: None,
+            maps: VecDeque::new(),
+            reduces: Vec::new(),
+            reducers: Vec::new(),
+            inputs: FxHashMap::default(),
+            later: Vec::new(),
+            states: FxHashMap::default(),
+            busy: Duration::ZERO,
+            wait: Duration::ZERO,
+        }
+    }
+
+    fn run(&mut self, rx: Receiver<Event>) -> Result<(), Error> {
+        loop {
+            while let Ok(event) = rx.try_recv() {
+                if self.handle(event)? {
+                    return Ok(());
+                }
+            }
+            if let Some(i) = self.ready_reduce() {
+                let task = self.reduces.remove(i);
+                self.reduce(task)?;
+                continue;
+            }
+            let due = self.maps.front().map(|t| self.due(t.batch));
+            let timeout = match due {
+                Some(None) => {
+                    let task = self.maps.pop_front().expect("a front task");
+                    self.map(task)?;
+                    continue;
+                }
+                Some(Some(wait)) => wait.min(Duration::from_millis(50)),
+                None => Duration::from_secs(1),
+            };
+            let start = Instant::now();
+            let event = rx.recv_timeout(timeout);
+            if due.is_some() {
+                // Idle with a micro-batch whose interval has not passed: waiting for input.
+                self.wait += start.elapsed();
+            }
+            match event {
+                Ok(event) => {
+                    if self.handle(event)? {
+                        return Ok(());
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return Err(Error::Protocol("every input thread ended".into())),
+            }
+        }
+    }
+
+    /// How long until micro-batch `batch`'s interval has passed (`None`: it has).
+    fn due(&self, batch: u64) -> Option<Duration> {
+        let origin = self.origin?;
+        let end = origin + Duration::from_millis((batch + 1) * self.job.interval_ms());
+        end.duration_since(SystemTime::now()).ok().filter(|d| !d.is_zero())
+    }
+
+    /// Handles one event; `true` when the driver said stop.
+    fn handle(&mut self, event: Event) -> Result<bool, Error> {
+        match event {
+            Event::DriverLost(why) => return Err(Error::Protocol(why)),
+            Event::Shuffle(output) => self.receive(output),
+            Event::Driver(ToExecutor::Stop) => return Ok(true),
+            Event::Driver(ToExecutor::Setup { peers, origin_unix_ns }) => {
+                self.shuffle = peers.iter().map(|_| None).collect();
+                self.peers = peers;
+                self.origin = (origin_unix_ns > 0).then(|| UNIX_EPOCH + Duration::from_nanos(origin_unix_ns));
+            }
+            Event::Driver(ToExecutor::Tasks { epoch, map, reduce, reducers }) => {
+                if epoch == self.epoch {
+                    self.maps.extend(map);
+                    self.reduces.extend(reduce);
+                    self.reduces.sort_by_key(|t| t.batch);
+                    self.reducers = reducers;
+                }
+            }
+            Event::Driver(ToExecutor::Restore { epoch, states }) => {
+                self.epoch = epoch;
+                self.maps.clear();
+                self.reduces.clear();
+                self.inputs.clear();
+                self.states = states.into_iter().collect();
+                for output in std::mem::take(&mut self.later) {
+                    self.receive(output);
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// A map output arrived: keep it for its reduce task (or for a later epoch).
+    fn receive(&mut self, output: MapOutput) {
+        if output.epoch > self.epoch {
+            self.later.push(output);
+        } else if output.epoch == self.epoch {
+            let maps = self.job.map_partitions();
+            let slots = self.inputs.entry((output.batch, output.reduce_partition)).or_insert_with(|| vec![None; maps]);
+            if let Some(slot) = slots.get_mut(output.map_partition) {
+                *slot = Some(output.counts);
+            }
+        }
+    }
+
+    /// The first reduce task whose inputs are all here and that has no earlier micro-batch of
+    /// its partition still waiting (a partition's state is updated in micro-batch order).
+    fn ready_reduce(&self) -> Option<usize> {
+        let mut seen = Vec::new();
+        for (i, task) in self.reduces.iter().enumerate() {
+            if seen.contains(&task.partition) {
+                continue;
+            }
+            seen.push(task.partition);
+            let complete =
+                self.inputs.get(&(task.batch, task.partition)).is_some_and(|slots| slots.iter().all(Option::is_some));
+            if complete {
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    fn map(&mut self, task: MapTask) -> Result<(), Error> {
+        let start = Instant::now();
+        let buckets = self.job.map(task.batch, task.partition);
+        self.busy += start.elapsed();
+        for (r, counts) in buckets.into_iter().enumerate() {
+            let output = MapOutput {
+                epoch: self.epoch,
+                batch: task.batch,
+                map_partition: task.partition,
+                reduce_partition: r,
+                counts,
+            };
+            let owner = self.reducers.get(r).copied().ok_or_else(|| {
+                Error::Protocol(format!("reduce partition {r} has no owner in the driver's decision"))
+            })?;
+            if owner == self.id {
+                self.receive(output);
+            } else {
+                self.push(owner, &output);
+            }
+        }
+        let (busy_ns, wait_ns) = self.take_times();
+        report(&self.link, &ToDriver::MapDone { epoch: self.epoch, task, busy_ns, wait_ns })
+    }
+
+    /// Pushes a map output to executor `owner`. A failed push is dropped: the owner is dead, and
+    /// the driver will notice (heartbeat) and replay from the checkpoint.
+    fn push(&mut self, owner: usize, output: &MapOutput) {
+        let Some(slot) = self.shuffle.get_mut(owner) else { return };
+        if slot.is_none() {
+            if let Ok(s) = TcpStream::connect(&self.peers[owner]) {
+                let _ = s.set_nodelay(true);
+                *slot = Some(BufWriter::new(s));
+            }
+        }
+        if let Some(w) = slot {
+            if send(w, output).is_err() {
+                *slot = None;
+            }
+        }
+    }
+
+    fn reduce(&mut self, task: ReduceTask) -> Result<(), Error> {
+        let start = Instant::now();
+        let inputs = self.inputs.remove(&(task.batch, task.partition)).unwrap_or_default();
+        let state = self.states.entry(task.partition).or_default();
+        let output = self.job.reduce(task.batch, state, inputs.iter().flatten());
+        let state = task.checkpoint.then(|| state.clone());
+        self.busy += start.elapsed();
+        let (busy_ns, wait_ns) = self.take_times();
+        report(&self.link, &ToDriver::ReduceDone { epoch: self.epoch, task, output, state, busy_ns, wait_ns })
+    }
+
+    fn take_times(&mut self) -> (u64, u64) {
+        let times = (self.busy.as_nanos() as u64, self.wait.as_nanos() as u64);
+        (self.busy, self.wait) = (Duration::ZERO, Duration::ZERO);
+        times
+    }
+}

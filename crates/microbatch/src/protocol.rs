@@ -1,0 +1,182 @@
+//! The wire: messages between the driver and its executors, and between executors (the shuffle),
+//! as JSON lines (one `serde_json` object per `\n`-terminated line) over TCP on loopback.
+//!
+//! JSON lines is a framing every tool can read (`nc`, `jq`) and that `serde_json` and the
+//! standard library's `BufRead::read_line` implement completely; a JSON text never contains a raw
+//! newline, so the newline is an unambiguous frame end.
+
+use std::io::{self, BufRead, Write};
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::job::{PartitionState, WindowCount};
+
+/// A map task: split the sentences of source partition `partition` that fall into micro-batch
+/// `batch`, count their words per window, and push one bucket per reduce partition to its owner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MapTask {
+    /// Micro-batch.
+    pub batch: u64,
+    /// Source (map) partition.
+    pub partition: usize,
+}
+
+/// A reduce task: merge the map outputs of `batch` for reduce partition `partition` into its
+/// window state, emit the windows the micro-batch closes, and report them for the sink's commit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReduceTask {
+    /// Micro-batch.
+    pub batch: u64,
+    /// Reduce partition.
+    pub partition: usize,
+    /// The last micro-batch of its group: send the partition's state along (the checkpoint).
+    pub checkpoint: bool,
+}
+
+/// Driver → executor.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum ToExecutor {
+    /// Once, after every executor said hello: where the others listen for shuffle data, and the
+    /// clock of the micro-batches.
+    Setup {
+        /// Shuffle address of each executor, by executor id.
+        peers: Vec<String>,
+        /// Unix time (ns) at which micro-batch 0 starts; 0 = unpaced (run tasks as soon as they
+        /// are assigned, for measuring time per micro-batch).
+        origin_unix_ns: u64,
+    },
+    /// One scheduling decision: tasks to run (for one stage of one micro-batch under per-batch
+    /// scheduling, for all stages of a group's micro-batches under group scheduling).
+    Tasks {
+        /// Recovery epoch the decision belongs to.
+        epoch: u64,
+        /// Map tasks, in micro-batch order.
+        map: Vec<MapTask>,
+        /// Reduce tasks, in micro-batch order; pre-scheduled ones start when their map outputs
+        /// have announced themselves.
+        reduce: Vec<ReduceTask>,
+        /// Owner (executor id) of each reduce partition, where map outputs are pushed.
+        reducers: Vec<usize>,
+    },
+    /// Recovery: forget every task and shuffle input of older epochs, and restore these reduce
+    /// partitions from the checkpoint (the executor owns exactly these afterwards).
+    Restore {
+        /// The new epoch.
+        epoch: u64,
+        /// State of each reduce partition this executor now owns, at the checkpoint.
+        states: Vec<(usize, PartitionState)>,
+    },
+    /// End of the run: exit.
+    Stop,
+}
+
+/// Executor → driver.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum ToDriver {
+    /// First message on the connection.
+    Hello {
+        /// Executor id (the driver's index).
+        id: usize,
+        /// Process id.
+        pid: u32,
+        /// Where this executor accepts shuffle data.
+        shuffle_addr: String,
+    },
+    /// Liveness, every heartbeat interval.
+    Heartbeat,
+    /// A map task finished (its outputs are pushed).
+    MapDone {
+        /// Epoch of the task.
+        epoch: u64,
+        /// The task.
+        task: MapTask,
+        /// Time the executor spent running tasks since its previous report, ns.
+        busy_ns: u64,
+        /// Time the executor spent waiting for a micro-batch's input to arrive (its interval to
+        /// pass) since its previous report, ns.
+        wait_ns: u64,
+    },
+    /// A reduce task finished: the windows it closed, for the sink.
+    ReduceDone {
+        /// Epoch of the task.
+        epoch: u64,
+        /// The task.
+        task: ReduceTask,
+        /// Windows closed by this micro-batch in this partition, sorted.
+        output: Vec<WindowCount>,
+        /// The partition's state after the task, when the task is a checkpoint.
+        state: Option<PartitionState>,
+        /// Time the executor spent running tasks since its previous report, ns.
+        busy_ns: u64,
+        /// Time spent waiting for input since its previous report, ns.
+        wait_ns: u64,
+    },
+    /// The executor cannot go on (bad input, a lost driver); the message says why.
+    Failed {
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// Executor → executor: a map output, pushed to the reduce partition's owner (pre-scheduling's
+/// announcement: its arrival is what starts a waiting reduce task).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct MapOutput {
+    /// Epoch of the map task.
+    pub epoch: u64,
+    /// Micro-batch.
+    pub batch: u64,
+    /// Map partition that produced it.
+    pub map_partition: usize,
+    /// Reduce partition it is for.
+    pub reduce_partition: usize,
+    /// Word counts per window of this bucket.
+    pub counts: Vec<WindowCount>,
+}
+
+/// Writes `message` as one JSON line and flushes.
+pub fn send<T: Serialize>(out: &mut impl Write, message: &T) -> io::Result<()> {
+    let mut line = serde_json::to_vec(message).map_err(io::Error::other)?;
+    line.push(b'\n');
+    out.write_all(&line)?;
+    out.flush()
+}
+
+/// Reads one JSON line; `Ok(None)` at the end of the stream.
+pub fn receive<T: DeserializeOwned>(input: &mut impl BufRead) -> io::Result<Option<T>> {
+    let mut line = String::new();
+    if input.read_line(&mut line)? == 0 {
+        return Ok(None);
+    }
+    serde_json::from_str(&line)
+        .map(Some)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("a malformed message: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_round_trip_as_json_lines() {
+        let mut wire = Vec::new();
+        let out =
+            MapOutput { epoch: 1, batch: 7, map_partition: 0, reduce_partition: 1, counts: vec![(0, "a b".into(), 3)] };
+        send(&mut wire, &out).unwrap();
+        send(&mut wire, &ToDriver::Heartbeat).unwrap();
+        assert_eq!(wire.iter().filter(|b| **b == b'\n').count(), 2, "one line per message");
+        let mut input = io::Cursor::new(wire);
+        let back: MapOutput = receive(&mut input).unwrap().unwrap();
+        assert_eq!((back.batch, back.counts), (7, vec![(0, "a b".to_string(), 3)]));
+        assert!(matches!(receive::<ToDriver>(&mut input).unwrap(), Some(ToDriver::Heartbeat)));
+        assert!(receive::<ToDriver>(&mut input).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_malformed_line_is_an_error_not_a_panic() {
+        let mut input = io::Cursor::new(b"{not json\n".to_vec());
+        let e = receive::<ToDriver>(&mut input).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+    }
+}

@@ -1,32 +1,13 @@
 //! `moirai bench` through the real binary: a short sweep of the real engine, Ctrl-C in the
 //! middle of a sweep, and the command-line errors.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const MOIRAI: &str = env!("CARGO_BIN_EXE_moirai");
+mod common;
 
-/// An output directory under the temp dir, removed on drop (also when the test fails).
-struct OutDir(PathBuf);
-
-impl OutDir {
-    fn new(name: &str) -> OutDir {
-        let p = std::env::temp_dir().join(format!("moirai-cli-bench-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        OutDir(p)
-    }
-}
-
-impl Drop for OutDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn moirai(args: &[&str]) -> Output {
-    Command::new(MOIRAI).args(args).stdin(Stdio::null()).output().expect("moirai runs")
-}
+use common::{moirai, OutDir, MOIRAI};
 
 fn read_json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).expect("results.json exists")).expect("results.json is JSON")
@@ -40,7 +21,7 @@ fn num(v: &serde_json::Value, what: &str) -> f64 {
 
 #[test]
 fn a_short_sweep_writes_results_and_a_report() {
-    let out = OutDir::new("smoke");
+    let out = OutDir::new("bench-smoke");
     let dir = out.0.to_str().unwrap();
     let o = moirai(&[
         "bench",
@@ -143,7 +124,7 @@ fn engines_with(marker: &str) -> Vec<u32> {
 
 #[test]
 fn ctrl_c_stops_the_sweep_kills_the_engine_and_keeps_what_was_measured() {
-    let out = OutDir::new("interrupt");
+    let out = OutDir::new("bench-interrupt");
     // A seed no one else uses marks this test's engine processes.
     let seed = format!("{}", 900_000_000 + std::process::id());
     let mut child = Command::new(MOIRAI)
@@ -193,7 +174,7 @@ fn ctrl_c_stops_the_sweep_kills_the_engine_and_keeps_what_was_measured() {
 
 #[test]
 fn bad_command_lines_are_explained() {
-    let out = OutDir::new("errors");
+    let out = OutDir::new("bench-errors");
     let dir = out.0.to_str().unwrap();
     let cases: &[(&[&str], &str)] = &[
         (&["--rates", "6000:2000:1000"], "FROM 6k is above TO 2k"),
@@ -245,7 +226,7 @@ fn bad_command_lines_are_explained() {
 
 #[test]
 fn a_policy_configuration_runs_the_middleware_beside_the_engine() {
-    let out = OutDir::new("policy");
+    let out = OutDir::new("bench-policy");
     let dir = out.0.to_str().unwrap();
     let o = moirai(&[
         "bench",
@@ -314,7 +295,7 @@ fn flink_configurations_run_real_flink_jobs_alone_and_under_the_middleware() {
         eprintln!("SKIPPED flink_configurations_run_real_flink_jobs...: flink:qs needs root (CAP_SYS_NICE)");
         return;
     }
-    let out = OutDir::new("flink");
+    let out = OutDir::new("bench-flink");
     // A seed no one else uses marks this test's JVMs.
     let seed = format!("{}", 910_000_000 + std::process::id());
     let mut child = Command::new(MOIRAI)
@@ -401,7 +382,7 @@ fn flink_configurations_run_real_flink_jobs_alone_and_under_the_middleware() {
 /// sweep ends at once with the job's own message, as for `moirai run`, and no JVM is left.
 #[test]
 fn a_flink_job_that_rejects_its_flags_aborts_the_sweep() {
-    let out = OutDir::new("flink-usage");
+    let out = OutDir::new("bench-flink-usage");
     let seed = format!("{}", 920_000_000 + std::process::id());
     let o = Command::new(MOIRAI)
         .args(["bench", "syn", "--rates", "1000,2000", "--duration", "5s", "--reps", "1", "--compare", "flink:os"])

@@ -1,35 +1,13 @@
 //! `moirai sim` through the real binary: a short simulated sweep writes the lab's files, the same
 //! arguments give the same results, and bad input is refused with exit code 2 and the fix.
 
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+mod common;
 
-const MOIRAI: &str = env!("CARGO_BIN_EXE_moirai");
-
-/// An output directory under the temp dir, removed on drop.
-struct OutDir(PathBuf);
-
-impl OutDir {
-    fn new(name: &str) -> OutDir {
-        let p = std::env::temp_dir().join(format!("moirai-cli-sim-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        OutDir(p)
-    }
-}
-
-impl Drop for OutDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn moirai(args: &[&str]) -> Output {
-    Command::new(MOIRAI).args(args).stdin(Stdio::null()).output().expect("moirai runs")
-}
+use common::{moirai, OutDir};
 
 #[test]
 fn a_simulated_sweep_writes_the_labs_files_and_repeats_itself() {
-    let out = OutDir::new("sweep");
+    let out = OutDir::new("sim-sweep");
     let dir = out.0.to_str().unwrap();
     let args = [
         "sim",
@@ -67,7 +45,7 @@ fn a_simulated_sweep_writes_the_labs_files_and_repeats_itself() {
 
 #[test]
 fn bad_input_is_refused_with_exit_code_2_and_the_fix() {
-    let out = OutDir::new("bad");
+    let out = OutDir::new("sim-bad");
     let dir = out.0.to_str().unwrap();
     let cases: [(&[&str], &str); 6] = [
         (&["sim", "syn", "--compare", "os"], "needs --rates"),

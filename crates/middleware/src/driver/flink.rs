@@ -26,23 +26,18 @@
 //! policies see values up to 10 s old. The driver warns once when the cluster's setting is above 1 s.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::io::Read;
-use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use moirai_sched::{LogicalOperator, Metric, OpKind, PhysicalOperator, SpeTopology, ThreadRef};
 use serde::Deserialize;
 
+use super::jvm::{any_gone, comm_matches, java_processes, parse_thread_dump, pick_jvm, stamp, thread_dump};
 use super::{Driver, Observation};
 use crate::config::FlinkQueue;
 
 /// The gauge a source reports its backlog in (FLIP-33).
 pub const PENDING_RECORDS: &str = "pendingRecords";
 
-/// How long a thread dump may take before jcmd is killed.
-const DUMP_TIMEOUT: Duration = Duration::from_secs(20);
 /// The least time between two dumps while some subtask has no thread yet (a job deploying).
 const DUMP_RETRY: Duration = Duration::from_secs(5);
 /// The least time between two listings of a source's metric names while none is a backlog.
@@ -346,25 +341,6 @@ pub fn parse_thread_name(name: &str) -> Option<TaskThreadName<'_>> {
     Some(TaskThreadName { task, subtask: i - 1, parallelism: n, attempt, role })
 }
 
-/// Threads of a thread dump (`jcmd <pid> Thread.print` / `jstack`): (name, Linux tid).
-pub fn parse_thread_dump(dump: &str) -> Vec<(String, i32)> {
-    let mut out = Vec::new();
-    for line in dump.lines() {
-        let Some(line) = line.strip_prefix('"') else { continue };
-        // The name ends at the last quote: what follows (`#12 daemon prio=5 ... nid=0x1a2b`) has none.
-        let Some(end) = line.rfind('"') else { continue };
-        let Some(nid) = line[end..].split_whitespace().find_map(|f| f.strip_prefix("nid=")) else { continue };
-        let tid = match nid.strip_prefix("0x") {
-            Some(hex) => i32::from_str_radix(hex, 16).ok(),
-            None => nid.parse().ok(),
-        };
-        if let Some(tid) = tid {
-            out.push((line[..end].to_string(), tid));
-        }
-    }
-    out
-}
-
 /// Subtask threads found in a dump: (task name, subtask, parallelism) → threads of the newest
 /// attempt, the task thread first.
 pub type ThreadIndex = HashMap<(String, usize, usize), Vec<(ThreadRole, i32)>>;
@@ -639,76 +615,6 @@ fn signature(jobs: &[Job]) -> Vec<(String, String, usize)> {
     jobs.iter().flat_map(|j| j.vertices.iter().map(|v| (j.id.clone(), v.id.clone(), v.parallelism))).collect()
 }
 
-/// The `jcmd` to attach to `pid`: the one beside the target's own `java` (same JDK), else
-/// `$JAVA_HOME/bin/jcmd`, else `jcmd` on the PATH.
-fn jcmd_for(pid: u32) -> PathBuf {
-    let beside = std::fs::read_link(format!("/proc/{pid}/exe")).ok().and_then(|exe| Some(exe.parent()?.join("jcmd")));
-    let home = std::env::var_os("JAVA_HOME").map(|h| PathBuf::from(h).join("bin/jcmd"));
-    beside.into_iter().chain(home).find(|p| p.is_file()).unwrap_or_else(|| PathBuf::from("jcmd"))
-}
-
-/// Takes a thread dump of JVM `pid` with `jcmd <pid> Thread.print`. The attach API only talks to
-/// a JVM of the same effective user, so when run as root for another user's JVM, jcmd runs as
-/// that user.
-pub fn thread_dump(pid: u32) -> Result<String, String> {
-    let jcmd = jcmd_for(pid);
-    let mut cmd = Command::new(&jcmd);
-    cmd.args([pid.to_string().as_str(), "Thread.print"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    // SAFETY: geteuid has no preconditions.
-    let euid = unsafe { libc::geteuid() };
-    if let Some((uid, gid)) = moirai_os::identity::owner(pid) {
-        if euid == 0 && uid != 0 {
-            cmd.uid(uid).gid(gid);
-        }
-    }
-    let mut child = cmd.spawn().map_err(|e| {
-        format!(
-            "cannot run {} to map Flink's threads: {e} (install a JDK, e.g. openjdk-17-jdk-headless, or set JAVA_HOME)",
-            jcmd.display()
-        )
-    })?;
-    let mut stdout = child.stdout.take().expect("piped");
-    let mut stderr = child.stderr.take().expect("piped");
-    let out = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stdout.read_to_string(&mut s);
-        s
-    });
-    let err = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stderr.read_to_string(&mut s);
-        s
-    });
-    let start = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if start.elapsed() < DUMP_TIMEOUT => std::thread::sleep(Duration::from_millis(10)),
-            Ok(None) | Err(_) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("{} {pid} Thread.print took over {DUMP_TIMEOUT:?}; killed it", jcmd.display()));
-            }
-        }
-    };
-    let (out, err) = (out.join().unwrap_or_default(), err.join().unwrap_or_default());
-    if !status.success() || !out.contains("nid=") {
-        let why = if err.trim().is_empty() { out.trim() } else { err.trim() };
-        return Err(format!("{} {pid} Thread.print failed ({status}): {:.300}", jcmd.display(), why));
-    }
-    Ok(out)
-}
-
-/// Whether thread name `comm` (the kernel keeps its first 15 bytes) can belong to a thread whose
-/// name starts with `full`.
-fn comm_matches(comm: &str, full: &str) -> bool {
-    let n = full.len().min(15);
-    comm.len() >= n && comm.as_bytes()[..n] == full.as_bytes()[..n]
-}
-
 /// Finds the JVM on this machine that runs the jobs' task threads, by the (cut) thread names in
 /// `/proc`: `preferred` (the JVM serving the REST API, which in a local or MiniCluster setup is
 /// the TaskManager too) if it runs any, else the `java` process with the most threads named like
@@ -719,38 +625,21 @@ pub fn find_jvm(jobs: &[Job], preferred: Option<u32>) -> Result<u32, String> {
         .flat_map(|j| j.vertices.iter())
         .flat_map(|v| (1..=v.parallelism).map(move |i| format!("{} ({i}/{})#", v.name, v.parallelism)))
         .collect();
-    let mut scores = Vec::new();
-    for entry in std::fs::read_dir("/proc").map_err(|e| format!("cannot list /proc: {e}"))?.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
-        let is_java = std::fs::read_link(format!("/proc/{pid}/exe"))
-            .ok()
-            .is_some_and(|exe| exe.file_name().is_some_and(|n| n == "java"));
-        if !is_java {
-            continue;
-        }
-        let Ok(threads) = moirai_os::proc::threads(pid) else { continue };
-        let score = threads.iter().filter(|t| expected.iter().any(|e| comm_matches(&t.name, e))).count();
-        if score > 0 {
-            scores.push((score, pid));
-        }
-    }
-    if let Some(pid) = preferred.filter(|p| scores.iter().any(|&(_, q)| q == *p)) {
-        return Ok(pid);
-    }
-    scores.sort_unstable_by(|a, b| b.cmp(a));
-    match scores.as_slice() {
-        [] => Err(format!(
-            "no JVM on this machine runs a task of the running jobs ({}); is the TaskManager on another node? \
-             Run one middleware per node, or set `pid` in the [[spe]] table",
-            jobs.iter().map(|j| j.name.as_str()).collect::<Vec<_>>().join(", ")
-        )),
-        [(_, pid)] => Ok(*pid),
-        [(best, pid), (next, _), ..] if best > next => Ok(*pid),
-        more => Err(format!(
-            "several JVMs run the jobs' tasks (pids {:?}): one [[spe]] table per TaskManager, each with its `pid`",
-            more.iter().map(|(_, p)| p).collect::<Vec<_>>()
-        )),
-    }
+    let scores = java_processes()?
+        .into_iter()
+        .map(|(pid, names)| (names.iter().filter(|n| expected.iter().any(|e| comm_matches(n, e))).count(), pid))
+        .collect();
+    let what = format!(
+        "a task of the running jobs ({})",
+        jobs.iter().map(|j| j.name.as_str()).collect::<Vec<_>>().join(", ")
+    );
+    pick_jvm(
+        scores,
+        preferred,
+        &what,
+        "is the TaskManager on another node? Run one middleware per node, or set `pid` in the [[spe]] table (one \
+         table per TaskManager)",
+    )
 }
 
 /// The process listening on the port of a loopback `url` (`http://127.0.0.1:8081`); `None` for
@@ -810,9 +699,7 @@ impl FlinkDriver {
             return true;
         }
         // A thread that ended, or whose tid the kernel gave to another thread since the dump.
-        let gone = map.threads.values().flatten().any(|t| {
-            moirai_os::proc::thread_stat(map.pid, t.tid).map_or(true, |stat| stat.start_ticks != t.start_ticks)
-        });
+        let gone = any_gone(map.pid, map.threads.values().flatten());
         let missing = jobs
             .iter()
             .flat_map(|j| j.vertices.iter())
@@ -850,15 +737,7 @@ impl FlinkDriver {
         let threads = index_threads(&parse_thread_dump(&dump))
             .into_iter()
             .map(|(key, threads)| {
-                // Each thread with its start time now, so that a tid reused later is never touched.
-                let threads = threads
-                    .into_iter()
-                    .filter_map(|(_, tid)| {
-                        let stat = moirai_os::proc::thread_stat(pid, tid).ok()?;
-                        Some(ThreadRef { tid, start_ticks: stat.start_ticks })
-                    })
-                    .collect();
-                (key, threads)
+                (key, stamp(pid, threads.into_iter().map(|(_, tid)| tid)))
             })
             .collect();
         for job in jobs {
@@ -1197,15 +1076,6 @@ Full thread dump OpenJDK 64-Bit Server VM (17.0.15+6-Debian-1 mixed mode, sharin
         let bad = text.replace(r#""id":"a","ship"#, r#""id":"zz","ship"#);
         let e = to_job(serde_json::from_str(&bad).unwrap()).unwrap_err();
         assert!(e.contains("unknown vertex zz"), "{e}");
-    }
-
-    #[test]
-    fn thread_comm_cuts_match_full_names() {
-        assert!(comm_matches("syn0/op1 (1/2)#", "syn0/op1 (1/2)#"));
-        assert!(comm_matches("Source: syn0/so", "Source: syn0/source (1/1)#"));
-        assert!(comm_matches("A (1/1)#0", "A (1/1)#"));
-        assert!(!comm_matches("A (1/1)#0", "AB (1/1)#"));
-        assert!(!comm_matches("B (1/1)#0", "A (1/1)#"));
     }
 
     #[test]

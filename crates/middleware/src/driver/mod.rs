@@ -4,6 +4,7 @@
 //! and go — and samples the primitive metrics it can provide.
 
 pub mod flink;
+pub mod jvm;
 pub mod moirai;
 
 use std::collections::BTreeSet;

@@ -13,32 +13,22 @@
 //! PID when dropped. [`job_workload`] and [`check_job_args`] say, without starting anything,
 //! whether a workload and its flags can run on Flink.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
-use crate::process::{describe, file_tail, free_port, tail_lines, Child, Outcome};
+use crate::jvm::{Integration, JobProcess, JvmJobs};
+pub use crate::jvm::{CLASSPATH, JVM_HEAP, STOP_GRACE};
+use crate::process::{describe, free_port, Child};
 
 /// Environment variable naming the Flink jobs' project directory instead of the default
 /// `integrations/flink` of the source tree the lab was built from.
 pub const JOBS_DIR_ENV: &str = "MOIRAI_FLINK_JOBS";
 /// The jobs' jar, relative to the project directory.
 pub const JAR: &str = "target/moirai-flink-jobs.jar";
-/// The dependencies' classpath, one `:`-separated line, relative to the project directory.
-pub const CLASSPATH: &str = "target/classpath.txt";
 /// The main class of every job.
 pub const MAIN_CLASS: &str = "moirai.flink.Run";
-/// How long a job JVM may take to stop after SIGTERM (the MiniCluster shuts down) before it is
-/// killed.
-pub const STOP_GRACE: Duration = Duration::from_secs(5);
-/// Written (relative to the project directory) after each successful build by the lab.
-const BUILD_STAMP: &str = "target/.moirai-build.stamp";
-/// Longest a Maven build may take (a first build downloads Flink) before it is killed.
-const BUILD_TIMEOUT: Duration = Duration::from_secs(15 * 60);
-/// Lines of a log shown in an error message.
-const TAIL: usize = 12;
 
 /// Flags every job takes that the lab sets itself for a point (`--rate`, ...).
 const JOB_LAB_FLAGS: &[(&str, &str)] = &[
@@ -124,219 +114,47 @@ pub fn check_job_args(workload: &str, args: &[String]) -> Result<(), String> {
 
 /// The built Flink jobs: where the jar and its classpath are, and the `java` that runs them.
 #[derive(Clone, Debug)]
-pub struct FlinkJobs {
-    dir: PathBuf,
-    jar: PathBuf,
-    classpath: String,
-    java: PathBuf,
-}
+pub struct FlinkJobs(JvmJobs);
 
 impl FlinkJobs {
     /// The project directory: `$MOIRAI_FLINK_JOBS` if set, else `integrations/flink` of the
     /// source tree this crate was built from.
     pub fn project_dir() -> PathBuf {
-        let dir = match std::env::var_os(JOBS_DIR_ENV) {
-            Some(d) if !d.is_empty() => PathBuf::from(d),
-            _ => PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../integrations/flink")),
-        };
-        std::fs::canonicalize(&dir).unwrap_or(dir)
+        Integration::Flink.project_dir()
     }
 
-    /// Locates integrations/flink (env `MOIRAI_FLINK_JOBS` may name another directory; default
-    /// `concat!(env!("CARGO_MANIFEST_DIR"), "/../../integrations/flink")`), builds it with mvn
-    /// when the jar is missing or older than pom.xml or any file under src/ — under an exclusive
-    /// flock on a lock file in target/ so parallel tests build once — and reads classpath.txt.
-    /// Clear errors when java or mvn are missing (naming the Debian package to install) or the
-    /// build fails (with the tail of mvn's output).
+    /// Locates integrations/flink ([`FlinkJobs::project_dir`]) and builds it with mvn when the
+    /// jar is missing or older than its sources ([`JvmJobs::build_in`]).
     pub fn build() -> Result<FlinkJobs, String> {
         Self::build_in(&Self::project_dir())
     }
 
     /// [`FlinkJobs::build`] of the project in `dir`.
     pub fn build_in(dir: &Path) -> Result<FlinkJobs, String> {
-        let pom = dir.join("pom.xml");
-        if !pom.is_file() {
-            return Err(format!(
-                "no Flink jobs project at {} ({} is missing); set {JOBS_DIR_ENV} to the directory of moirai's \
-                 integrations/flink",
-                dir.display(),
-                pom.display()
-            ));
-        }
-        let java = find_java().ok_or_else(|| {
-            "no `java` on PATH (nor $JAVA_HOME/bin/java): the Flink jobs need a JDK 17; on Debian: apt-get install \
-             openjdk-17-jdk-headless"
-                .to_string()
-        })?;
-        if Self::needs_build(dir) {
-            build_locked(dir)?;
-        }
-        let jar = dir.join(JAR);
-        if !jar.is_file() {
-            return Err(format!("the Flink jobs' build wrote no {}", jar.display()));
-        }
-        let cp_file = dir.join(CLASSPATH);
-        let classpath = std::fs::read_to_string(&cp_file)
-            .map_err(|e| {
-                format!(
-                    "cannot read {} ({e}); rebuild the Flink jobs: mvn -q -B -f {} -DskipTests package",
-                    cp_file.display(),
-                    pom.display()
-                )
-            })?
-            .trim()
-            .to_string();
-        Ok(FlinkJobs { dir: dir.to_path_buf(), jar, classpath, java })
+        JvmJobs::build_in(Integration::Flink, dir).map(FlinkJobs)
     }
 
-    /// Whether the project in `dir` must be (re)built: its jar or classpath.txt is missing, or
-    /// the jar is older than pom.xml or a file under src/ — unless the lab's last successful
-    /// build (its stamp file in target/) is newer: Maven leaves a jar (and classpath.txt) whose
-    /// content did not change as it was.
+    /// Whether the project in `dir` must be (re)built ([`JvmJobs::needs_build`]).
     pub fn needs_build(dir: &Path) -> bool {
-        if !dir.join(CLASSPATH).is_file() {
-            return true;
-        }
-        let Some(jar) = modified(&dir.join(JAR)) else { return true };
-        let built = modified(&dir.join(BUILD_STAMP)).map_or(jar, |stamp| stamp.max(jar));
-        let mut newest = modified(&dir.join("pom.xml"));
-        newest_under(&dir.join("src"), &mut newest);
-        newest.is_some_and(|n| n > built)
+        JvmJobs::needs_build(Integration::Flink, dir)
     }
 
     /// The project directory.
     pub fn dir(&self) -> &Path {
-        &self.dir
+        self.0.dir()
     }
 
     /// The jobs' jar.
     pub fn jar(&self) -> &Path {
-        &self.jar
+        self.0.jar()
     }
 
     /// The `java` command for one job (no spawn):
     /// `java -cp <jar>:<classpath> moirai.flink.Run <workload> <args...> --rest-port <rest_port>`.
     pub fn command(&self, workload: &str, args: &[String], rest_port: u16) -> Command {
-        let mut cp = self.jar.display().to_string();
-        if !self.classpath.is_empty() {
-            cp.push(':');
-            cp.push_str(&self.classpath);
-        }
-        let mut cmd = Command::new(&self.java);
-        // A bounded heap (the jobs need well under 1 GiB), not a quarter of the machine's memory.
-        cmd.arg(JVM_HEAP).arg("-cp").arg(cp).arg(MAIN_CLASS).arg(workload).args(args);
+        let mut cmd = self.0.command(workload, args);
         cmd.args(["--rest-port".to_string(), rest_port.to_string()]);
         cmd
-    }
-}
-
-/// The heap of a job's JVM.
-pub const JVM_HEAP: &str = "-Xmx1g";
-
-/// Modification time of a file, if it exists.
-fn modified(path: &Path) -> Option<SystemTime> {
-    std::fs::metadata(path).and_then(|m| m.modified()).ok()
-}
-
-/// Raises `newest` to the newest modification time of the files under `dir`.
-fn newest_under(dir: &Path, newest: &mut Option<SystemTime>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    for e in entries.flatten() {
-        let path = e.path();
-        match e.file_type() {
-            Ok(t) if t.is_dir() => newest_under(&path, newest),
-            Ok(_) => {
-                if let Some(m) = modified(&path) {
-                    *newest = Some(newest.map_or(m, |n| n.max(m)));
-                }
-            }
-            Err(_) => {}
-        }
-    }
-}
-
-/// An executable named `name` on PATH.
-fn on_path(name: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
-}
-
-/// `$JAVA_HOME/bin/java`, else `java` on PATH.
-fn find_java() -> Option<PathBuf> {
-    std::env::var_os("JAVA_HOME")
-        .map(|h| PathBuf::from(h).join("bin/java"))
-        .filter(|p| p.is_file())
-        .or_else(|| on_path("java"))
-}
-
-/// Builds the project under an exclusive lock on `target/.moirai-build.lock`, unless another
-/// process built it while this one waited for the lock.
-fn build_locked(dir: &Path) -> Result<(), String> {
-    let target = dir.join("target");
-    std::fs::create_dir_all(&target).map_err(|e| format!("cannot create {}: {e}", target.display()))?;
-    let lock_path = target.join(".moirai-build.lock");
-    let lock = File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .map_err(|e| format!("cannot open the build lock {}: {e}", lock_path.display()))?;
-    lock_exclusive(&lock).map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))?;
-    if !FlinkJobs::needs_build(dir) {
-        return Ok(());
-    }
-    let pom = dir.join("pom.xml");
-    let mvn = on_path("mvn").ok_or_else(|| {
-        format!(
-            "the Flink jobs in {} need a build, and there is no `mvn` on PATH: on Debian: apt-get install maven \
-             (or build them elsewhere: mvn -q -B -f {} -DskipTests package)",
-            dir.display(),
-            pom.display()
-        )
-    })?;
-    let args: Vec<String> =
-        ["-q", "-B", "-Dstyle.color=never", "-f", &pom.display().to_string(), "-DskipTests", "package"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-    let shown = format!("mvn {}", args.join(" "));
-    let build_start = SystemTime::now();
-    let mut child = Child::spawn(&mvn, &args).map_err(|e| format!("cannot start {}: {e}", mvn.display()))?;
-    let outcome = child.wait_until(Instant::now() + BUILD_TIMEOUT, &AtomicBool::new(false));
-    let (out, err) = child.output();
-    let tail = tail_lines(&format!("{out}\n{err}"), 30);
-    match outcome {
-        Outcome::Exited(s) if s.success() => {
-            // The stamp carries the build's start, so a source saved during the build (which it
-            // may have missed) counts as newer.
-            let stamp = dir.join(BUILD_STAMP);
-            File::create(&stamp)
-                .and_then(|f| f.set_modified(build_start))
-                .map_err(|e| format!("cannot write {}: {e}", stamp.display()))
-        }
-        Outcome::Exited(s) => {
-            Err(format!("building the Flink jobs failed (`{shown}`, {}); its output ends with:\n{tail}", describe(s)))
-        }
-        _ => Err(format!("building the Flink jobs (`{shown}`) took more than {BUILD_TIMEOUT:?} and was stopped")),
-    }
-    // The lock is released when `lock` is closed here.
-}
-
-/// flock(LOCK_EX) on `file`, waiting for it.
-fn lock_exclusive(file: &File) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
-    loop {
-        // SAFETY: flock(2) on a descriptor this function borrows; no memory is passed.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
-            return Ok(());
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
-        }
     }
 }
 
@@ -370,14 +188,8 @@ impl NotRunning {
 /// A running Flink job: one JVM, its REST API on a loopback port, stdout collected on a thread,
 /// stderr written to a log file. Dropping it stops the JVM ([`FlinkJob::stop`]).
 pub struct FlinkJob {
-    child: Child,
+    process: JobProcess,
     rest_url: String,
-    log: PathBuf,
-    /// Remove the log on drop: a log in the temp directory that no error message named.
-    remove_log: bool,
-    /// The JVM's own temp directory (`java.io.tmpdir`): Flink unpacks a ~20 MB RPC jar there at
-    /// every start and never removes it; removed on drop, after the JVM.
-    tmp: PathBuf,
 }
 
 impl FlinkJob {
@@ -399,36 +211,14 @@ impl FlinkJob {
 
     fn spawn(jobs: &FlinkJobs, workload: &str, args: &[String], log: Option<&Path>) -> Result<FlinkJob, String> {
         let port = free_port().map_err(|e| format!("no free TCP port on 127.0.0.1 for Flink's REST API: {e}"))?;
-        let remove_log = log.is_none();
-        let log = match log {
-            Some(l) => l.to_path_buf(),
-            None => std::env::temp_dir().join(format!(
-                "moirai-flink-{}-{port}.log",
-                workload.replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "_")
-            )),
-        };
-        if let Some(d) = log.parent() {
-            std::fs::create_dir_all(d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
-        }
-        let file =
-            File::create(&log).map_err(|e| format!("cannot create the Flink job's log {}: {e}", log.display()))?;
-        let tmp = std::env::temp_dir().join(format!("moirai-flink-tmp-{}-{port}", std::process::id()));
-        std::fs::create_dir_all(&tmp).map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
-        let mut cmd = jobs.command(workload, args, port);
-        cmd.env("JAVA_TOOL_OPTIONS", format!("-Djava.io.tmpdir={}", tmp.display()));
-        let child = match Child::spawn_logged(cmd, file) {
-            Ok(child) => child,
-            Err(e) => {
-                let _ = std::fs::remove_dir_all(&tmp);
-                return Err(format!("cannot start the Flink job ({}): {e}", jobs.java.display()));
-            }
-        };
-        Ok(FlinkJob { child, rest_url: format!("http://127.0.0.1:{port}"), log, remove_log, tmp })
+        let command = jobs.command(workload, args, port);
+        let process = JobProcess::spawn(&jobs.0, command, workload, &port.to_string(), log)?;
+        Ok(FlinkJob { process, rest_url: format!("http://127.0.0.1:{port}") })
     }
 
     /// The JVM's PID.
     pub fn pid(&self) -> u32 {
-        self.child.pid()
+        self.process.pid()
     }
 
     /// The REST API, `http://127.0.0.1:N`.
@@ -438,46 +228,27 @@ impl FlinkJob {
 
     /// The file the JVM's stderr (Flink's log) goes to.
     pub fn log_path(&self) -> &Path {
-        &self.log
+        self.process.log_path()
     }
 
     /// The last `lines` lines of the JVM's stderr.
     pub fn stderr_tail(&self, lines: usize) -> String {
-        file_tail(&self.log, lines)
+        self.process.stderr_tail(lines)
     }
 
-    /// The last line the job itself wrote about a failure or a bad flag (`moirai-flink: ...`, its
-    /// prefix), if any: it may be far above the tail of a log (a usage text follows it, whose
-    /// first line has the same prefix and is skipped).
+    /// The last line the job itself wrote about a failure or a bad flag ([`JobProcess::complaint`]).
     pub fn complaint(&self) -> Option<String> {
-        let text = std::fs::read(&self.log).ok()?;
-        let text = String::from_utf8_lossy(&text[text.len().saturating_sub(1 << 20)..]).into_owned();
-        text.lines()
-            .rev()
-            .find(|l| l.starts_with("moirai-flink: ") && !l.starts_with("moirai-flink: moirai's workloads"))
-            .map(|l| l.trim().to_string())
-    }
-
-    /// What the job said, the tail of stderr and where the whole log is, for an error message;
-    /// the log is then kept.
-    fn log_for_message(&mut self) -> String {
-        self.remove_log = false;
-        let tail = self.stderr_tail(TAIL);
-        let said = match self.complaint() {
-            Some(c) if !tail.contains(&c) => format!("it said: {c}\n"),
-            _ => String::new(),
-        };
-        format!("{said}its stderr ends with:\n{tail}\n(full log: {})", self.log.display())
+        self.process.complaint()
     }
 
     /// The exit status, if the JVM has exited (it is then reaped).
     pub fn try_wait(&mut self) -> Option<ExitStatus> {
-        self.child.try_wait()
+        self.process.try_wait()
     }
 
     /// The child process, for the lab's own waiting loop.
     pub(crate) fn child(&mut self) -> &mut Child {
-        &mut self.child
+        self.process.child()
     }
 
     /// Polls `GET /jobs` and `GET /jobs/<id>` until the job and all its vertices are RUNNING;
@@ -495,11 +266,11 @@ impl FlinkJob {
             .build();
         let until = Instant::now() + timeout;
         loop {
-            if let Some(status) = self.child.try_wait() {
+            if let Some(status) = self.process.try_wait() {
                 let message = format!(
                     "the Flink job's JVM exited before the job was RUNNING ({}); {}",
                     describe(status),
-                    self.log_for_message()
+                    self.process.log_for_message()
                 );
                 return Err(NotRunning::Exited { status, message });
             }
@@ -509,10 +280,12 @@ impl FlinkJob {
             let last = match self.probe(&agent) {
                 Probe::Running(id) => return Ok(id),
                 Probe::NotYet(why) => why,
-                Probe::Ended(why) => return Err(NotRunning::Failed(format!("{why}; {}", self.log_for_message()))),
+                Probe::Ended(why) => {
+                    return Err(NotRunning::Failed(format!("{why}; {}", self.process.log_for_message())))
+                }
             };
             if Instant::now() >= until {
-                let log = self.log_for_message();
+                let log = self.process.log_for_message();
                 return Err(NotRunning::Failed(format!(
                     "the Flink job at {} was not RUNNING within {timeout:?} ({last}); {log}",
                     self.rest_url
@@ -563,36 +336,14 @@ impl FlinkJob {
 
     /// Waits for the JVM to exit by itself (up to `timeout`; then stops it) and returns its
     /// stdout, or why it failed.
-    pub fn wait(mut self, timeout: Duration) -> Result<String, String> {
-        let until = Instant::now() + timeout;
-        while Instant::now() < until {
-            if let Some(status) = self.child.try_wait() {
-                if status.success() {
-                    return Ok(self.child.output().0);
-                }
-                return Err(format!("the Flink job failed ({}); {}", describe(status), self.log_for_message()));
-            }
-            std::thread::sleep(crate::process::POLL);
-        }
-        self.stop();
-        Err(format!("the Flink job did not finish within {timeout:?} and was stopped; {}", self.log_for_message()))
+    pub fn wait(self, timeout: Duration) -> Result<String, String> {
+        self.process.wait(timeout)
     }
 
     /// SIGTERM by PID (to the process group the JVM leads), up to [`STOP_GRACE`] for it to exit,
     /// then SIGKILL; reaps the JVM. Idempotent.
     pub fn stop(&mut self) {
-        self.child.terminate(libc::SIGTERM, STOP_GRACE);
-    }
-}
-
-impl Drop for FlinkJob {
-    /// A job JVM never outlives its handle.
-    fn drop(&mut self) {
-        self.stop();
-        let _ = std::fs::remove_dir_all(&self.tmp);
-        if self.remove_log {
-            let _ = std::fs::remove_file(&self.log);
-        }
+        self.process.stop();
     }
 }
 
@@ -606,7 +357,10 @@ enum Probe {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::jvm::BUILD_STAMP;
     use crate::output::tests::TempDir;
+    use std::fs::File;
+    use std::time::SystemTime;
 
     fn args(s: &str) -> Vec<String> {
         s.split_whitespace().map(str::to_string).collect()
@@ -649,7 +403,7 @@ mod tests {
     #[test]
     fn a_build_is_needed_when_a_source_is_newer_than_the_jar() {
         let dir = TempDir::new("flink-stale");
-        let d = &dir.0;
+        let d = &dir.0.join("flink");
         let at = |p: &Path, secs: u64| {
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             let f = File::create(p).unwrap();
@@ -671,6 +425,11 @@ mod tests {
         assert!(FlinkJobs::needs_build(d), "a changed pom.xml");
         // A build that left the jar as it was (same content) still counts, by the lab's stamp.
         at(&d.join(BUILD_STAMP), 700);
+        assert!(!FlinkJobs::needs_build(d));
+        // The sources shared with the Storm jobs count too.
+        at(&d.join("../common/src/main/java/moirai/jobs/Spin.java"), 800);
+        assert!(FlinkJobs::needs_build(d), "a changed shared source");
+        at(&d.join(BUILD_STAMP), 900);
         assert!(!FlinkJobs::needs_build(d));
         std::fs::remove_file(d.join(CLASSPATH)).unwrap();
         assert!(FlinkJobs::needs_build(d), "classpath.txt is gone");
@@ -747,12 +506,13 @@ mod tests {
 
     #[test]
     fn the_command_runs_the_main_class_with_the_jar_first_on_the_classpath() {
-        let jobs = FlinkJobs {
+        let jobs = FlinkJobs(JvmJobs {
+            integration: Integration::Flink,
             dir: "/p".into(),
             jar: "/p/target/moirai-flink-jobs.jar".into(),
             classpath: "/m/a.jar:/m/b.jar".into(),
             java: "/usr/bin/java".into(),
-        };
+        });
         let cmd = jobs.command("syn", &args("--rate 1000 --json"), 18081);
         let got: Vec<String> = cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
         assert_eq!(cmd.get_program(), "/usr/bin/java");

@@ -27,6 +27,7 @@
 #![forbid(missing_docs)]
 
 pub mod flink;
+pub mod jvm;
 pub mod output;
 pub mod plots;
 pub mod point;

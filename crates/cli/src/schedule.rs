@@ -17,7 +17,7 @@ use moirai_sched::{Level, PolicySpec};
 pub struct ScheduleArgs {
     /// A TOML configuration (SPEs, policies with periods, translators and scopes); see
     /// docs/schedule.md. Flags below cover the common case instead.
-    #[arg(long, conflicts_with_all = ["engine", "flink", "policy", "script"])]
+    #[arg(long, conflicts_with_all = ["engine", "flink", "storm", "policy", "script"])]
     config: Option<PathBuf>,
     /// A moirai engine's metrics endpoint, e.g. http://127.0.0.1:9464 (repeat for several).
     #[arg(long)]
@@ -30,6 +30,10 @@ pub struct ScheduleArgs {
     /// queued at its inputs, Flink's inputQueueLength) or records (estimated from record counters).
     #[arg(long, default_value = "buffers", value_parser = |s: &str| s.parse::<moirai_middleware::FlinkQueue>())]
     flink_queue: moirai_middleware::FlinkQueue,
+    /// Apache Storm workers on this machine, by the directory their CsvStormReporter writes into
+    /// (the topology's csv.log.dir; repeat for several).
+    #[arg(long, value_name = "METRICS_DIR")]
+    storm: Vec<PathBuf>,
     /// The policy: qs (queue size), hr (highest rate), fcfs (head-of-queue wait), random, or
     /// script (with --script).
     #[arg(long)]
@@ -113,26 +117,33 @@ fn from_flags(a: &ScheduleArgs) -> Result<Config, String> {
     if policy.translator == TranslatorKind::Cgroup {
         policy.normalization = moirai_sched::Normalization::Logarithmic;
     }
-    if a.engine.is_empty() && a.flink.is_empty() {
+    if a.engine.is_empty() && a.flink.is_empty() && a.storm.is_empty() {
         return Err("no SPE: give --engine http://127.0.0.1:9464 (the engine's --metrics-addr), --flink \
-                    http://127.0.0.1:8081 (Flink's REST API), or --config FILE"
+                    http://127.0.0.1:8081 (Flink's REST API), --storm DIR (Storm's CSV metrics directory), or \
+                    --config FILE"
             .into());
     }
-    let spes = [(DriverKind::Moirai, "engine", &a.engine), (DriverKind::Flink, "flink", &a.flink)]
-        .into_iter()
-        .flat_map(|(driver, base, urls)| {
-            urls.iter().enumerate().map(move |(i, url)| SpeConfig {
-                name: if urls.len() == 1 { base.into() } else { format!("{base}{i}") },
-                driver,
-                url: url.clone(),
-                pid: None,
-                uid: None,
-                exe: None,
-                allow_owner_change: false,
-                queue: (driver == DriverKind::Flink).then_some(a.flink_queue),
-            })
+    let storm: Vec<String> = a.storm.iter().map(|d| d.display().to_string()).collect();
+    let spes = [
+        (DriverKind::Moirai, "engine", &a.engine),
+        (DriverKind::Flink, "flink", &a.flink),
+        (DriverKind::Storm, "storm", &storm),
+    ]
+    .into_iter()
+    .flat_map(|(driver, base, urls)| {
+        urls.iter().enumerate().map(move |(i, url)| SpeConfig {
+            name: if urls.len() == 1 { base.into() } else { format!("{base}{i}") },
+            driver,
+            url: if driver == DriverKind::Storm { String::new() } else { url.clone() },
+            metrics_dir: (driver == DriverKind::Storm).then(|| PathBuf::from(url)),
+            pid: None,
+            uid: None,
+            exe: None,
+            allow_owner_change: false,
+            queue: (driver == DriverKind::Flink).then_some(a.flink_queue),
         })
-        .collect();
+    })
+    .collect();
     let config = Config {
         state_file: a.state_file.clone().unwrap_or_else(|| DEFAULT_STATE_FILE.into()),
         metrics_addr: a.metrics_addr,

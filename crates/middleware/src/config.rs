@@ -7,7 +7,7 @@
 //!
 //! [[spe]]
 //! name = "engine"
-//! driver = "moirai"                          # moirai or flink
+//! driver = "moirai"                          # moirai, flink or storm
 //! url = "http://127.0.0.1:9464"
 //! # pid = 4711                               # pins: the engine must be this process,
 //! # uid = 1000                               # of this owner,
@@ -20,6 +20,12 @@
 //! url = "http://127.0.0.1:8081"              # Flink's REST API
 //! # pid = 4242                               # the TaskManager JVM, if several run here
 //! # queue = "buffers"                        # queue_len in network buffers (default) or "records"
+//!
+//! [[spe]]
+//! name = "storm"
+//! driver = "storm"
+//! metrics_dir = "/var/lib/storm/metrics"     # csv.log.dir of Storm's CsvStormReporter
+//! # pid = 4343                               # the worker JVM, if several run here
 //!
 //! [[policy]]
 //! name = "shares"
@@ -74,6 +80,9 @@ pub enum DriverKind {
     Moirai,
     /// An Apache Flink cluster, through its REST API and a thread dump of its TaskManager.
     Flink,
+    /// Apache Storm workers, through the CSV files of Storm's metrics reporter and a thread dump
+    /// of the worker JVM.
+    Storm,
 }
 
 impl DriverKind {
@@ -82,6 +91,7 @@ impl DriverKind {
         match self {
             DriverKind::Moirai => "moirai",
             DriverKind::Flink => "flink",
+            DriverKind::Storm => "storm",
         }
     }
 }
@@ -95,10 +105,14 @@ pub struct SpeConfig {
     /// The driver.
     pub driver: DriverKind,
     /// The SPE's endpoint: the engine's metrics address (`http://127.0.0.1:9464`) or Flink's REST
-    /// API (`http://127.0.0.1:8081`).
+    /// API (`http://127.0.0.1:8081`); none for Storm.
+    #[serde(default)]
     pub url: String,
-    /// Flink: the pid of the TaskManager JVM on this machine, found by its threads' names when
-    /// absent and needed when several TaskManagers run here. moirai: a pin — the engine's
+    /// Storm only: the directory Storm's `CsvStormReporter` writes into (`csv.log.dir`).
+    #[serde(default)]
+    pub metrics_dir: Option<PathBuf>,
+    /// Flink (Storm): the pid of the TaskManager (worker) JVM on this machine, found by its
+    /// threads' names when absent and needed when several run here. moirai: a pin — the engine's
     /// `/topology` must name this process, or nothing is touched.
     #[serde(default)]
     pub pid: Option<u32>,
@@ -338,10 +352,29 @@ impl Config {
             if !names.insert(&s.name) {
                 return Err(format!("two SPEs are named '{}'; give each its own name", s.name));
             }
-            if !(s.url.starts_with("http://") || s.url.starts_with("https://")) {
-                return Err(format!("SPE '{}': url {:?} must start with http://", s.name, s.url));
+            match (s.driver, &s.metrics_dir) {
+                (DriverKind::Storm, None) => {
+                    return Err(format!(
+                        "SPE '{}': a storm SPE needs `metrics_dir`, the csv.log.dir of Storm's CsvStormReporter",
+                        s.name
+                    ))
+                }
+                (DriverKind::Storm, Some(_)) if !s.url.is_empty() => {
+                    return Err(format!(
+                        "SPE '{}': a storm SPE is read from its metrics_dir, not a url; remove `url`",
+                        s.name
+                    ))
+                }
+                (DriverKind::Storm, Some(_)) => {}
+                (_, Some(_)) => {
+                    return Err(format!("SPE '{}': `metrics_dir` is for the storm driver; remove it", s.name))
+                }
+                (_, None) if !(s.url.starts_with("http://") || s.url.starts_with("https://")) => {
+                    return Err(format!("SPE '{}': url {:?} must start with http://", s.name, s.url));
+                }
+                (_, None) => {}
             }
-            if s.driver == DriverKind::Flink && (s.uid.is_some() || s.exe.is_some() || s.allow_owner_change) {
+            if s.driver != DriverKind::Moirai && (s.uid.is_some() || s.exe.is_some() || s.allow_owner_change) {
                 return Err(format!(
                     "SPE '{}': `uid`, `exe` and `allow_owner_change` are for the moirai driver; remove them",
                     s.name

@@ -20,6 +20,7 @@ use moirai_sched::{Capabilities, Controller, Due, Metric};
 use crate::config::{Config, DriverKind, PolicyConfig, TranslatorKind};
 use crate::driver::flink::FlinkDriver;
 use crate::driver::moirai::{MoiraiDriver, Pins};
+use crate::driver::storm::StormDriver;
 use crate::driver::{Driver, Observation};
 use crate::observe::{Log, SharedStats, StatsServer};
 use crate::translate::{Applied, CgroupTranslator, NiceTranslator};
@@ -142,6 +143,10 @@ impl Daemon {
                 DriverKind::Flink => {
                     let driver = FlinkDriver::new(&spe.name, &spe.url, spe.pid).map_err(bad)?;
                     drivers.push(Box::new(driver.queue(spe.queue.unwrap_or_default())))
+                }
+                DriverKind::Storm => {
+                    let dir = spe.metrics_dir.as_deref().unwrap_or(std::path::Path::new(""));
+                    drivers.push(Box::new(StormDriver::new(&spe.name, dir, spe.pid).map_err(bad)?))
                 }
             }
         }

@@ -629,10 +629,8 @@ pub fn find_jvm(jobs: &[Job], preferred: Option<u32>) -> Result<u32, String> {
         .into_iter()
         .map(|(pid, names)| (names.iter().filter(|n| expected.iter().any(|e| comm_matches(n, e))).count(), pid))
         .collect();
-    let what = format!(
-        "a task of the running jobs ({})",
-        jobs.iter().map(|j| j.name.as_str()).collect::<Vec<_>>().join(", ")
-    );
+    let what =
+        format!("a task of the running jobs ({})", jobs.iter().map(|j| j.name.as_str()).collect::<Vec<_>>().join(", "));
     pick_jvm(
         scores,
         preferred,
@@ -736,9 +734,7 @@ impl FlinkDriver {
         let dump = thread_dump(pid)?;
         let threads = index_threads(&parse_thread_dump(&dump))
             .into_iter()
-            .map(|(key, threads)| {
-                (key, stamp(pid, threads.into_iter().map(|(_, tid)| tid)))
-            })
+            .map(|(key, threads)| (key, stamp(pid, threads.into_iter().map(|(_, tid)| tid))))
             .collect();
         for job in jobs {
             let mut names = BTreeSet::new();

@@ -32,7 +32,6 @@ pub fn parse_thread_dump(dump: &str) -> Vec<(String, i32)> {
     out
 }
 
-
 /// The `jcmd` to attach to `pid`: the one beside the target's own `java` (same JDK), else
 /// `$JAVA_HOME/bin/jcmd`, else `jcmd` on the PATH.
 fn jcmd_for(pid: u32) -> PathBuf {
@@ -96,7 +95,6 @@ pub fn thread_dump(pid: u32) -> Result<String, String> {
     Ok(out)
 }
 
-
 /// Whether thread name `comm` (the kernel keeps its first 15 bytes) can belong to a thread whose
 /// name starts with `full`.
 pub fn comm_matches(comm: &str, full: &str) -> bool {
@@ -134,10 +132,9 @@ pub fn pick_jvm(mut scores: Vec<(usize, u32)>, preferred: Option<u32>, what: &st
         [] => Err(format!("no JVM on this machine runs {what}; {fix}")),
         [(_, pid)] => Ok(*pid),
         [(best, pid), (next, _), ..] if best > next => Ok(*pid),
-        more => Err(format!(
-            "several JVMs run {what} (pids {:?}); {fix}",
-            more.iter().map(|(_, p)| p).collect::<Vec<_>>()
-        )),
+        more => {
+            Err(format!("several JVMs run {what} (pids {:?}); {fix}", more.iter().map(|(_, p)| p).collect::<Vec<_>>()))
+        }
     }
 }
 

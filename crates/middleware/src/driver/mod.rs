@@ -6,6 +6,7 @@
 pub mod flink;
 pub mod jvm;
 pub mod moirai;
+pub mod storm;
 
 use std::collections::BTreeSet;
 

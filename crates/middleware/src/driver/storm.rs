@@ -1,0 +1,714 @@
+//! The driver for Apache Storm 2.x: executors and their Linux threads from a thread dump of the
+//! worker JVM, counters and queues from Storm's own metrics (metrics v2, `CsvStormReporter`).
+//!
+//! - **Metrics.** Storm writes every metric of a topology into a directory of CSV files when the
+//!   topology (or the cluster) configures the CSV reporter:
+//!
+//!   ```yaml
+//!   topology.metrics.reporters:
+//!     - class: org.apache.storm.metrics2.reporters.CsvStormReporter
+//!       report.period: 1
+//!       report.period.units: SECONDS
+//!       csv.log.dir: /var/lib/storm/metrics      # the driver's metrics_dir
+//!   ```
+//!
+//!   One file per metric and task, a line `epoch_seconds,value` appended every period:
+//!   `storm.worker.<topology id>.<host>.<component>.<task>.<port>-receive-queue-population.csv`
+//!   (gauge: tuples in the executor's receive queue), `storm.worker.….<component>.<stream>.<task>.
+//!   <port>-__execute-count-<source component>:<source stream>.csv`, `…-__emit-count-<stream>.csv`,
+//!   `…-__transfer-count-<stream>.csv` (cumulative counters), and the gauges a topology registers
+//!   itself, `storm.topology.<topology id>.<host>.<component>.<task>.<port>-<name>.csv` — a spout's
+//!   backlog as `pendingRecords` (FLIP-33's name, as moirai's Storm jobs report it). Storm counts
+//!   every 1/`topology.stats.sample.rate`-th tuple (20 by default) and scales up; set the rate to 1
+//!   for exact counts.
+//! - **Topology.** Every topology with files written in the last [`LIVE`] is a query; its
+//!   components are logical operators, an edge `S → C` wherever `C` reports an execute count from
+//!   `S` (so edges appear once tuples flow). Components whose id starts with `__` (Storm's system
+//!   executors) are left out.
+//! - **Threads.** An executor runs on one thread, named `Thread-<n>-<component>-executor[<first
+//!   task>, <last task>]` (Storm 1.x: `[a b]`); each executor is a physical operator, named
+//!   `"<component> (i/n)"`, whose metrics are those of its tasks. The JVM is the one whose threads
+//!   are named so and that belongs to the owner of the metrics directory; files in the directory
+//!   written by another user are ignored, so a local user cannot steer a root-owned Storm.
+//! - **Metrics per executor.** `tuples_in`: Σ execute counts (a spout: Σ emit counts); `tuples_out`:
+//!   Σ transfer counts, once per receiving task as [`Metric::TuplesOut`] asks (a sink: its tuples
+//!   in); `queue_len`: the receive queue's population (a spout: Σ `pendingRecords` where it
+//!   reports them); `cpu_ns` from `/proc`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use moirai_sched::{LogicalOperator, Metric, OpKind, PhysicalOperator, SpeTopology, ThreadRef};
+
+use super::jvm::{any_gone, java_processes, parse_thread_dump, pick_jvm, stamp, thread_dump};
+use super::{Driver, Observation};
+
+/// A metric file counts as live when written this recently (its topology runs).
+pub const LIVE: Duration = Duration::from_secs(10);
+/// The least time between two dumps while a live component has no executor thread yet.
+const DUMP_RETRY: Duration = Duration::from_secs(5);
+/// The gauge a spout reports its backlog in (FLIP-33).
+pub const PENDING_RECORDS: &str = "pendingRecords";
+
+/// What a metric file holds.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum StormMetric {
+    /// `receive-queue-population`: tuples in the executor's receive queue (per task, the same).
+    ReceiveQueue,
+    /// `__execute-count-<component>:<stream>`: tuples executed from that input.
+    Executed {
+        /// The upstream component.
+        from: String,
+    },
+    /// `__emit-count-<stream>`: tuples emitted.
+    Emitted,
+    /// `__transfer-count-<stream>`: tuples sent, once per receiving task.
+    Transferred,
+    /// `pendingRecords`: a spout's backlog.
+    Pending,
+}
+
+/// A metric file name taken apart.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MetricFile {
+    /// The topology id (`<name>-<n>-<epoch>`).
+    pub topology: String,
+    /// The component.
+    pub component: String,
+    /// The task.
+    pub task: i64,
+    /// The metric.
+    pub metric: StormMetric,
+}
+
+/// The topology's name from its id: `moirai-syn-1-1795534864` → `moirai-syn`.
+pub fn topology_name(id: &str) -> &str {
+    let mut parts = id.rsplitn(3, '-');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(t), Some(n), Some(name))
+            if t.bytes().all(|b| b.is_ascii_digit()) && n.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            name
+        }
+        _ => id,
+    }
+}
+
+/// Parses a file name of the CSV reporter (`storm.worker.….csv`, `storm.topology.….csv`) for the
+/// metrics the driver reads; `components` are the ids the name may end its host part with (Storm
+/// allows dots in hosts and component ids, so the name alone is ambiguous). `None` for any other
+/// file, system streams and components, and rates (`….m1_rate.csv`).
+pub fn parse_metric_file<'a>(file: &str, components: impl IntoIterator<Item = &'a str>) -> Option<MetricFile> {
+    let stem = file.strip_suffix(".csv")?;
+    let (rest, user) = match stem.strip_prefix("storm.worker.") {
+        Some(rest) => (rest, false),
+        None => (stem.strip_prefix("storm.topology.")?, true),
+    };
+    // The metric follows the port: `….<task>.<port>-<metric>`, and names with streams carry
+    // `….<stream>.<task>.<port>-`.
+    let (head, metric, streamed) = if user {
+        (rest.strip_suffix(&format!("-{PENDING_RECORDS}"))?, StormMetric::Pending, false)
+    } else if let Some(head) = rest.strip_suffix("-receive-queue-population") {
+        (head, StormMetric::ReceiveQueue, false)
+    } else if let Some((head, input)) = rest.rsplit_once("-__execute-count-") {
+        let (from, stream) = input.rsplit_once(':')?;
+        if from.starts_with("__") || stream.starts_with("__") || stream.contains(".m1_rate") {
+            return None;
+        }
+        (head, StormMetric::Executed { from: from.to_string() }, true)
+    } else if let Some((head, stream)) = rest.rsplit_once("-__emit-count-") {
+        if stream.starts_with("__") || stream.contains(".m1_rate") {
+            return None;
+        }
+        (head, StormMetric::Emitted, true)
+    } else if let Some((head, stream)) = rest.rsplit_once("-__transfer-count-") {
+        if stream.starts_with("__") || stream.contains(".m1_rate") {
+            return None;
+        }
+        (head, StormMetric::Transferred, true)
+    } else {
+        return None;
+    };
+    let (head, port) = head.rsplit_once('.')?;
+    port.parse::<u32>().ok()?;
+    let (head, task) = head.rsplit_once('.')?;
+    let task: i64 = task.parse().ok()?;
+    let head = if streamed { head.rsplit_once('.')?.0 } else { head };
+    let (topology, host_component) = head.split_once('.')?;
+    let component = components
+        .into_iter()
+        .filter(|c| !c.starts_with("__"))
+        .filter(|c| host_component.strip_suffix(c).is_some_and(|h| h.ends_with('.')))
+        .max_by_key(|c| c.len())?;
+    Some(MetricFile { topology: topology.to_string(), component: component.to_string(), task, metric })
+}
+
+/// An executor thread's name taken apart: `Thread-40-busy-executor[1, 2]` → (`busy`, 1, 2).
+pub fn parse_executor_thread(name: &str) -> Option<(&str, i64, i64)> {
+    let rest = name.strip_prefix("Thread-")?;
+    let (n, rest) = rest.split_once('-')?;
+    n.parse::<u64>().ok()?;
+    let (component, tasks) = rest.rsplit_once("-executor[")?;
+    let tasks = tasks.strip_suffix(']')?;
+    let (a, b) = tasks.split_once(", ").or_else(|| tasks.split_once(' '))?;
+    let (a, b) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+    (!component.is_empty() && a <= b).then_some((component, a, b))
+}
+
+/// The last value of a CSV file of the reporter (`t,value` lines), read from its end.
+pub fn last_value(path: &Path) -> Option<f64> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    let from = len.saturating_sub(256);
+    file.seek(SeekFrom::Start(from)).ok()?;
+    let mut tail = String::new();
+    file.take(256).read_to_string(&mut tail).ok()?;
+    let line = tail.lines().rev().find(|l| !l.trim().is_empty())?;
+    line.rsplit(',').next()?.trim().parse().ok().filter(|v: &f64| v.is_finite())
+}
+
+/// One executor found in the dump.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Executor {
+    /// Its component.
+    pub component: String,
+    /// Its first and last task.
+    pub tasks: (i64, i64),
+    /// Its thread.
+    pub thread: ThreadRef,
+}
+
+/// The live metric files of a directory: file → parsed name, newest file per (topology,
+/// component, task, metric) only.
+type LiveFiles = Vec<(PathBuf, MetricFile)>;
+
+/// The worker JVM's executors as of the last dump.
+#[derive(Clone)]
+struct ExecutorMap {
+    pid: u32,
+    executors: Vec<Executor>,
+    /// The live topologies then.
+    topologies: BTreeSet<String>,
+    taken: Instant,
+}
+
+/// The driver for the Storm workers on this machine that report into one metrics directory.
+pub struct StormDriver {
+    name: String,
+    dir: PathBuf,
+    /// The worker JVM's pid when configured; found from the thread names otherwise.
+    pid: Option<u32>,
+    map: Option<ExecutorMap>,
+    warnings: BTreeSet<String>,
+}
+
+impl StormDriver {
+    /// A driver reading Storm's CSV metrics from `dir`, known as `name`; `pid` is the worker JVM
+    /// (found by its threads' names when `None`).
+    pub fn new(name: &str, dir: &Path, pid: Option<u32>) -> Result<Self, String> {
+        if !dir.is_dir() {
+            return Err(format!(
+                "the metrics directory {} does not exist; give the csv.log.dir of Storm's CsvStormReporter \
+                 (topology.metrics.reporters)",
+                dir.display()
+            ));
+        }
+        Ok(StormDriver { name: name.to_string(), dir: dir.to_path_buf(), pid, map: None, warnings: BTreeSet::new() })
+    }
+
+    fn warn_once(&mut self, text: String) {
+        if self.warnings.insert(text.clone()) {
+            eprintln!("moirai schedule: warning: SPE '{}': {text}", self.name);
+        }
+    }
+
+    /// The owner of the metrics directory: the only user whose files and JVM count.
+    fn owner(&self) -> Result<u32, String> {
+        std::fs::metadata(&self.dir)
+            .map(|m| m.uid())
+            .map_err(|e| format!("cannot read the metrics directory {}: {e}", self.dir.display()))
+    }
+
+    /// The worker JVM: configured, or the owner's `java` process with the most threads named
+    /// `Thread-<n>-…` (Storm's executors; the kernel keeps 15 bytes of a name).
+    fn find_jvm(&self, owner: u32) -> Result<u32, String> {
+        if let Some(pid) = self.pid {
+            return Ok(pid);
+        }
+        let scores = java_processes()?
+            .into_iter()
+            .filter(|(pid, _)| moirai_os::identity::owner(*pid).is_some_and(|(uid, _)| uid == owner))
+            .map(|(pid, names)| {
+                let executors = names
+                    .iter()
+                    .filter(|n| {
+                        n.strip_prefix("Thread-")
+                            .and_then(|r| r.split_once('-'))
+                            .is_some_and(|(d, _)| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+                    })
+                    .count();
+                (executors, pid)
+            })
+            .collect();
+        pick_jvm(
+            scores,
+            None,
+            &format!("Storm executors as user {owner} (the owner of {})", self.dir.display()),
+            "is the worker on another node, or run by another user? Set `pid` in the [[spe]] table (one table per \
+             worker JVM)",
+        )
+    }
+
+    fn take_map(&mut self, owner: u32) -> Result<(u32, Vec<Executor>), String> {
+        let pid = self.find_jvm(owner)?;
+        let dump = thread_dump(pid)?;
+        let mut executors = Vec::new();
+        for (name, tid) in parse_thread_dump(&dump) {
+            let Some((component, a, b)) = parse_executor_thread(&name) else { continue };
+            if component.starts_with("__") {
+                continue;
+            }
+            if let Some(thread) = stamp(pid, [tid]).pop() {
+                executors.push(Executor { component: component.to_string(), tasks: (a, b), thread });
+            }
+        }
+        executors.sort_by(|x, y| (&x.component, x.tasks).cmp(&(&y.component, y.tasks)));
+        Ok((pid, executors))
+    }
+
+    /// The ids of the live topologies, and the directory's live metric files of the given
+    /// components; only files written by `owner` count.
+    fn live_files(&self, owner: u32, components: &BTreeSet<&str>) -> Result<(BTreeSet<String>, LiveFiles), String> {
+        let now = SystemTime::now();
+        let entries = std::fs::read_dir(&self.dir)
+            .map_err(|e| format!("cannot list the metrics directory {}: {e}", self.dir.display()))?;
+        let mut newest: BTreeMap<(String, String, i64, StormMetric), (SystemTime, PathBuf, MetricFile)> =
+            BTreeMap::new();
+        let mut topologies = BTreeSet::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            // Storm's topology ids have no dots: the id is the name's third part.
+            let rest = name.strip_prefix("storm.worker.").or_else(|| name.strip_prefix("storm.topology."));
+            let Some((topology, _)) = rest.and_then(|r| r.split_once('.')) else { continue };
+            let Ok(meta) = entry.metadata() else { continue };
+            let Ok(modified) = meta.modified() else { continue };
+            if meta.uid() != owner || !meta.is_file() || now.duration_since(modified).unwrap_or_default() > LIVE {
+                continue;
+            }
+            topologies.insert(topology.to_string());
+            let Some(parsed) = parse_metric_file(name, components.iter().copied()) else { continue };
+            let key = (parsed.topology.clone(), parsed.component.clone(), parsed.task, parsed.metric.clone());
+            let keep = newest.get(&key).is_none_or(|(t, _, _)| modified > *t);
+            if keep {
+                newest.insert(key, (modified, entry.path(), parsed));
+            }
+        }
+        Ok((topologies, newest.into_values().map(|(_, path, parsed)| (path, parsed)).collect()))
+    }
+}
+
+/// The executors and live metric files as an [`SpeTopology`], and per physical operator its
+/// tasks' files.
+pub fn to_spe_topology(
+    name: &str,
+    pid: u32,
+    executors: &[Executor],
+    files: &[(PathBuf, MetricFile)],
+) -> (SpeTopology, Vec<Vec<usize>>, Vec<String>) {
+    // Component → topology, from the files; a component in two live topologies is ambiguous
+    // (their threads carry no topology id) and left out.
+    let mut topology_of: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for (_, f) in files {
+        topology_of.entry(f.component.as_str()).or_default().insert(f.topology.as_str());
+    }
+    let mut ambiguous = Vec::new();
+    let mut queries: BTreeSet<&str> = BTreeSet::new();
+    let component_topology: BTreeMap<&str, &str> = topology_of
+        .iter()
+        .filter_map(|(c, ts)| {
+            if ts.len() > 1 {
+                ambiguous.push(format!(
+                    "component '{c}' runs in {} topologies of this worker ({}); its executors are not scheduled",
+                    ts.len(),
+                    ts.iter().copied().collect::<Vec<_>>().join(", ")
+                ));
+                return None;
+            }
+            let t = *ts.first()?;
+            queries.insert(t);
+            Some((*c, t))
+        })
+        .collect();
+    // Edges between components, from execute counts.
+    let mut inputs: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for (_, f) in files {
+        if let StormMetric::Executed { from } = &f.metric {
+            if component_topology.get(from.as_str()) == component_topology.get(f.component.as_str()) {
+                inputs.entry(f.component.as_str()).or_default().insert(from.as_str());
+            }
+        }
+    }
+    let has_consumer: BTreeSet<&str> = inputs.values().flatten().copied().collect();
+    let query_names: Vec<String> = queries.iter().map(|t| topology_name(t).to_string()).collect();
+    let query_of = |c: &str| -> Option<String> {
+        let t = component_topology.get(c)?;
+        let i = queries.iter().position(|q| q == t)?;
+        Some(query_names[i].clone())
+    };
+    let mut t = SpeTopology {
+        name: name.to_string(),
+        pid,
+        queries: query_names.clone(),
+        logical: Vec::new(),
+        logical_edges: Vec::new(),
+        physical: Vec::new(),
+        physical_edges: Vec::new(),
+    };
+    let mut logical: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut physical_of: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    let mut task_files = Vec::new();
+    let per_component: BTreeMap<&str, Vec<&Executor>> = executors.iter().fold(BTreeMap::new(), |mut m, e| {
+        m.entry(e.component.as_str()).or_insert_with(Vec::new).push(e);
+        m
+    });
+    for (component, execs) in &per_component {
+        let Some(query) = query_of(component) else { continue };
+        let kind = if !inputs.contains_key(component) {
+            OpKind::Source
+        } else if !has_consumer.contains(component) {
+            OpKind::Sink
+        } else {
+            OpKind::Operator
+        };
+        let l = t.logical.len();
+        t.logical.push(LogicalOperator { name: component.to_string(), query: query.clone(), kind });
+        logical.insert(component, l);
+        for (i, e) in execs.iter().enumerate() {
+            physical_of.entry(component).or_default().push(t.physical.len());
+            t.physical.push(PhysicalOperator {
+                name: format!("{component} ({}/{})", i + 1, execs.len()),
+                query: query.clone(),
+                logical: vec![l],
+                instance: i,
+                threads: vec![e.thread],
+            });
+            let (a, b) = e.tasks;
+            task_files.push(
+                files
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, (_, f))| f.component == *component && (a..=b).contains(&f.task))
+                    .map(|(k, _)| k)
+                    .collect(),
+            );
+        }
+    }
+    for (to, froms) in &inputs {
+        for from in froms {
+            if let (Some(&u), Some(&v)) = (logical.get(from), logical.get(to)) {
+                t.logical_edges.push((u, v));
+                for &a in &physical_of[from] {
+                    for &b in &physical_of[to] {
+                        t.physical_edges.push((a, b));
+                    }
+                }
+            }
+        }
+    }
+    t.logical_edges.sort_unstable();
+    t.physical_edges.sort_unstable();
+    (t, task_files, ambiguous)
+}
+
+/// An executor's counters, from its tasks' files.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ExecutorCounters {
+    /// Σ execute counts.
+    pub executed: f64,
+    /// Σ emit counts.
+    pub emitted: f64,
+    /// Σ transfer counts.
+    pub transferred: f64,
+    /// The receive queue's population (the largest of its tasks' reports: they share it).
+    pub receive_queue: f64,
+    /// Σ `pendingRecords`, when any task reports it.
+    pub pending: Option<f64>,
+}
+
+/// Sums an executor's files.
+pub fn executor_counters(files: &[(PathBuf, MetricFile)], own: &[usize]) -> ExecutorCounters {
+    let mut c = ExecutorCounters::default();
+    for &k in own {
+        let (path, f) = &files[k];
+        let Some(v) = last_value(path) else { continue };
+        match f.metric {
+            StormMetric::ReceiveQueue => c.receive_queue = c.receive_queue.max(v),
+            StormMetric::Executed { .. } => c.executed += v,
+            StormMetric::Emitted => c.emitted += v,
+            StormMetric::Transferred => c.transferred += v,
+            StormMetric::Pending => *c.pending.get_or_insert(0.0) += v,
+        }
+    }
+    c
+}
+
+impl Driver for StormDriver {
+    fn spe(&self) -> &str {
+        &self.name
+    }
+
+    fn kind(&self) -> &'static str {
+        "storm"
+    }
+
+    fn provides(&self) -> BTreeSet<Metric> {
+        [Metric::TuplesIn, Metric::TuplesOut, Metric::QueueLen, Metric::CpuNs].into()
+    }
+
+    fn observe(&mut self, needed: &[Metric]) -> Result<Observation, String> {
+        let owner = self.owner()?;
+        // Threads first: the component ids they name are what the file names are parsed against.
+        let components: BTreeSet<String> =
+            self.map.iter().flat_map(|m| m.executors.iter().map(|e| e.component.clone())).collect();
+        let (mut topologies, mut files) = self.live_files(owner, &components.iter().map(String::as_str).collect())?;
+        // The dump is taken again when a mapped thread is gone, when topologies came or went, and
+        // (every few seconds) while a live topology has no executor mapped — deploying, or the
+        // files of another topology of this owner in the directory.
+        let stale = match &self.map {
+            None => true,
+            Some(m) => {
+                let mapped: BTreeSet<&str> = files.iter().map(|(_, f)| f.topology.as_str()).collect();
+                any_gone(m.pid, m.executors.iter().map(|e| &e.thread))
+                    || m.topologies != topologies
+                    || (mapped.len() < topologies.len() && m.taken.elapsed() >= DUMP_RETRY)
+            }
+        };
+        if stale {
+            let (pid, executors) = match self.take_map(owner) {
+                Ok(found) => found,
+                Err(e) => {
+                    self.warn_once(format!("{e}; its executors are not scheduled until a thread dump succeeds"));
+                    (self.pid.unwrap_or(0), Vec::new())
+                }
+            };
+            let components = executors.iter().map(|e| e.component.as_str()).collect();
+            (topologies, files) = self.live_files(owner, &components)?;
+            self.map = Some(ExecutorMap { pid, executors, topologies, taken: Instant::now() });
+        }
+        let map = self.map.as_ref().expect("set above");
+        let (pid, executors) = (map.pid, map.executors.clone());
+        let (topology, task_files, ambiguous) = to_spe_topology(&self.name, pid, &executors, &files);
+        for w in ambiguous {
+            self.warn_once(w);
+        }
+        let mut samples = Vec::new();
+        for (op, own) in task_files.iter().enumerate() {
+            let c = executor_counters(&files, own);
+            let kind = topology.logical[topology.physical[op].logical[0]].kind;
+            for &m in needed {
+                let value = match m {
+                    Metric::TuplesIn if kind == OpKind::Source => c.emitted,
+                    Metric::TuplesIn => c.executed,
+                    Metric::TuplesOut if kind == OpKind::Sink => c.executed,
+                    Metric::TuplesOut => c.transferred,
+                    Metric::QueueLen if kind == OpKind::Source => c.pending.unwrap_or(0.0),
+                    Metric::QueueLen => c.receive_queue,
+                    Metric::CpuNs => topology.physical[op]
+                        .threads
+                        .iter()
+                        .filter_map(|t| moirai_os::proc::thread_cpu_ns(pid, t.tid).ok())
+                        .sum::<u64>() as f64,
+                    _ => continue,
+                };
+                samples.push((op, m, value));
+            }
+        }
+        Ok(Observation { topology, samples })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A directory of its own under the system's temporary directory, removed when dropped.
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(tag: &str) -> Scratch {
+            let dir = std::env::temp_dir().join(format!("moirai-storm-{tag}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            Scratch(dir)
+        }
+
+        fn path(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    const COMPONENTS: [&str; 4] = ["src", "busy", "sink", "my.dotted"];
+
+    fn parse(file: &str) -> Option<MetricFile> {
+        parse_metric_file(file, COMPONENTS)
+    }
+
+    fn file(topology: &str, component: &str, task: i64, metric: StormMetric) -> MetricFile {
+        MetricFile { topology: topology.into(), component: component.into(), task, metric }
+    }
+
+    #[test]
+    fn metric_file_names_of_storm_2_8_are_taken_apart() {
+        let t = "probe-1-1795534864";
+        assert_eq!(
+            parse(&format!("storm.worker.{t}.localhost.busy.1.1024-receive-queue-population.csv")),
+            Some(file(t, "busy", 1, StormMetric::ReceiveQueue))
+        );
+        assert_eq!(
+            parse(&format!("storm.worker.{t}.localhost.busy.default.2.1024-__execute-count-src:default.csv")),
+            Some(file(t, "busy", 2, StormMetric::Executed { from: "src".into() }))
+        );
+        assert_eq!(
+            parse(&format!("storm.worker.{t}.node-1.example.org.src.default.4.6700-__emit-count-default.csv")),
+            Some(file(t, "src", 4, StormMetric::Emitted))
+        );
+        assert_eq!(
+            parse(&format!("storm.worker.{t}.h.sink.default.3.1024-__transfer-count-default.csv")),
+            Some(file(t, "sink", 3, StormMetric::Transferred))
+        );
+        assert_eq!(
+            parse(&format!("storm.topology.{t}.localhost.src.4.1024-pendingRecords.csv")),
+            Some(file(t, "src", 4, StormMetric::Pending))
+        );
+        assert_eq!(
+            parse(&format!("storm.worker.{t}.h.my.dotted.7.1024-receive-queue-population.csv")),
+            Some(file(t, "my.dotted", 7, StormMetric::ReceiveQueue)),
+            "dotted component ids are matched against the known ones"
+        );
+        for other in [
+            format!("storm.worker.{t}.localhost.busy.default.1.1024-__execute-count-src:default.m1_rate.csv"),
+            format!("storm.worker.{t}.localhost.busy.1.1024-receive-queue-pct_full.csv"),
+            format!("storm.worker.{t}.localhost.__system.-1.1024-receive-queue-population.csv"),
+            format!("storm.worker.{t}.localhost.busy.__ack_init.1.1024-__emit-count-__ack_init.csv"),
+            format!("storm.worker.{t}.localhost.sink.default.3.1024-__execute-count-__system:__tick.csv"),
+            format!("storm.worker.{t}.localhost.unknown.1.1024-receive-queue-population.csv"),
+            format!("storm.topology.{t}.localhost.__system.-1.1024-CGroupCpu.sys-ms.csv"),
+            "notes.txt".to_string(),
+        ] {
+            assert_eq!(parse(&other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn executor_threads_of_storm_1_and_2_are_taken_apart() {
+        assert_eq!(parse_executor_thread("Thread-40-busy-executor[2, 2]"), Some(("busy", 2, 2)));
+        assert_eq!(parse_executor_thread("Thread-7-syn0-op1-executor[3, 5]"), Some(("syn0-op1", 3, 5)));
+        assert_eq!(parse_executor_thread("Thread-37-__system-executor[-1, -1]"), Some(("__system", -1, -1)));
+        assert_eq!(parse_executor_thread("Thread-12-bolt-executor[2 2]"), Some(("bolt", 2, 2)), "Storm 1.x");
+        for other in ["Thread-13", "Thread-x-busy-executor[1, 1]", "main", "Thread-4-busy-executor[3, 1]"] {
+            assert_eq!(parse_executor_thread(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn topology_names_drop_the_counter_and_the_epoch() {
+        assert_eq!(topology_name("moirai-syn-1-1795534864"), "moirai-syn");
+        assert_eq!(topology_name("probe-12-1795534864"), "probe");
+        assert_eq!(topology_name("odd"), "odd");
+    }
+
+    #[test]
+    fn the_last_line_of_a_csv_is_read() {
+        let dir = Scratch::new("csv");
+        let path = dir.path().join("m.csv");
+        let mut text = "t,count\n".to_string();
+        for i in 0..100 {
+            text.push_str(&format!("{},{}\n", 1795534869 + i, i * 20));
+        }
+        std::fs::write(&path, &text).unwrap();
+        assert_eq!(last_value(&path), Some(1980.0));
+        std::fs::write(&path, "t,value\n").unwrap();
+        assert_eq!(last_value(&path), None, "a header only");
+        std::fs::write(&path, "t,value\n1795534868,0.5\n").unwrap();
+        assert_eq!(last_value(&path), Some(0.5));
+    }
+
+    fn executor(component: &str, a: i64, b: i64, tid: i32) -> Executor {
+        Executor { component: component.into(), tasks: (a, b), thread: ThreadRef { tid, start_ticks: 1 } }
+    }
+
+    #[test]
+    fn executors_and_files_become_a_topology_with_edges_from_execute_counts() {
+        let dir = Scratch::new("topology");
+        let t = "moirai-syn-1-1795534864";
+        let mut files = Vec::new();
+        let mut add = |component: &str, task: i64, metric: StormMetric, value: f64| {
+            let path = dir.path().join(format!("{}.csv", files.len()));
+            std::fs::write(&path, format!("t,v\n1,{value}\n")).unwrap();
+            files.push((path, file(t, component, task, metric)));
+        };
+        add("src", 4, StormMetric::Emitted, 1000.0);
+        add("src", 4, StormMetric::Transferred, 1000.0);
+        add("src", 4, StormMetric::Pending, 70.0);
+        for task in [1, 2] {
+            add("busy", task, StormMetric::Executed { from: "src".into() }, 400.0);
+            add("busy", task, StormMetric::Transferred, 380.0);
+            add("busy", task, StormMetric::ReceiveQueue, 30.0 + task as f64);
+        }
+        add("sink", 3, StormMetric::Executed { from: "busy".into() }, 760.0);
+        add("sink", 3, StormMetric::ReceiveQueue, 5.0);
+        // busy: one executor with tasks 1 and 2; another component's executor with no files.
+        let executors = [
+            executor("busy", 1, 2, 11),
+            executor("sink", 3, 3, 12),
+            executor("src", 4, 4, 13),
+            executor("gone", 5, 5, 14),
+        ];
+        let (top, task_files, ambiguous) = to_spe_topology("storm", 42, &executors, &files);
+        assert!(ambiguous.is_empty());
+        assert_eq!(top.queries, vec!["moirai-syn"]);
+        let names: Vec<(&str, OpKind)> = top.logical.iter().map(|l| (l.name.as_str(), l.kind)).collect();
+        assert_eq!(names, vec![("busy", OpKind::Operator), ("sink", OpKind::Sink), ("src", OpKind::Source)]);
+        assert_eq!(top.logical_edges, vec![(0, 1), (2, 0)]);
+        assert_eq!(top.physical_edges, vec![(0, 1), (2, 0)]);
+        assert_eq!(top.physical[0].name, "busy (1/1)");
+        assert_eq!(top.physical[0].threads[0].tid, 11);
+        let busy = executor_counters(&files, &task_files[0]);
+        assert_eq!((busy.executed, busy.transferred, busy.receive_queue), (800.0, 760.0, 32.0));
+        assert_eq!(busy.pending, None);
+        assert_eq!(executor_counters(&files, &task_files[2]).pending, Some(70.0));
+    }
+
+    #[test]
+    fn a_component_in_two_live_topologies_is_left_out() {
+        let dir = Scratch::new("ambiguous");
+        let path = dir.path().join("x.csv");
+        std::fs::write(&path, "t,v\n1,1\n").unwrap();
+        let files = vec![
+            (path.clone(), file("a-1-1", "busy", 1, StormMetric::ReceiveQueue)),
+            (path.clone(), file("b-1-1", "busy", 1, StormMetric::ReceiveQueue)),
+            (path, file("b-1-1", "src", 2, StormMetric::Emitted)),
+        ];
+        let (top, _, ambiguous) =
+            to_spe_topology("storm", 1, &[executor("busy", 1, 1, 5), executor("src", 2, 2, 6)], &files);
+        assert_eq!(top.physical.len(), 1);
+        assert_eq!(top.physical[0].name, "src (1/1)");
+        assert!(ambiguous[0].contains("component 'busy' runs in 2 topologies"), "{ambiguous:?}");
+    }
+
+    #[test]
+    fn a_missing_metrics_directory_is_named() {
+        let e = StormDriver::new("storm", Path::new("/nonexistent/metrics"), None).err().unwrap();
+        assert!(e.contains("/nonexistent/metrics does not exist") && e.contains("csv.log.dir"), "{e}");
+    }
+}

@@ -30,86 +30,15 @@ pub const JAR: &str = "target/moirai-flink-jobs.jar";
 /// The main class of every job.
 pub const MAIN_CLASS: &str = "moirai.flink.Run";
 
-/// Flags every job takes that the lab sets itself for a point (`--rate`, ...).
-const JOB_LAB_FLAGS: &[(&str, &str)] = &[
-    ("--rate", "the lab sets it from --rates"),
-    ("--duration", "use the lab's --duration"),
-    ("--warmup", "use the lab's --warmup"),
-    ("--json", "the lab always asks for JSON"),
-    ("--rest-port", "the lab picks a free port per point"),
-];
-/// Flags every job takes, besides those of [`JOB_LAB_FLAGS`].
-const JOB_COMMON_FLAGS: &[&str] = &["--ramp-to", "--seed", "--parallelism", "--buffer-timeout-ms"];
-/// Flags of the SYN job.
-const SYN_FLAGS: &[&str] = &["--queries", "--ops", "--cost-ns", "--selectivity", "--heavy-op", "--heavy-factor"];
-/// Flags of the Linear Road job (the Lachesis shape only).
-const LINEAR_ROAD_FLAGS: &[&str] = &["--shape", "--xways", "--cars-per-second", "--traffic"];
-
 /// The Flink job's name of a workload as `moirai run` names it (aliases included), or why Flink
 /// cannot run it.
 pub fn job_workload(workload: &str) -> Result<&'static str, String> {
-    match workload {
-        "syn" => Ok("syn"),
-        "linear-road" | "lr" => Ok("linear-road"),
-        other => Err(format!(
-            "the Flink jobs (integrations/flink) have no '{other}' workload; they run syn and linear-road \
-             (--shape lachesis)"
-        )),
-    }
+    crate::jvm::job_workload(Integration::Flink, workload)
 }
 
-/// Checks the flags passed on to a Flink job of `workload` (a name [`job_workload`] returned):
-/// each must be one the job takes and not one the lab sets, each takes a value, and Linear Road
-/// needs `--shape lachesis`. Both `--flag value` and `--flag=value` are read.
+/// Checks the flags passed on to a Flink job of `workload` ([`crate::jvm::check_job_args`]).
 pub fn check_job_args(workload: &str, args: &[String]) -> Result<(), String> {
-    let own: &[&str] = if workload == "syn" { SYN_FLAGS } else { LINEAR_ROAD_FLAGS };
-    let takes = || own.iter().chain(JOB_COMMON_FLAGS).copied().collect::<Vec<&str>>().join(", ");
-    let mut shape = None;
-    let mut i = 0;
-    while i < args.len() {
-        let arg = &args[i];
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
-            _ => (arg.as_str(), None),
-        };
-        if !flag.starts_with('-') || flag.len() < 2 {
-            return Err(format!("unexpected argument '{arg}' for the Flink job `{workload}` (a value with no flag)"));
-        }
-        if let Some((f, why)) = JOB_LAB_FLAGS.iter().find(|(f, _)| *f == flag) {
-            return Err(format!("{f} cannot be passed after `--`: {why}"));
-        }
-        if !own.contains(&flag) && !JOB_COMMON_FLAGS.contains(&flag) {
-            return Err(format!(
-                "the Flink job `{workload}` does not take {flag} (it takes {}); leave {flag} out, or run the Flink \
-                 configurations in a sweep of their own",
-                takes()
-            ));
-        }
-        let value = match inline {
-            Some(v) => v,
-            None => match args.get(i + 1) {
-                Some(v) if !v.starts_with("--") => {
-                    i += 1;
-                    v.clone()
-                }
-                _ => return Err(format!("{flag} needs a value")),
-            },
-        };
-        if flag == "--shape" {
-            shape = Some(value);
-        }
-        i += 1;
-    }
-    if workload == "linear-road" && shape.as_deref() != Some("lachesis") {
-        return Err(format!(
-            "the Flink job runs Linear Road in the Lachesis shape only ({}): pass -- --shape lachesis",
-            match &shape {
-                Some(s) => format!("--shape {s} was given"),
-                None => "moirai's default is --shape faithful".to_string(),
-            }
-        ));
-    }
-    Ok(())
+    crate::jvm::check_job_args(Integration::Flink, workload, args)
 }
 
 /// The built Flink jobs: where the jar and its classpath are, and the `java` that runs them.
@@ -336,7 +265,7 @@ impl FlinkJob {
 
     /// Waits for the JVM to exit by itself (up to `timeout`; then stops it) and returns its
     /// stdout, or why it failed.
-    pub fn wait(self, timeout: Duration) -> Result<String, String> {
+    pub fn wait(mut self, timeout: Duration) -> Result<String, String> {
         self.process.wait(timeout)
     }
 
@@ -388,7 +317,9 @@ mod tests {
             let e = msg("syn", &format!("--ops 3 {engine_only} 1"));
             assert!(e.contains(&format!("does not take {engine_only}")) && e.contains("--cost-ns"), "{e}");
         }
-        assert!(msg("syn", "--lachesis").contains("does not take --lachesis"));
+        assert_eq!(check_job_args("syn", &args("--lachesis --blocking --cost-ns 500")), Ok(()));
+        assert!(msg("syn", "--lachesis=1").contains("--lachesis takes no value"));
+        assert!(msg("linear-road", "--shape lachesis --lachesis").contains("does not take --lachesis"));
         assert!(msg("syn", "--xways 2").contains("does not take --xways"));
         assert!(msg("linear-road", "--shape lachesis --ops 2").contains("does not take --ops"));
         assert!(msg("syn", "--rest-port 8081").contains("the lab picks a free port"));

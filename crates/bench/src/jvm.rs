@@ -95,6 +95,121 @@ impl Integration {
     }
 }
 
+/// Flags every job takes that the lab sets itself for a point (`--rate`, ...), besides the one
+/// that tells the job where the middleware finds it ([`Integration::lab_flag`]).
+const JOB_LAB_FLAGS: &[(&str, &str)] = &[
+    ("--rate", "the lab sets it from --rates"),
+    ("--duration", "use the lab's --duration"),
+    ("--warmup", "use the lab's --warmup"),
+    ("--json", "the lab always asks for JSON"),
+];
+/// Flags every job takes, besides the lab's.
+const JOB_COMMON_FLAGS: &[&str] = &["--ramp-to", "--seed", "--parallelism"];
+/// Flags of the SYN jobs.
+const SYN_FLAGS: &[&str] = &["--queries", "--ops", "--cost-ns", "--selectivity", "--heavy-op", "--heavy-factor"];
+/// Flags of the SYN jobs that take no value.
+const SYN_SWITCHES: &[&str] = &["--lachesis", "--blocking"];
+/// Flags of the Linear Road jobs (the Lachesis shape only).
+const LINEAR_ROAD_FLAGS: &[&str] = &["--shape", "--xways", "--cars-per-second", "--traffic"];
+
+impl Integration {
+    /// The flag by which the lab tells a job where the middleware will find it.
+    fn lab_flag(self) -> (&'static str, &'static str) {
+        match self {
+            Integration::Flink => ("--rest-port", "the lab picks a free port per point"),
+            Integration::Storm => ("--metrics-dir", "the lab gives each point a directory of its own"),
+        }
+    }
+
+    /// Flags only this SPE's jobs take.
+    fn own_flags(self) -> &'static [&'static str] {
+        match self {
+            Integration::Flink => &["--buffer-timeout-ms"],
+            Integration::Storm => &[],
+        }
+    }
+}
+
+/// The job's name of a workload as `moirai run` names it (aliases included), or why the SPE's
+/// jobs cannot run it.
+pub fn job_workload(integration: Integration, workload: &str) -> Result<&'static str, String> {
+    match workload {
+        "syn" => Ok("syn"),
+        "linear-road" | "lr" => Ok("linear-road"),
+        other => Err(format!(
+            "the {} jobs (integrations/{}) have no '{other}' workload; they run syn and linear-road (--shape lachesis)",
+            integration.name(),
+            integration.name().to_lowercase()
+        )),
+    }
+}
+
+/// Checks the flags passed on to a job of `workload` (a name [`job_workload`] returned): each
+/// must be one the job takes and not one the lab sets, each but `--lachesis` and `--blocking`
+/// takes a value, and Linear Road needs `--shape lachesis`. Both `--flag value` and
+/// `--flag=value` are read.
+pub fn check_job_args(integration: Integration, workload: &str, args: &[String]) -> Result<(), String> {
+    let spe = integration.name();
+    let (own, switches): (&[&str], &[&str]) =
+        if workload == "syn" { (SYN_FLAGS, SYN_SWITCHES) } else { (LINEAR_ROAD_FLAGS, &[]) };
+    let common = || JOB_COMMON_FLAGS.iter().chain(integration.own_flags());
+    let takes = || own.iter().chain(switches).chain(common()).copied().collect::<Vec<&str>>().join(", ");
+    let lab = JOB_LAB_FLAGS.iter().copied().chain([integration.lab_flag()]).collect::<Vec<_>>();
+    let mut shape = None;
+    let mut i = 0;
+    while i < args.len() {
+        let arg = &args[i];
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
+            _ => (arg.as_str(), None),
+        };
+        if !flag.starts_with('-') || flag.len() < 2 {
+            return Err(format!("unexpected argument '{arg}' for the {spe} job `{workload}` (a value with no flag)"));
+        }
+        if let Some((f, why)) = lab.iter().find(|(f, _)| *f == flag) {
+            return Err(format!("{f} cannot be passed after `--`: {why}"));
+        }
+        if switches.contains(&flag) {
+            if inline.is_some() {
+                return Err(format!("{flag} takes no value; write {flag} alone"));
+            }
+            i += 1;
+            continue;
+        }
+        if !own.contains(&flag) && !common().any(|f| *f == flag) {
+            return Err(format!(
+                "the {spe} job `{workload}` does not take {flag} (it takes {}); leave {flag} out, or run the {spe} \
+                 configurations in a sweep of their own",
+                takes()
+            ));
+        }
+        let value = match inline {
+            Some(v) => v,
+            None => match args.get(i + 1) {
+                Some(v) if !v.starts_with("--") => {
+                    i += 1;
+                    v.clone()
+                }
+                _ => return Err(format!("{flag} needs a value")),
+            },
+        };
+        if flag == "--shape" {
+            shape = Some(value);
+        }
+        i += 1;
+    }
+    if workload == "linear-road" && shape.as_deref() != Some("lachesis") {
+        return Err(format!(
+            "the {spe} job runs Linear Road in the Lachesis shape only ({}): pass -- --shape lachesis",
+            match &shape {
+                Some(s) => format!("--shape {s} was given"),
+                None => "moirai's default is --shape faithful".to_string(),
+            }
+        ));
+    }
+    Ok(())
+}
+
 /// Built jobs: where the jar and its classpath are, and the `java` that runs them.
 #[derive(Clone, Debug)]
 pub struct JvmJobs {
@@ -398,7 +513,7 @@ impl JobProcess {
 
     /// Waits for the JVM to exit by itself (up to `timeout`; then stops it) and returns its
     /// stdout, or why it failed.
-    pub fn wait(mut self, timeout: Duration) -> Result<String, String> {
+    pub fn wait(&mut self, timeout: Duration) -> Result<String, String> {
         let spe = self.integration.name();
         let until = Instant::now() + timeout;
         while Instant::now() < until {

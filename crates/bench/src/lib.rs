@@ -35,6 +35,7 @@ pub mod process;
 pub mod progress;
 pub mod report;
 pub mod spec;
+pub mod storm;
 pub mod summary;
 pub mod sweep;
 
@@ -122,6 +123,9 @@ pub enum BenchError {
     /// The Flink jobs cannot be found or built (`flink:` configurations need them).
     #[error("cannot prepare the Flink jobs: {0}")]
     Flink(String),
+    /// The Storm jobs cannot be found or built (`storm:` configurations need them).
+    #[error("cannot prepare the Storm jobs: {0}")]
+    Storm(String),
 }
 
 /// What a finished (or stopped) sweep produced.

@@ -110,6 +110,24 @@ pub enum System {
     Moirai,
     /// Apache Flink, running the workload's job of `integrations/flink` ([`crate::flink`]).
     Flink,
+    /// Apache Storm, running the workload's topology of `integrations/storm` ([`crate::storm`]).
+    Storm,
+}
+
+impl System {
+    /// Whether it is an SPE on the JVM, running a job of `integrations/`.
+    pub fn is_jvm(self) -> bool {
+        matches!(self, System::Flink | System::Storm)
+    }
+
+    /// Its name in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            System::Moirai => "moirai",
+            System::Flink => "Flink",
+            System::Storm => "Storm",
+        }
+    }
 }
 
 /// Who decides which thread gets the CPU.
@@ -127,7 +145,8 @@ pub enum Scheduler {
 /// Written `[SYSTEM:]SCHEDULER[@THREADING][/NAME=VALUE...][#TAG]`: `os`, `qs`, `os@dynamic`,
 /// `flink:qs`, `os#b`; `qs@policy:2` runs the policy at the user level instead (the engine's
 /// policy executor with 2 workers, `--threading policy:qs:2`, no middleware), as do STAFiLOS'
-/// `rr`, `qbs` and `rb`, which exist only there. SYSTEM is `moirai` (the default) or `flink`;
+/// `rr`, `qbs` and `rb`, which exist only there. SYSTEM is `moirai` (the default), `flink` or
+/// `storm`;
 /// SCHEDULER is `os`, a middleware policy ([`KNOWN_POLICIES`]) or `script:EXPR`, a priority
 /// expression the middleware runs (`--script EXPR`, e.g. `flink:script:input_buffers`); THREADING is an engine
 /// threading model passed as `--threading`; each `/NAME=VALUE` is a workload argument of this
@@ -177,8 +196,9 @@ impl Configuration {
         let (system, sched) = match head.split_once(':') {
             Some(("moirai", r)) => (System::Moirai, r),
             Some(("flink", r)) => (System::Flink, r),
+            Some(("storm", r)) => (System::Storm, r),
             Some(("script", _)) => (System::Moirai, head),
-            Some((s, _)) => return Err(bad(format!("unknown system '{s}'; known: moirai (default), flink"))),
+            Some((s, _)) => return Err(bad(format!("unknown system '{s}'; known: moirai (default), flink, storm"))),
             None => (System::Moirai, head),
         };
         let user_level = threading.as_deref().is_some_and(|th| th.starts_with("policy"));
@@ -199,11 +219,17 @@ impl Configuration {
                 )))
             }
         };
-        if system == System::Flink && threading.is_some() {
-            return Err(bad("@THREADING names a threading model of moirai's engine, not of Flink".into()));
+        if system.is_jvm() && threading.is_some() {
+            return Err(bad(format!(
+                "@THREADING names a threading model of moirai's engine, not of {}",
+                system.name()
+            )));
         }
-        if system == System::Flink && !run_args.is_empty() {
-            return Err(bad("/NAME=VALUE arguments are for moirai's engine; pass the Flink job's after --".into()));
+        if system.is_jvm() && !run_args.is_empty() {
+            return Err(bad(format!(
+                "/NAME=VALUE arguments are for moirai's engine; pass the {} job's after --",
+                system.name()
+            )));
         }
         // `qs@policy:2`: the policy runs at the user level, in the engine's policy executor; no
         // middleware. `qs@policy` and `rr@policy` take the executor's defaults.

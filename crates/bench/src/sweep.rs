@@ -16,6 +16,11 @@
 //! middleware with `--flink http://127.0.0.1:P` for a policy, and lets the job run to its end.
 //! The jobs are built once per sweep, at start-up.
 //!
+//! A `storm:` configuration runs the workload's Apache Storm topology ([`crate::storm`]): one JVM
+//! per point (a `LocalCluster`), `java ... moirai.storm.Run <workload> ... --metrics-dir DIR`,
+//! stderr to `<out>/storm-logs/`; the lab waits until Storm reports a spout's emit count (up to
+//! [`FLINK_STARTUP`] as well), then starts the middleware with `--storm DIR`.
+//!
 //! A point that fails (non-zero exit, no JSON, a hang past the deadline, a middleware that
 //! dies) is recorded with the reason and the sweep goes on; only a usage error of the engine or
 //! the Flink job (exit code 2: it would repeat at every point) ends the sweep early.
@@ -31,6 +36,7 @@ use crate::point::{Point, RunSummary};
 use crate::process::{describe, free_port, tail_lines, wait_for_port, Child, Outcome, POLL};
 use crate::progress::Progress;
 use crate::spec::{fmt_rate, Configuration, System};
+use crate::storm::{self, StormJob, StormJobs};
 use crate::summary::Criteria;
 use crate::BenchError;
 
@@ -140,6 +146,11 @@ impl SweepSpec {
             let workload = flink::job_workload(&self.workload).map_err(not)?;
             flink::check_job_args(workload, &self.extra_args).map_err(not)?;
         }
+        if let Some(c) = self.configurations.iter().find(|c| c.system == System::Storm) {
+            let not = |why: String| BenchError::Unsupported { label: c.label.clone(), why };
+            let workload = storm::job_workload(&self.workload).map_err(not)?;
+            storm::check_job_args(workload, &self.extra_args).map_err(not)?;
+        }
         self.criteria.validate()?;
         Ok(())
     }
@@ -178,6 +189,8 @@ pub enum SweepEnd {
 pub struct Prepared {
     /// The built Flink jobs, when a configuration runs Flink.
     pub flink: Option<FlinkJobs>,
+    /// The built Storm jobs, when a configuration runs Storm.
+    pub storm: Option<StormJobs>,
 }
 
 /// Checks, before any point runs, everything that would make every point fail: the output
@@ -193,12 +206,17 @@ pub fn preflight(spec: &SweepSpec) -> Result<Prepared, BenchError> {
         let Some(help) = stdout_of(spec, &["schedule", "--help"]) else {
             return Err(BenchError::NeedsMiddleware { label: c.label.clone() });
         };
-        if let Some(c) = spec.configurations.iter().find(|c| c.policy().is_some() && c.system == System::Flink) {
-            if !help.contains("--flink") {
-                return Err(BenchError::Unsupported {
-                    label: c.label.clone(),
-                    why: "`moirai schedule` of this build has no --flink flag (the middleware's Flink driver)".into(),
-                });
+        for (system, flag) in [(System::Flink, "--flink"), (System::Storm, "--storm")] {
+            if let Some(c) = spec.configurations.iter().find(|c| c.policy().is_some() && c.system == system) {
+                if !help.contains(flag) {
+                    return Err(BenchError::Unsupported {
+                        label: c.label.clone(),
+                        why: format!(
+                            "`moirai schedule` of this build has no {flag} flag (the middleware's {} driver)",
+                            system.name()
+                        ),
+                    });
+                }
             }
         }
     }
@@ -226,6 +244,16 @@ pub fn preflight(spec: &SweepSpec) -> Result<Prepared, BenchError> {
             );
         }
         prepared.flink = Some(FlinkJobs::build().map_err(BenchError::Flink)?);
+    }
+    if spec.configurations.iter().any(|c| c.system == System::Storm) {
+        let dir = StormJobs::project_dir();
+        if StormJobs::needs_build(&dir) {
+            eprintln!(
+                "moirai bench: building the Storm jobs in {} with Maven (a first build downloads Storm: a minute or more)",
+                dir.display()
+            );
+        }
+        prepared.storm = Some(StormJobs::build().map_err(BenchError::Storm)?);
     }
     Ok(prepared)
 }
@@ -357,7 +385,8 @@ pub fn engine_args(spec: &SweepSpec, config: &Configuration, rate: f64, port: u1
     args
 }
 
-/// The arguments of the Flink job of one point (the JVM adds `--rest-port`).
+/// The arguments of the Flink or Storm job of one point (the lab adds `--rest-port` or
+/// `--metrics-dir`).
 pub fn flink_args(spec: &SweepSpec, rate: f64) -> Vec<String> {
     let mut args = vec![
         "--rate".to_string(),
@@ -372,10 +401,11 @@ pub fn flink_args(spec: &SweepSpec, rate: f64) -> Vec<String> {
     args
 }
 
-/// The stream processor of one point: a `moirai run` engine or a Flink job's JVM.
+/// The stream processor of one point: a `moirai run` engine, a Flink job's or a Storm job's JVM.
 enum Spe {
     Engine(Child),
     Flink(FlinkJob),
+    Storm(StormJob),
 }
 
 impl Spe {
@@ -383,6 +413,7 @@ impl Spe {
         match self {
             Spe::Engine(c) => c,
             Spe::Flink(j) => j.child(),
+            Spe::Storm(j) => j.child(),
         }
     }
 
@@ -393,6 +424,7 @@ impl Spe {
                 c.terminate(libc::SIGTERM, Duration::from_secs(2));
             }
             Spe::Flink(j) => j.stop(),
+            Spe::Storm(j) => j.stop(),
         }
     }
 
@@ -401,6 +433,7 @@ impl Spe {
         match self {
             Spe::Engine(_) => "the engine",
             Spe::Flink(_) => "the Flink job",
+            Spe::Storm(_) => "the Storm job",
         }
     }
 
@@ -414,6 +447,20 @@ impl Spe {
                 j.complaint().unwrap_or_else(|| j.stderr_tail(lines)),
                 j.log_path().display()
             ),
+            Spe::Storm(j) => format!(
+                "{} (full log: {})",
+                j.complaint().unwrap_or_else(|| j.stderr_tail(lines)),
+                j.log_path().display()
+            ),
+        }
+    }
+
+    /// The `system` its JSON summary must name, for a JVM job.
+    fn system(&self) -> Option<&'static str> {
+        match self {
+            Spe::Engine(_) => None,
+            Spe::Flink(_) => Some("flink"),
+            Spe::Storm(_) => Some("storm"),
         }
     }
 }
@@ -487,6 +534,36 @@ fn start_flink(spec: &SweepSpec, prepared: &Prepared, point: &Point, stop: &Atom
     // On every error return the job is dropped here, which stops its JVM.
 }
 
+/// Starts the Storm job of a point and waits until a spout of its topology emits.
+fn start_storm(spec: &SweepSpec, prepared: &Prepared, point: &Point, stop: &AtomicBool) -> Result<Started, Attempt> {
+    let jobs = prepared.storm.as_ref().ok_or_else(|| {
+        Attempt::Failed("the Storm jobs were not built (the sweep's start-up did not prepare them)".into())
+    })?;
+    let workload = storm::job_workload(&spec.workload).map_err(Attempt::Failed)?;
+    let label: String =
+        point.configuration.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
+    let log = spec.out_dir.join("storm-logs").join(format!("{label}-{}-rep{}.log", fmt_rate(point.rate), point.rep));
+    let mut job =
+        StormJob::start_logged(jobs, workload, &flink_args(spec, point.rate), &log).map_err(Attempt::Failed)?;
+    match job.wait_running_unless(FLINK_STARTUP, stop) {
+        Ok(_) => {
+            let target = ["--storm".to_string(), job.metrics_dir().display().to_string()];
+            Ok(Started { spe: Spe::Storm(job), t0: Instant::now(), target, failure: None })
+        }
+        Err(storm::NotRunning::Stopped) => Err(Attempt::Interrupted),
+        Err(storm::NotRunning::Exited { status, message }) => Err(if status.code() == Some(2) {
+            Attempt::Usage(format!(
+                "the Storm job `{workload}` rejected its arguments: {}",
+                job.complaint().unwrap_or_else(|| job.stderr_tail(5))
+            ))
+        } else {
+            Attempt::Failed(message)
+        }),
+        Err(storm::NotRunning::Failed(message)) => Err(Attempt::Failed(message)),
+    }
+    // On every error return the job is dropped here, which stops its JVM.
+}
+
 fn attempt_point(
     spec: &SweepSpec,
     prepared: &Prepared,
@@ -497,6 +574,7 @@ fn attempt_point(
     let started = match config.system {
         System::Moirai => start_engine(spec, config, point.rate, stop),
         System::Flink => start_flink(spec, prepared, point, stop),
+        System::Storm => start_storm(spec, prepared, point, stop),
     };
     let Started { mut spe, t0, target, mut failure } = match started {
         Ok(s) => s,
@@ -622,11 +700,16 @@ fn attempt_point(
     let who = spe.name();
     match outcome {
         Outcome::Exited(status) if status.success() => match RunSummary::from_stdout(&stdout) {
-            Ok(run) if matches!(spe, Spe::Flink(_)) && run.extra.get("system").and_then(|s| s.as_str()) != Some("flink") => {
+            Ok(run) if spe.system().is_some_and(|s| run.extra.get("system").and_then(|v| v.as_str()) != Some(s)) => {
+                let jar = match spe {
+                    Spe::Storm(_) => prepared.storm.as_ref().map(|j| j.jar().display().to_string()),
+                    _ => prepared.flink.as_ref().map(|j| j.jar().display().to_string()),
+                };
                 Attempt::Failed(format!(
-                    "the Flink job's summary does not say \"system\": \"flink\" (it says {:?}); is {} the Flink jobs' jar?",
+                    "{who}'s summary does not say \"system\": {:?} (it says {:?}); is {} the jobs' jar?",
+                    spe.system().unwrap_or_default(),
                     run.extra.get("system"),
-                    prepared.flink.as_ref().map(|j| j.jar().display().to_string()).unwrap_or_default()
+                    jar.unwrap_or_default()
                 ))
             }
             Ok(run) => {
@@ -641,20 +724,23 @@ fn attempt_point(
                 _ if status.code() == Some(2) => Attempt::Usage(match spe {
                     Spe::Engine(_) => format!("`moirai run {}` rejected its arguments: {tail}", spec.workload),
                     Spe::Flink(_) => format!("the Flink job `{}` rejected its arguments: {tail}", spec.workload),
+                    Spe::Storm(_) => format!("the Storm job `{}` rejected its arguments: {tail}", spec.workload),
                 }),
-                Spe::Engine(_) if tail.contains("in use") => {
-                    Attempt::PortTaken(format!(
+                Spe::Engine(_) if tail.contains("in use") => Attempt::PortTaken(format!(
                     "the engine could not listen on {}: {tail}",
                     target[1].trim_start_matches("http://")
-                ))
-                }
+                )),
                 _ => Attempt::Failed(format!("{who} failed ({}): {tail}", describe(status))),
             }
         }
         _ => Attempt::Failed(format!(
             "{who} did not finish within {:?}{} (run {:?} + grace) and was killed; stderr: {}",
             spec.deadline(),
-            if matches!(spe, Spe::Flink(_)) { " of being RUNNING" } else { "" },
+            match spe {
+                Spe::Flink(_) => " of being RUNNING",
+                Spe::Storm(_) => " of running",
+                Spe::Engine(_) => "",
+            },
             spec.duration,
             spe.stderr_tail(&stderr, 5)
         )),

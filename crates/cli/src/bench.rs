@@ -84,10 +84,9 @@ pub fn execute(spec: &SweepSpec) -> i32 {
             return 1;
         }
     };
-    // A Flink point also starts and stops a JVM with a local Flink cluster: about 10 s more.
-    let flink_points = spec.rates.len()
-        * spec.reps as usize
-        * spec.configurations.iter().filter(|c| c.system == moirai_bench::System::Flink).count();
+    // A Flink or Storm point also starts and stops a JVM with a local cluster: about 10 s more.
+    let flink_points =
+        spec.rates.len() * spec.reps as usize * spec.configurations.iter().filter(|c| c.system.is_jvm()).count();
     eprintln!(
         "moirai bench: {} points ({} rates x {} reps x {} configurations) of {:?} each, about {} in all",
         spec.total_points(),

@@ -65,6 +65,15 @@ pub struct ScheduleArgs {
     /// Serve the middleware's own metrics here, e.g. 127.0.0.1:9465.
     #[arg(long)]
     metrics_addr: Option<std::net::SocketAddr>,
+    /// Serve a live dashboard here, e.g. 127.0.0.1:9466: the query graphs with queues, rates,
+    /// priorities and applied values, refreshed every round (GET / and GET /api/state). The same
+    /// address as --metrics-addr serves both from one server.
+    #[arg(long, value_name = "ADDR")]
+    ui: Option<std::net::SocketAddr>,
+    /// Allow --ui on an address other machines can reach (refused otherwise: the dashboard shows
+    /// the SPEs' processes and threads, and the middleware runs as root).
+    #[arg(long)]
+    ui_public: bool,
     /// Stop after this many rounds (then restore), instead of running until SIGINT/SIGTERM.
     #[arg(long)]
     rounds: Option<u64>,
@@ -147,6 +156,8 @@ fn from_flags(a: &ScheduleArgs) -> Result<Config, String> {
     let config = Config {
         state_file: a.state_file.clone().unwrap_or_else(|| DEFAULT_STATE_FILE.into()),
         metrics_addr: a.metrics_addr,
+        ui_addr: a.ui,
+        ui_public: a.ui_public,
         spes,
         policies: vec![policy],
     };
@@ -222,8 +233,13 @@ pub fn run(a: ScheduleArgs) -> i32 {
                 if a.metrics_addr.is_some() {
                     c.metrics_addr = a.metrics_addr;
                 }
+                if a.ui.is_some() {
+                    c.ui_addr = a.ui;
+                }
+                c.ui_public |= a.ui_public;
                 c
-            }),
+            })
+            .and_then(|c| c.validate().map(|()| c)),
         None => from_flags(&a),
     };
     let config = match config {

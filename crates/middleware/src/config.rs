@@ -4,6 +4,8 @@
 //! ```toml
 //! state_file = "/run/moirai/schedule.json"   # where original nice values / cgroups are kept
 //! metrics_addr = "127.0.0.1:9465"            # the middleware's own /metrics (optional)
+//! ui = "127.0.0.1:9466"                      # the live dashboard (optional; loopback unless
+//! # ui_public = true                         # this says otherwise)
 //!
 //! [[spe]]
 //! name = "engine"
@@ -63,6 +65,10 @@ pub struct Config {
     pub state_file: PathBuf,
     /// Where to serve the middleware's own metrics.
     pub metrics_addr: Option<SocketAddr>,
+    /// Where to serve the live dashboard (`/` and `/api/state`).
+    pub ui_addr: Option<SocketAddr>,
+    /// Whether the dashboard may listen on an address other machines can reach.
+    pub ui_public: bool,
     /// SPEs to attach to.
     pub spes: Vec<SpeConfig>,
     /// Policies to run.
@@ -193,6 +199,9 @@ pub struct PolicyConfig {
 struct FileConfig {
     state_file: Option<PathBuf>,
     metrics_addr: Option<SocketAddr>,
+    ui: Option<SocketAddr>,
+    #[serde(default)]
+    ui_public: bool,
     #[serde(default)]
     spe: Vec<SpeConfig>,
     #[serde(default)]
@@ -318,6 +327,21 @@ fn spec_name(spec: &PolicySpec, index: usize) -> String {
     format!("{kind}{}", if index == 0 { String::new() } else { format!("-{}", index + 1) })
 }
 
+/// Refuses a dashboard address other machines can reach unless `public` says so: the middleware
+/// runs as root and the dashboard shows process and thread ids of the machine's SPEs.
+pub fn check_ui_addr(addr: SocketAddr, public: bool) -> Result<(), String> {
+    if addr.ip().is_loopback() || public {
+        return Ok(());
+    }
+    Err(format!(
+        "the dashboard address {addr} is not a loopback address: anyone who can reach it sees the SPEs' \
+         topologies, processes and threads. Use 127.0.0.1:{port} (and an SSH tunnel, e.g. `ssh -L \
+         {port}:127.0.0.1:{port} host`), or add --ui-public (`ui_public = true` in the file) to serve it on \
+         {addr} anyway",
+        port = addr.port()
+    ))
+}
+
 impl Config {
     /// Parses a TOML configuration; errors name the key and how to fix it.
     pub fn from_toml(text: &str) -> Result<Config, String> {
@@ -331,6 +355,8 @@ impl Config {
         let config = Config {
             state_file: file.state_file.unwrap_or_else(|| DEFAULT_STATE_FILE.into()),
             metrics_addr: file.metrics_addr,
+            ui_addr: file.ui,
+            ui_public: file.ui_public,
             spes: file.spe,
             policies,
         };
@@ -346,6 +372,9 @@ impl Config {
         }
         if self.policies.is_empty() {
             return Err("no policy: add a [[policy]] table or --policy qs".into());
+        }
+        if let Some(addr) = self.ui_addr {
+            check_ui_addr(addr, self.ui_public)?;
         }
         let mut names = BTreeSet::new();
         for s in &self.spes {
@@ -461,6 +490,25 @@ mod tests {
         .unwrap_err();
         assert!(e.contains("`queue` is for the flink driver"), "{e}");
         assert!("rows".parse::<FlinkQueue>().unwrap_err().contains("use buffers or records"));
+    }
+
+    #[test]
+    fn the_dashboard_is_loopback_unless_said_public() {
+        let c = Config::from_toml(&FULL.replace("metrics_addr", "ui = \"127.0.0.1:9466\"\nmetrics_addr")).unwrap();
+        assert_eq!(c.ui_addr, Some("127.0.0.1:9466".parse().unwrap()));
+        assert!(!c.ui_public);
+        assert_eq!(Config::from_toml(FULL).unwrap().ui_addr, None);
+        let c = Config::from_toml(&FULL.replace("metrics_addr", "ui = \"[::1]:9466\"\nmetrics_addr")).unwrap();
+        assert_eq!(c.ui_addr, Some("[::1]:9466".parse().unwrap()));
+        let public = FULL.replace("metrics_addr", "ui = \"0.0.0.0:9466\"\nmetrics_addr");
+        let e = Config::from_toml(&public).unwrap_err();
+        assert!(e.contains("0.0.0.0:9466 is not a loopback address") && e.contains("--ui-public"), "{e}");
+        let c = Config::from_toml(&public.replace("metrics_addr", "ui_public = true\nmetrics_addr")).unwrap();
+        assert!(c.ui_public);
+        let e = Config::from_toml(&FULL.replace("metrics_addr", "ui = \"localhost\"\nmetrics_addr")).unwrap_err();
+        assert!(e.contains("ui"), "{e}");
+        assert!(check_ui_addr("10.1.2.3:80".parse().unwrap(), false).is_err());
+        assert!(check_ui_addr("10.1.2.3:80".parse().unwrap(), true).is_ok());
     }
 
     #[test]

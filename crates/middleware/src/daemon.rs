@@ -15,14 +15,15 @@ use std::time::{Duration, Instant};
 use moirai_os::caps::{preflight, Need};
 use moirai_os::cgroup::CgroupLayout;
 use moirai_os::{RestoreLog, RestoreReport};
-use moirai_sched::{Capabilities, Controller, Due, Metric};
+use moirai_sched::{Capabilities, Cluster, Controller, Due, Metric, OpRef, Schedule};
 
 use crate::config::{Config, DriverKind, PolicyConfig, TranslatorKind};
+use crate::dashboard::{PolicyInfo, Recorder, RoundRecord};
 use crate::driver::flink::FlinkDriver;
 use crate::driver::moirai::{MoiraiDriver, Pins};
 use crate::driver::storm::StormDriver;
 use crate::driver::{Driver, Observation};
-use crate::observe::{Log, SharedStats, StatsServer};
+use crate::observe::{Log, Routes, SharedStats, StatsServer};
 use crate::translate::{Applied, CgroupTranslator, NiceTranslator};
 
 /// Why the middleware cannot start or go on.
@@ -56,6 +57,12 @@ pub struct Daemon {
     _lock: File,
     stats: SharedStats,
     server: Option<StatsServer>,
+    /// The dashboard's own server, when it is not [`Daemon::server`].
+    ui_server: Option<StatsServer>,
+    /// The dashboard's state, when it is on.
+    recorder: Option<Recorder>,
+    /// What the round in progress collected for the dashboard.
+    record: RoundRecord,
     out: Log,
     start: Instant,
     /// Per SPE: `None` when it answered last time, else the error last reported (logged when it
@@ -175,13 +182,51 @@ impl Daemon {
             .collect();
         let controller = Controller::new(policies, capabilities).map_err(|e| DaemonError::Config(e.to_string()))?;
         let stats = SharedStats::default();
+        // One server when the metrics and the dashboard share an address, else one each.
+        let shared = config.metrics_addr.is_some() && config.metrics_addr == config.ui_addr;
+        let ui_public = config.ui_public;
         let server = match config.metrics_addr {
-            Some(addr) => Some(StatsServer::start(addr, stats.clone()).map_err(DaemonError::Config)?),
+            Some(addr) => Some(
+                StatsServer::start(addr, stats.clone(), Routes { metrics: true, ui: shared, ui_public })
+                    .map_err(DaemonError::Config)?,
+            ),
+            None => None,
+        };
+        let ui_server = match config.ui_addr.filter(|_| !shared) {
+            Some(addr) => Some(
+                StatsServer::start(addr, stats.clone(), Routes { metrics: false, ui: true, ui_public })
+                    .map_err(DaemonError::Config)?,
+            ),
             None => None,
         };
         if let Some(s) = &server {
             out.info(format!("serving the middleware's metrics on http://{}/metrics", s.addr()));
         }
+        let ui_addr = if shared { server.as_ref() } else { ui_server.as_ref() }.map(StatsServer::addr);
+        if let Some(addr) = ui_addr {
+            out.info(format!("serving the dashboard on http://{addr}/"));
+        }
+        let recorder = config.ui_addr.map(|_| {
+            let spes = drivers.iter().map(|d| (d.spe().to_string(), d.kind().to_string())).collect();
+            let policies = config
+                .policies
+                .iter()
+                .zip(&translators)
+                .map(|(p, t)| PolicyInfo {
+                    name: p.name.clone(),
+                    translator: match t {
+                        Translator::Nice(_) => "nice".into(),
+                        Translator::Cgroup(_) => "cgroup".into(),
+                    },
+                    applies: match t {
+                        Translator::Nice(_) => "nice".into(),
+                        Translator::Cgroup(c) => c.knob().into(),
+                    },
+                    period: p.period,
+                })
+                .collect();
+            Recorder::new(spes, policies, controller.tick(), std::process::id())
+        });
         Ok(Daemon {
             drivers,
             configs: config.policies,
@@ -191,6 +236,9 @@ impl Daemon {
             _lock: lock,
             stats,
             server,
+            ui_server,
+            recorder,
+            record: RoundRecord::default(),
             out,
             start: Instant::now(),
             down: BTreeMap::new(),
@@ -205,6 +253,12 @@ impl Daemon {
     /// Where the middleware's own metrics are served, if they are.
     pub fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
         self.server.as_ref().map(|s| s.addr())
+    }
+
+    /// Where the dashboard is served, if it is.
+    pub fn ui_addr(&self) -> Option<std::net::SocketAddr> {
+        self.recorder.as_ref()?;
+        self.ui_server.as_ref().or(self.server.as_ref()).map(|s| s.addr())
     }
 
     /// Runs rounds until `stop` is set (or `rounds` have run), then restores everything.
@@ -250,8 +304,17 @@ impl Daemon {
         for d in &mut self.drivers {
             // What the controller's metric provider needs; everything the driver offers when the
             // provider does not cover this SPE yet.
-            let metrics: Vec<Metric> =
+            let mut metrics: Vec<Metric> =
                 self.controller.needed(d.spe()).unwrap_or_else(|| d.provides().into_iter().collect());
+            if self.recorder.is_some() {
+                // The dashboard's queues and rates, where the driver has them.
+                let provides = d.provides();
+                for m in Recorder::EXTRA_METRICS {
+                    if provides.contains(&m) && !metrics.contains(&m) {
+                        metrics.push(m);
+                    }
+                }
+            }
             let result = d.observe(&metrics);
             match result {
                 Ok(o) => {
@@ -262,6 +325,9 @@ impl Daemon {
                 }
                 Err(e) => {
                     let e = e.to_string();
+                    if self.recorder.is_some() {
+                        self.record.down.insert(d.spe().to_string(), e.clone());
+                    }
                     if self.down.insert(d.spe().to_string(), Some(e.clone())).flatten() != Some(e.clone()) {
                         self.out.error(format!("SPE '{}' unavailable: {e}; retrying every tick", d.spe()));
                         self.stats.lock().errors += 1;
@@ -274,11 +340,61 @@ impl Daemon {
 
     fn round(&mut self, due: &Due) {
         let started = Instant::now();
+        self.record = RoundRecord::default();
+        let scheduled = self.schedule(due);
+        let ns = started.elapsed().as_nanos() as u64;
+        self.publish(ns);
+        // A skipped round is not counted (it did not schedule anything).
+        let Some((spes_up, threads)) = scheduled else { return };
+        let mut s = self.stats.lock();
+        s.rounds += 1;
+        s.last_round_ns = ns;
+        s.total_round_ns += ns;
+        s.max_round_ns = s.max_round_ns.max(ns);
+        s.spes_up = spes_up;
+        s.threads = threads;
+        let (rounds, changes) = (s.rounds, s.changes);
+        drop(s);
+        if rounds == 1 || rounds % 60 == 0 {
+            self.out.info(format!(
+                "round {rounds}: {spes_up} SPE(s) up, {threads} thread(s) scheduled, {changes} change(s) so far, {:.2} ms",
+                ns as f64 / 1e6
+            ));
+        }
+    }
+
+    /// The dashboard's state after a round of `ns` nanoseconds, when the dashboard is on.
+    fn publish(&mut self, ns: u64) {
+        let Some(recorder) = &mut self.recorder else { return };
+        let mut record = std::mem::take(&mut self.record);
+        record.round_ns = ns;
+        (record.changes, record.errors) = {
+            let s = self.stats.lock();
+            (s.changes, s.errors)
+        };
+        let state = recorder.record(record);
+        match serde_json::to_string(&state) {
+            Ok(json) => self.stats.lock().dashboard = Some(json.into()),
+            Err(e) => self.out.error(format!("dashboard: {e}")),
+        }
+    }
+
+    /// Observes, runs the due policies and applies their schedules; returns the SPEs up and the
+    /// threads scheduled, or `None` when the round was skipped.
+    fn schedule(&mut self, due: &Due) -> Option<(usize, usize)> {
         let observations = self.observe();
         let at = self.start.elapsed();
+        if self.recorder.is_some() {
+            self.record.at = at;
+            self.record.observed = observations.clone();
+        }
         let round = match self.controller.round(due, at, observations) {
             Ok(r) => r,
-            Err(e) => return self.fail(e.to_string()),
+            Err(e) => {
+                self.record.skipped = Some(e.to_string());
+                self.fail(e.to_string());
+                return None;
+            }
         };
         let cluster = &round.cluster;
         for (i, w) in &round.warnings {
@@ -290,6 +406,13 @@ impl Daemon {
         for &policy in round.policies() {
             let decision = self.controller.decide(&round, policy);
             let name = &self.configs[decision.policy].name;
+            if self.recorder.is_some() {
+                let error = decision.schedule.as_ref().err().map(|e| e.to_string());
+                self.record.ran.insert(name.clone(), error);
+                if let Ok(schedule) = &decision.schedule {
+                    record_priorities(&mut self.record, name, schedule, cluster);
+                }
+            }
             let schedule = match decision.schedule {
                 Ok(s) => {
                     if decision.changed {
@@ -323,29 +446,34 @@ impl Daemon {
                     ));
                 }
             }
+            if self.recorder.is_some() {
+                for (t, v) in &applied.values {
+                    self.record.applied.entry((t.spe.clone(), t.tid)).or_default().insert(name.clone(), *v);
+                }
+            }
             self.stats.lock().record_applied(name, &applied);
         }
-        let spes_up = cluster.spes().len();
-        let ns = started.elapsed().as_nanos() as u64;
-        let mut s = self.stats.lock();
-        s.rounds += 1;
-        s.last_round_ns = ns;
-        s.total_round_ns += ns;
-        s.max_round_ns = s.max_round_ns.max(ns);
-        s.spes_up = spes_up;
-        s.threads = threads;
-        let (rounds, changes) = (s.rounds, s.changes);
-        drop(s);
-        if rounds == 1 || rounds % 60 == 0 {
-            self.out.info(format!(
-                "round {rounds}: {spes_up} SPE(s) up, {threads} thread(s) scheduled, {changes} change(s) so far, {:.2} ms",
-                ns as f64 / 1e6
-            ));
-        }
+        Some((cluster.spes().len(), threads))
     }
 
     fn fail(&self, msg: String) {
         self.out.error(msg);
         self.stats.lock().errors += 1;
+    }
+}
+
+/// Notes the priority `policy`'s `schedule` gave each operator, for the dashboard.
+fn record_priorities(record: &mut RoundRecord, policy: &str, schedule: &Schedule, cluster: &Cluster) {
+    let mut note = |op: OpRef, priority: f64| {
+        let key = (cluster.spe(op.spe).name().to_string(), op.op);
+        record.priorities.entry(key).or_default().insert(policy.to_string(), priority);
+    };
+    match schedule {
+        Schedule::Single(map) => map.iter().for_each(|(&op, &p)| note(op, p)),
+        Schedule::Grouping(groups) => {
+            for g in groups {
+                g.members.iter().for_each(|&op| note(op, g.priority));
+            }
+        }
     }
 }

@@ -8,11 +8,12 @@
 //! [`moirai_os`], which records every original value first so that everything is put back on exit
 //! or after a crash. [`daemon`] runs the loop: drivers, then the round of
 //! [`moirai_sched::Controller`], then translators; [`config`] reads what to run; [`observe`] reports
-//! the middleware's own cost and decisions.
+//! the middleware's own cost and decisions; [`dashboard`] shows them live.
 #![forbid(missing_docs)]
 
 pub mod config;
 pub mod daemon;
+pub mod dashboard;
 pub mod driver;
 pub mod observe;
 pub mod prometheus;

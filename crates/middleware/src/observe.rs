@@ -1,5 +1,6 @@
-//! The middleware's own observability: what each round cost and decided, as log lines and as a
-//! Prometheus endpoint (`--metrics-addr`).
+//! The middleware's own observability: what each round cost and decided, as log lines, as a
+//! Prometheus endpoint (`--metrics-addr`) and as a live dashboard (`--ui`, see
+//! [`crate::dashboard`]); one server serves both when they share an address.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -33,6 +34,9 @@ pub struct Stats {
     pub threads: usize,
     /// The last value applied per (policy, spe, query, operator, tid).
     pub applied: BTreeMap<(String, String, String, String, i32), i64>,
+    /// The dashboard's JSON of the last round ([`crate::dashboard::State`]), serialised once per
+    /// round when the dashboard is on.
+    pub dashboard: Option<Arc<str>>,
 }
 
 impl Stats {
@@ -115,6 +119,64 @@ pub fn render(stats: &Stats, cpu_seconds: f64) -> String {
     o
 }
 
+/// What a server answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Routes {
+    /// `GET /metrics`.
+    pub metrics: bool,
+    /// `GET /` and `GET /api/state`.
+    pub ui: bool,
+    /// Whether the dashboard answers requests for any host name; otherwise only for loopback
+    /// addresses and `localhost` (a web page elsewhere cannot rebind its name to this machine
+    /// and read the state).
+    pub ui_public: bool,
+}
+
+/// Whether a `Host` header names this machine's loopback interface (`127.0.0.1:9466`,
+/// `localhost:9466`, `[::1]:9466`), or is absent (HTTP/1.0).
+fn loopback_host(host: Option<&str>) -> bool {
+    let Some(host) = host else { return true };
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    };
+    name.eq_ignore_ascii_case("localhost") || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The answer to `GET path` (`host`: the request's Host header): status, content type, body.
+pub fn answer(routes: Routes, path: &str, host: Option<&str>, stats: &SharedStats) -> (u16, &'static str, String) {
+    const TEXT: &str = "text/plain; charset=utf-8";
+    let path = path.split('?').next().unwrap_or("");
+    match path {
+        "/metrics" if routes.metrics => {
+            let cpu = moirai_os::proc::process_cpu_ns(std::process::id()).unwrap_or(0) as f64 / 1e9;
+            (200, "text/plain; version=0.0.4", render(&stats.lock(), cpu))
+        }
+        "/" | "/api/state" if routes.ui && !routes.ui_public && !loopback_host(host) => (
+            403,
+            TEXT,
+            "moirai schedule: the dashboard answers loopback host names only (127.0.0.1, localhost, [::1]); \
+             start it with --ui-public to serve other names\n"
+                .into(),
+        ),
+        "/" if routes.ui => (200, "text/html; charset=utf-8", crate::dashboard::PAGE.to_string()),
+        "/api/state" if routes.ui => match stats.lock().dashboard.clone() {
+            Some(json) => (200, "application/json", json.to_string()),
+            None => (503, "application/json", "{\"error\":\"no round has run yet\"}".into()),
+        },
+        _ => {
+            let mut paths = Vec::new();
+            if routes.ui {
+                paths.extend(["/", "/api/state"]);
+            }
+            if routes.metrics {
+                paths.push("/metrics");
+            }
+            (404, TEXT, format!("moirai schedule: GET {}\n", paths.join(", ")))
+        }
+    }
+}
+
 /// The endpoint.
 pub struct StatsServer {
     server: Arc<Server>,
@@ -123,25 +185,44 @@ pub struct StatsServer {
 }
 
 impl StatsServer {
-    /// Serves `stats` on `addr`.
-    pub fn start(addr: SocketAddr, stats: SharedStats) -> Result<StatsServer, String> {
-        let server = Arc::new(Server::http(addr).map_err(|e| format!("cannot serve metrics on {addr}: {e}"))?);
+    /// Serves `stats` on `addr`, answering `routes`.
+    pub fn start(addr: SocketAddr, stats: SharedStats, routes: Routes) -> Result<StatsServer, String> {
+        let what = match (routes.metrics, routes.ui) {
+            (true, true) => "metrics and the dashboard",
+            (false, true) => "the dashboard",
+            _ => "metrics",
+        };
+        let server = Arc::new(Server::http(addr).map_err(|e| format!("cannot serve {what} on {addr}: {e}"))?);
         let addr = server.server_addr().to_ip().unwrap_or(addr);
         let s = server.clone();
-        let pid = std::process::id();
         let thread = std::thread::Builder::new()
             .name("moirai-sched-http".into())
             .spawn(move || {
                 for request in s.incoming_requests() {
-                    let (code, body) = if request.url().split('?').next() == Some("/metrics") {
-                        let cpu = moirai_os::proc::process_cpu_ns(pid).unwrap_or(0) as f64 / 1e9;
-                        (200, render(&stats.lock(), cpu))
+                    let (code, kind, body) = if *request.method() != tiny_http::Method::Get {
+                        (405, "text/plain; charset=utf-8", "moirai schedule: GET only\n".to_string())
                     } else {
-                        (404, "moirai schedule: GET /metrics\n".to_string())
+                        let host = request.headers().iter().find(|h| h.field.equiv("Host")).map(|h| h.value.as_str());
+                        answer(routes, request.url(), host, &stats)
                     };
-                    let header =
-                        Header::from_bytes("Content-Type", "text/plain; version=0.0.4").expect("static header");
-                    let _ = request.respond(Response::from_string(body).with_status_code(code).with_header(header));
+                    let mut response = Response::from_string(body)
+                        .with_status_code(code)
+                        .with_header(Header::from_bytes("Content-Type", kind).expect("static header"))
+                        .with_header(Header::from_bytes("Cache-Control", "no-store").expect("static header"))
+                        .with_header(Header::from_bytes("X-Content-Type-Options", "nosniff").expect("static header"));
+                    if kind.starts_with("text/html") {
+                        // The page loads nothing from anywhere but talks to this server.
+                        response = response.with_header(
+                            Header::from_bytes(
+                                "Content-Security-Policy",
+                                "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
+                                 connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; \
+                                 frame-ancestors 'none'",
+                            )
+                            .expect("static header"),
+                        );
+                    }
+                    let _ = request.respond(response);
                 }
             })
             .map_err(|e| e.to_string())?;
@@ -196,5 +277,55 @@ impl Log {
     /// An error line, always shown.
     pub fn error(&self, msg: impl AsRef<str>) {
         eprintln!("[{:>9.3}] error: {}", self.start.elapsed().as_secs_f64(), msg.as_ref());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BOTH: Routes = Routes { metrics: true, ui: true, ui_public: false };
+
+    #[test]
+    fn routes_answer_what_they_serve() {
+        let stats = SharedStats::default();
+        let local = Some("127.0.0.1:9466");
+        let (code, kind, body) = answer(BOTH, "/", local, &stats);
+        assert_eq!((code, kind), (200, "text/html; charset=utf-8"));
+        assert!(body.contains("/api/state"));
+        let (code, _, body) = answer(BOTH, "/api/state", local, &stats);
+        assert_eq!(code, 503, "no round yet: {body}");
+        stats.lock().dashboard = Some(Arc::from("{\"round\":1}"));
+        assert_eq!(answer(BOTH, "/api/state?x=1", local, &stats), (200, "application/json", "{\"round\":1}".into()));
+        assert_eq!(answer(BOTH, "/metrics", local, &stats).0, 200);
+
+        let metrics_only = Routes { metrics: true, ui: false, ui_public: false };
+        let (code, _, body) = answer(metrics_only, "/", local, &stats);
+        assert_eq!(code, 404);
+        assert_eq!(body, "moirai schedule: GET /metrics\n");
+        let ui_only = Routes { metrics: false, ui: true, ui_public: false };
+        let (code, _, body) = answer(ui_only, "/metrics", local, &stats);
+        assert_eq!(code, 404);
+        assert_eq!(body, "moirai schedule: GET /, /api/state\n");
+    }
+
+    #[test]
+    fn the_dashboard_answers_loopback_host_names_only() {
+        let stats = SharedStats::default();
+        for host in
+            [None, Some("127.0.0.1:1"), Some("localhost:1"), Some("LOCALHOST"), Some("[::1]:1"), Some("127.0.0.2")]
+        {
+            assert_eq!(answer(BOTH, "/", host, &stats).0, 200, "{host:?}");
+        }
+        for host in [Some("evil.example:9466"), Some("10.0.0.1:9466"), Some("[::2]:1"), Some("")] {
+            let (code, _, body) = answer(BOTH, "/", host, &stats);
+            assert_eq!(code, 403, "{host:?}");
+            assert!(body.contains("--ui-public"), "{body}");
+            assert_eq!(answer(BOTH, "/api/state", host, &stats).0, 403);
+        }
+        // --ui-public: any name; /metrics never checked names.
+        let public = Routes { ui_public: true, ..BOTH };
+        assert_eq!(answer(public, "/", Some("dashboard.example:80"), &stats).0, 200);
+        assert_eq!(answer(BOTH, "/metrics", Some("prometheus.example"), &stats).0, 200);
     }
 }

@@ -153,6 +153,7 @@ impl NiceTranslator {
 
 /// cpu cgroups with weights.
 pub struct CgroupTranslator {
+    version: CgroupVersion,
     normalization: Normalization,
     range: WeightRange,
     tree: CgroupTree,
@@ -181,6 +182,7 @@ impl CgroupTranslator {
         range.validate(limits)?;
         let tree = CgroupTree::create(log, hierarchy, instance).map_err(|e| e.to_string())?;
         Ok(CgroupTranslator {
+            version: hierarchy.version,
             normalization,
             range,
             tree,
@@ -188,6 +190,14 @@ impl CgroupTranslator {
             weights: HashMap::new(),
             placed: HashMap::new(),
         })
+    }
+
+    /// The file its values are written to: `cpu.shares` (v1) or `cpu.weight` (v2).
+    pub fn knob(&self) -> &'static str {
+        match self.version {
+            CgroupVersion::V1 => "cpu.shares",
+            CgroupVersion::V2 => "cpu.weight",
+        }
     }
 
     fn dir_name(&mut self, group: &str) -> String {

@@ -532,6 +532,10 @@ pub struct SubtaskRecords {
     pub tuples_out: f64,
     /// Tuples waiting for it.
     pub queue_len: f64,
+    /// Network buffers waiting for it: Flink's `inputQueueLength`; for a source, its
+    /// `pendingRecords` in buffers of the size it sends (its records per buffer so far), so
+    /// that a source's backlog and an operator's input queue rank in one unit.
+    pub queue_buffers: f64,
 }
 
 /// The record metrics of every subtask of one job, in moirai's terms, per vertex and subtask.
@@ -540,6 +544,8 @@ pub struct SubtaskRecords {
 /// - `tuples_out`: `numRecordsOut` once per receiving subtask, as moirai counts: × the number of
 ///   consumer edges (a record goes down each), × the consumer's parallelism for a broadcast edge;
 ///   a sink's is its `numRecordsIn` (what it consumed), as in moirai.
+/// - `queue_buffers`: Flink's `inputQueueLength`; a source's `pendingRecords` / its records per
+///   buffer (0 without either).
 /// - `queue_len`: a source's `pendingRecords` (0 without it); otherwise the records the upstream
 ///   subtasks sent it — all of a forward partner's, all for a broadcast, 1/n of each upstream's
 ///   for the other strategies — minus its `numRecordsIn`, minus one network buffer's worth of
@@ -577,7 +583,9 @@ pub fn job_records(job: &Job, counters: &[Vec<SubtaskCounters>]) -> Vec<Vec<Subt
                     let tuples_out = if fanout == 0.0 { c.records_in } else { tuples_out };
                     if vertex.inputs.is_empty() {
                         let queue_len = c.pending.unwrap_or(0.0).max(0.0);
-                        return SubtaskRecords { tuples_in: c.records_out, tuples_out, queue_len };
+                        let per = per_buffer(v, &c);
+                        let queue_buffers = if per > 0.0 { queue_len / per } else { 0.0 };
+                        return SubtaskRecords { tuples_in: c.records_out, tuples_out, queue_len, queue_buffers };
                     }
                     let (mut sent, mut in_flight) = (0.0, 0.0);
                     for &(u, strategy) in &vertex.inputs {
@@ -595,7 +603,7 @@ pub fn job_records(job: &Job, counters: &[Vec<SubtaskCounters>]) -> Vec<Vec<Subt
                         in_flight += s_in_flight;
                     }
                     let queue_len = (sent - c.records_in - in_flight).max(0.0);
-                    SubtaskRecords { tuples_in: c.records_in, tuples_out, queue_len }
+                    SubtaskRecords { tuples_in: c.records_in, tuples_out, queue_len, queue_buffers: c.input_buffers }
                 })
                 .collect()
         })
@@ -878,7 +886,7 @@ impl Driver for FlinkDriver {
                         Metric::TuplesOut => rec.tuples_out,
                         Metric::QueueLen => match self.queue {
                             FlinkQueue::Records => rec.queue_len,
-                            FlinkQueue::Buffers => c.input_buffers,
+                            FlinkQueue::Buffers => rec.queue_buffers,
                         },
                         Metric::BusyNs => c.busy_ns,
                         Metric::BackpressuredNs => c.backpressured_ns,
@@ -1019,6 +1027,35 @@ Full thread dump OpenJDK 64-Bit Server VM (17.0.15+6-Debian-1 mixed mode, sharin
     }
 
     #[test]
+    fn a_sources_backlog_is_counted_in_the_buffers_it_sends() {
+        let c = |records_out: f64, buffers_out: f64, pending: Option<f64>, input_buffers: f64| SubtaskCounters {
+            records_out,
+            buffers_out,
+            pending,
+            input_buffers,
+            ..SubtaskCounters::default()
+        };
+        // The source sent 1000 records in 10 buffers down its one (rebalance) edge: 100 records
+        // per buffer, so a backlog of 250 records is 2.5 buffers' worth. Operators report
+        // Flink's own input queue.
+        let counters = vec![
+            vec![c(1000.0, 10.0, Some(250.0), 0.0)],
+            vec![c(0.0, 0.0, None, 4.0), c(0.0, 0.0, None, 1.0)],
+            vec![c(0.0, 0.0, None, 2.0), c(0.0, 0.0, None, 0.0)],
+            vec![c(0.0, 0.0, None, 9.0)],
+        ];
+        let m = job_records(&job(), &counters);
+        let buffers: Vec<Vec<f64>> = m.iter().map(|v| v.iter().map(|r| r.queue_buffers).collect()).collect();
+        assert_eq!(buffers, vec![vec![2.5], vec![4.0, 1.0], vec![2.0, 0.0], vec![9.0]]);
+        // Before its first buffer left, or without a backlog gauge, a source's queue is 0.
+        let mut fresh = counters.clone();
+        fresh[0][0].buffers_out = 0.0;
+        assert_eq!(job_records(&job(), &fresh)[0][0].queue_buffers, 0.0);
+        fresh[0][0] = c(1000.0, 10.0, None, 0.0);
+        assert_eq!(job_records(&job(), &fresh)[0][0].queue_buffers, 0.0);
+    }
+
+    #[test]
     fn queues_are_counted_in_records_per_ship_strategy() {
         let c = |records_in: f64, records_out: f64, pending: Option<f64>| SubtaskCounters {
             records_in,
@@ -1026,7 +1063,18 @@ Full thread dump OpenJDK 64-Bit Server VM (17.0.15+6-Debian-1 mixed mode, sharin
             pending,
             ..SubtaskCounters::default()
         };
-        let r = |tuples_in: f64, tuples_out: f64, queue_len: f64| SubtaskRecords { tuples_in, tuples_out, queue_len };
+        let r = |tuples_in: f64, tuples_out: f64, queue_len: f64| SubtaskRecords {
+            tuples_in,
+            tuples_out,
+            queue_len,
+            queue_buffers: 0.0,
+        };
+        // The records only; `queue_buffers` has a test of its own.
+        let job_records = |job: &Job, counters: &[Vec<SubtaskCounters>]| -> Vec<Vec<SubtaskRecords>> {
+            let mut m = job_records(job, counters);
+            m.iter_mut().flatten().for_each(|r| r.queue_buffers = 0.0);
+            m
+        };
         let counters = vec![
             vec![c(0.0, 1000.0, Some(70.0))],
             vec![c(480.0, 470.0, None), c(500.0, 500.0, None)],

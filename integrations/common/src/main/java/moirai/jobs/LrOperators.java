@@ -246,11 +246,11 @@ public final class LrOperators {
     /** The per-minute buffers every toll operator of the original keeps (and mostly never fills). */
     static final class MinuteBuffers {
         private int minute = -1;
-        @SuppressWarnings("unchecked")
+        @SuppressWarnings({"unchecked", "rawtypes"})
         final HashSet<Integer>[] accidents = new HashSet[] {new HashSet<Integer>(), new HashSet<Integer>()};
-        @SuppressWarnings("unchecked")
+        @SuppressWarnings({"unchecked", "rawtypes"})
         final HashMap<Integer, Integer>[] counts = new HashMap[] {new HashMap<Integer, Integer>(), new HashMap<>()};
-        @SuppressWarnings("unchecked")
+        @SuppressWarnings({"unchecked", "rawtypes"})
         final HashMap<Integer, Integer>[] lavs = new HashMap[] {new HashMap<Integer, Integer>(), new HashMap<>()};
 
         /** Rotates current into previous when the minute advances; restarts if it goes back. */

@@ -317,8 +317,9 @@ mod tests {
             let e = msg("syn", &format!("--ops 3 {engine_only} 1"));
             assert!(e.contains(&format!("does not take {engine_only}")) && e.contains("--cost-ns"), "{e}");
         }
-        assert_eq!(check_job_args("syn", &args("--lachesis --blocking --cost-ns 500")), Ok(()));
-        assert!(msg("syn", "--lachesis=1").contains("--lachesis takes no value"));
+        assert_eq!(check_job_args("syn", &args("--lachesis --blocking --queries 4 --seed 3")), Ok(()));
+        assert_eq!(check_job_args("syn", &args("--ops 2 --lachesis")), Ok(()));
+        assert!(msg("syn", "--lachesis=yes").contains("--lachesis takes no value"));
         assert!(msg("linear-road", "--shape lachesis --lachesis").contains("does not take --lachesis"));
         assert!(msg("syn", "--xways 2").contains("does not take --xways"));
         assert!(msg("linear-road", "--shape lachesis --ops 2").contains("does not take --ops"));
@@ -433,6 +434,75 @@ mod tests {
         drop(job);
         assert!(log.exists(), "a log an error message names is kept");
         std::fs::remove_file(log).unwrap();
+    }
+
+    /// The Java port of `syn::draw` (`moirai.jobs.SynDraw`, shared by the Flink and Storm jobs)
+    /// draws bit for bit what moirai draws: the same queries, costs, selectivities (compared by
+    /// their IEEE bits) and blocking operators, for several seeds and configurations.
+    #[test]
+    fn the_java_syn_draw_is_moirais() {
+        use moirai_workloads::syn::{draw, SynConfig};
+        let jobs = FlinkJobs::build().unwrap();
+        let lachesis = SynConfig::lachesis();
+        let simple = SynConfig::default();
+        let cases: Vec<(&str, SynConfig)> = vec![
+            ("--lachesis", lachesis.clone()),
+            ("--lachesis --seed 1", SynConfig { seed: 1, ..lachesis.clone() }),
+            ("--lachesis --seed 42 --blocking", SynConfig { seed: 42, blocking: true, ..lachesis.clone() }),
+            (
+                "--lachesis --seed 18446744073709551615 --blocking --queries 200 --selectivity 0.2",
+                SynConfig { seed: u64::MAX, blocking: true, queries: 200, selectivity: 0.2, ..lachesis.clone() },
+            ),
+            (
+                "--lachesis --seed 7 --ops 5 --cost-ns 3000 --selectivity 0.5 --heavy-op 2 --heavy-factor 8",
+                SynConfig { seed: 7, ops: 5, cost_ns: 3000, selectivity: 0.5, heavy: Some((2, 8)), ..lachesis.clone() },
+            ),
+            (
+                "--lachesis --seed 99 --queries 50 --selectivity 0.73",
+                SynConfig { seed: 99, queries: 50, selectivity: 0.73, ..lachesis },
+            ),
+            (
+                "--queries 3 --ops 4 --cost-ns 500 --selectivity 2.5 --blocking --seed 5 --heavy-op 4",
+                SynConfig {
+                    queries: 3,
+                    ops: 4,
+                    cost_ns: 500,
+                    selectivity: 2.5,
+                    blocking: true,
+                    seed: 5,
+                    heavy: Some((4, 4)),
+                    ..simple
+                },
+            ),
+        ];
+        let bits = |v: &mut serde_json::Value| {
+            let s = v["selectivity"].as_f64().unwrap();
+            v["selectivity"] = s.to_bits().into();
+        };
+        for (flags, config) in cases {
+            let out = std::process::Command::new(&jobs.0.java)
+                .arg("-cp")
+                .arg(jobs.jar())
+                .arg("moirai.jobs.SynDraw")
+                .args(args(flags))
+                .arg("--bits")
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "SynDraw {flags}: {}", String::from_utf8_lossy(&out.stderr));
+            let java: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            // serde_json writes the shortest digits that read back as the same f64 (ryu), so the
+            // bits of what Rust serialises are exactly those of the drawn values.
+            let mut rust = serde_json::to_value(draw(&config).unwrap()).unwrap();
+            for q in rust.as_array_mut().unwrap() {
+                bits(q);
+                for op in q["operators"].as_array_mut().unwrap() {
+                    bits(op);
+                }
+            }
+            assert_eq!(java, rust, "SynDraw {flags}");
+            let n = config.queries * (config.ops + 1);
+            assert_eq!(java.to_string().matches("\"cost_ns\"").count(), n, "{flags}: every query and operator");
+        }
     }
 
     #[test]

@@ -1,10 +1,5 @@
 package moirai.flink;
 
-import java.util.ArrayDeque;
-import java.util.HashMap;
-import java.util.HashSet;
-import java.util.Map;
-
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.functions.RichFlatMapFunction;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
@@ -16,17 +11,21 @@ import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.util.Collector;
 
-import moirai.flink.LrRecords.AvgVehicleSpeed;
-import moirai.flink.LrRecords.CountTuple;
-import moirai.flink.LrRecords.Lav;
-import moirai.flink.LrRecords.Line;
-import moirai.flink.LrRecords.Notification;
-import moirai.flink.LrRecords.PositionReport;
+import moirai.jobs.LrGenerator;
+import moirai.jobs.LrOperators;
+import moirai.jobs.LrRecords.AvgVehicleSpeed;
+import moirai.jobs.LrRecords.CountTuple;
+import moirai.jobs.LrRecords.Lav;
+import moirai.jobs.LrRecords.Line;
+import moirai.jobs.LrRecords.Notification;
+import moirai.jobs.LrRecords.PositionReport;
+import moirai.jobs.Offered;
+import moirai.jobs.Registry;
 
 /**
- * Linear Road as the Lachesis evaluation ran it, ported from moirai's
- * {@code crates/workloads/src/linear_road/lachesis.rs}: a load shape of nine operators with
- * selectivity 1 everywhere, not a correct Linear Road.
+ * Linear Road as the Lachesis evaluation ran it (moirai's
+ * {@code crates/workloads/src/linear_road/lachesis.rs}), the operators of {@link LrOperators} as a
+ * Flink job.
  *
  * <pre>
  * source → dispatcher → average_speed → last_average_speed → toll_notification_las ─┐
@@ -35,28 +34,15 @@ import moirai.flink.LrRecords.PositionReport;
  * </pre>
  *
  * Every edge is a rebalance (Storm's shuffle grouping); the sink takes the union of the three
- * branches. The quirks of the original stay, because they set the load: average_speed and
- * count_vehicles clear their maps on every tuple (count_vehicles only ever emits progress tuples,
- * average_speed emits the previous tuple's vehicle, and its last one at the end of the stream),
- * the three toll operators share no state (every toll toll_notification_pos computes is 0), its
- * LAV threshold is 50 mph, and each toll operator emits one dummy notification per input, so the
- * sink receives exactly three tuples per position report.
- *
- * <p>The source generates position reports (see {@link LrGenerator}), formats them as lines of
- * the 15-column format, and the dispatcher parses them, as the original read them from a file or
- * Kafka. The generated traffic is endless: when a lap of {@code --traffic} simulated time ends,
- * the next starts with the next seed (simulated time restarts, as when the original's input file
- * looped). Source instance {@code j} of {@code P} simulates its own expressways
- * ({@code j·xways … (j+1)·xways − 1}) with seed {@code seed + j}, car ids {@code id·P + j}.
+ * branches. The source generates position reports ({@link LrOperators.Lines}), formats them as
+ * lines of the 15-column format, and the dispatcher parses them, as the original read them from a
+ * file or Kafka.
  */
 final class LinearRoad {
     private LinearRoad() {}
 
     /** Prefix of the vertex names (moirai's query name). */
     static final String QUERY = "linear_road_lachesis/";
-
-    /** The benchmark's deadline for notifications, ns. */
-    static final long DEADLINE_NS = 5_000_000_000L;
 
     /** Adds the query to {@code env}. */
     static void build(StreamExecutionEnvironment env, LrGenerator.Config traffic, Offered offered, long durationNs,
@@ -93,22 +79,12 @@ final class LinearRoad {
         pos.rebalance().union(cv.rebalance(), las.rebalance()).addSink(new Sink()).name(QUERY + "sink").setParallelism(p);
     }
 
-    /** Formats a report as a line of the 15-column format (moirai's {@code record_line}). */
-    static String line(PositionReport r) {
-        return new StringBuilder(48).append("0,").append(r.time).append(',').append(r.car).append(',')
-                .append(r.speed).append(',').append(r.xway).append(',').append(r.lane).append(',').append(r.dir)
-                .append(',').append(r.seg).append(',').append(r.pos).append(",-1,-1,-1,-1,-1,-1").toString();
-    }
-
     /** The generated lines, at the offered rate. */
     static final class Source extends OpenLoopSource<Line> {
         private static final long serialVersionUID = 1L;
 
         private final LrGenerator.Config traffic;
-        private transient LrGenerator generator;
-        private transient int instance;
-        private transient int parallelism;
-        private transient int lap;
+        private transient LrOperators.Lines lines;
 
         Source(Offered offered, long durationNs, LrGenerator.Config traffic) {
             super(offered, durationNs);
@@ -117,57 +93,17 @@ final class LinearRoad {
 
         @Override
         void openGenerator(int instance, int parallelism) {
-            this.instance = instance;
-            this.parallelism = parallelism;
-            this.lap = 0;
-            this.generator = new LrGenerator(lapConfig(), 0);
-        }
-
-        private LrGenerator.Config lapConfig() {
-            LrGenerator.Config c = traffic.copy();
-            c.seed = traffic.seed + instance + (long) lap * parallelism;
-            return c;
+            this.lines = new LrOperators.Lines(traffic, instance, parallelism);
         }
 
         @Override
         Line next(long n) {
-            PositionReport r = generator.next();
-            if (r == null) {
-                lap++;
-                generator = new LrGenerator(lapConfig(), generator.nextId());
-                r = generator.next();
-            }
-            r.xway += instance * traffic.xways;
-            // Ids only key the operators' maps: wrapping (after billions of cars) is harmless.
-            r.car = (int) (((long) r.car * parallelism + instance) & 0x7fffffffL);
-            Line l = new Line();
-            l.text = line(r);
-            return l;
+            return lines.next();
         }
     }
 
-    /** Parses a field and checks its range; the message names the column. */
-    private static long field(String[] fields, int column, long min, long max, String line) {
-        String text = fields[column].trim();
-        long v;
-        try {
-            v = Long.parseLong(text);
-        } catch (NumberFormatException e) {
-            throw new IllegalStateException("dispatcher: column " + column + " '" + text + "' is not an integer in '"
-                    + line + "'");
-        }
-        if (v < min || v > max) {
-            throw new IllegalStateException("dispatcher: column " + column + " " + v + " is out of range " + min
-                    + "..=" + max + " in '" + line + "'");
-        }
-        return v;
-    }
-
-    /**
-     * dispatcher: splits a line and parses the fields of position reports (type 0); other records
-     * are counted and dropped; a malformed line fails the job (the source makes none).
-     */
-    static final class Dispatcher extends RichFlatMapFunction<Line, PositionReport> {
+    /** A flatMap of one of {@link LrOperators}' operators, counted as a subtask. */
+    abstract static class Function<I, O> extends RichFlatMapFunction<I, O> {
         private static final long serialVersionUID = 1L;
 
         @Override
@@ -175,315 +111,133 @@ final class LinearRoad {
             super.open(context);
             Registry.SUBTASKS.incrementAndGet();
         }
+    }
+
+    /** dispatcher ({@link LrOperators#dispatch}). */
+    static final class Dispatcher extends Function<Line, PositionReport> {
+        private static final long serialVersionUID = 1L;
 
         @Override
         public void flatMap(Line l, Collector<PositionReport> out) {
-            String line = l.text;
-            String[] fields = line.split(",", -1);
-            if (fields.length != 15) {
-                throw new IllegalStateException("dispatcher: expected 15 columns, found " + fields.length + " in '"
-                        + line + "'");
-            }
-            long kind = field(fields, 0, Long.MIN_VALUE, Long.MAX_VALUE, line);
-            if (kind != 0) {
-                Registry.OTHER_RECORDS.increment();
-                return;
-            }
-            PositionReport p = new PositionReport();
-            p.time = (int) field(fields, 1, 0, Integer.MAX_VALUE, line);
-            p.car = (int) field(fields, 2, 0, Integer.MAX_VALUE, line);
-            p.speed = (int) field(fields, 3, 0, 100, line);
-            p.xway = (int) field(fields, 4, 0, 65_535, line);
-            p.lane = (int) field(fields, 5, 0, LrGenerator.EXIT_LANE, line);
-            p.dir = (int) field(fields, 6, 0, 1, line);
-            p.seg = (int) field(fields, 7, 0, LrGenerator.SEGMENTS - 1, line);
-            p.pos = (int) field(fields, 8, 0, LrGenerator.SEGMENTS * LrGenerator.SEGMENT_FT - 1, line);
-            if (p.pos / LrGenerator.SEGMENT_FT != p.seg) {
-                throw new IllegalStateException("dispatcher: segment " + p.seg + " does not hold position " + p.pos
-                        + " in '" + line + "'");
-            }
-            p.stampFrom(l);
-            Registry.POSITION_REPORTS.increment();
-            out.collect(p);
+            LrOperators.dispatch(l, out::collect);
         }
     }
 
     /**
-     * average_speed: per vehicle, the average speed of its reports in one segment and minute; as in
-     * the original the map is emitted and cleared on every tuple (with that tuple's timestamps),
-     * and the vehicle still held at the end of the stream leaves then. An operator rather than a
-     * function, for {@link BoundedOneInput#endInput()}.
+     * average_speed ({@link LrOperators.AverageSpeed}): an operator rather than a function, for
+     * {@link BoundedOneInput#endInput()}, when the vehicle still held leaves.
      */
     static final class AverageSpeed extends AbstractStreamOperator<AvgVehicleSpeed>
             implements OneInputStreamOperator<PositionReport, AvgVehicleSpeed>, BoundedOneInput {
         private static final long serialVersionUID = 1L;
 
-        /** Vehicle → {sum of speeds, reports, segment}. */
-        private transient HashMap<Integer, int[]> speeds;
-        private transient int minute;
-        private transient PositionReport last;
+        private transient LrOperators.AverageSpeed op;
 
         @Override
         public void open() throws Exception {
             super.open();
-            speeds = new HashMap<>();
+            op = new LrOperators.AverageSpeed();
             Registry.SUBTASKS.incrementAndGet();
         }
 
-        private void emitAll(Stamped t) {
-            for (int[] v : speeds.values()) {
-                AvgVehicleSpeed a = new AvgVehicleSpeed();
-                a.minute = minute;
-                a.segment = v[2];
-                a.speed = v[0] / v[1];
-                a.stampFrom(t);
-                output.collect(new StreamRecord<>(a));
-            }
-            speeds.clear();
+        private void emit(AvgVehicleSpeed a) {
+            output.collect(new StreamRecord<>(a));
         }
 
         @Override
         public void processElement(StreamRecord<PositionReport> record) {
-            PositionReport p = record.getValue();
-            emitAll(p);
-            minute = p.minute();
-            speeds.put(p.car, new int[] {p.speed, 1, p.segment()});
-            last = p;
+            op.process(record.getValue(), this::emit);
         }
 
         @Override
         public void endInput() {
-            if (last != null) {
-                emitAll(last);
-                last = null;
-            }
+            op.end(this::emit);
         }
     }
 
-    /** last_average_speed: per segment, the mean of the (at most five minutes old) vehicle averages. */
-    static final class LastAverageSpeed extends RichFlatMapFunction<AvgVehicleSpeed, Lav> {
+    /** last_average_speed ({@link LrOperators.LastAverageSpeed}). */
+    static final class LastAverageSpeed extends Function<AvgVehicleSpeed, Lav> {
         private static final long serialVersionUID = 1L;
-
-        /** Per segment: {average speed, minute}, oldest first. */
-        private transient HashMap<Integer, ArrayDeque<int[]>> latest;
+        private transient LrOperators.LastAverageSpeed op;
 
         @Override
         public void open(OpenContext context) throws Exception {
             super.open(context);
-            latest = new HashMap<>();
-            Registry.SUBTASKS.incrementAndGet();
+            op = new LrOperators.LastAverageSpeed();
         }
 
         @Override
         public void flatMap(AvgVehicleSpeed a, Collector<Lav> out) {
-            ArrayDeque<int[]> values = latest.computeIfAbsent(a.segment, k -> new ArrayDeque<>());
-            values.addLast(new int[] {a.speed, a.minute});
-            while (values.size() > 1 && values.peekFirst()[1] + 4 < a.minute) {
-                values.pollFirst();
-            }
-            // The original caps the sum at 11 values "to ensure constant workload".
-            long sum = 0;
-            int n = 0;
-            for (int[] v : values) {
-                if (n == 11) {
-                    break;
-                }
-                sum += v[0];
-                n++;
-            }
-            Lav l = new Lav();
-            l.minute = a.minute + 1;
-            l.segment = a.segment;
-            l.lav = (int) (sum / n);
-            l.stampFrom(a);
-            out.collect(l);
+            op.process(a, out::collect);
         }
     }
 
-    /** count_vehicles: per segment, reports in the current minute (cleared on every tuple). */
-    static final class CountVehicles extends RichFlatMapFunction<PositionReport, CountTuple> {
+    /** count_vehicles ({@link LrOperators.CountVehicles}). */
+    static final class CountVehicles extends Function<PositionReport, CountTuple> {
         private static final long serialVersionUID = 1L;
-
-        private transient HashMap<Integer, Integer> counts;
-        private transient int minute;
+        private transient LrOperators.CountVehicles op;
 
         @Override
         public void open(OpenContext context) throws Exception {
             super.open(context);
-            counts = new HashMap<>();
-            Registry.SUBTASKS.incrementAndGet();
+            op = new LrOperators.CountVehicles();
         }
 
         @Override
         public void flatMap(PositionReport p, Collector<CountTuple> out) {
-            boolean emitted = false;
-            for (Map.Entry<Integer, Integer> e : counts.entrySet()) {
-                if (e.getValue() > 50) {
-                    emitted = true;
-                    CountTuple c = new CountTuple();
-                    c.minute = minute;
-                    c.segment = e.getKey();
-                    c.count = e.getValue();
-                    c.stampFrom(p);
-                    out.collect(c);
-                }
-            }
-            if (!emitted) {
-                CountTuple c = new CountTuple();
-                c.progress = true;
-                c.minute = minute;
-                c.stampFrom(p);
-                out.collect(c);
-            }
-            counts.clear();
-            minute = p.minute();
-            counts.merge(p.segment(), 1, Integer::sum);
+            op.process(p, out::collect);
         }
     }
 
-    /** The per-minute buffers every toll operator of the original keeps (and mostly never fills). */
-    static final class MinuteBuffers {
-        private int minute = -1;
-        @SuppressWarnings("unchecked")
-        final HashSet<Integer>[] accidents = new HashSet[] {new HashSet<Integer>(), new HashSet<Integer>()};
-        @SuppressWarnings("unchecked")
-        final HashMap<Integer, Integer>[] counts = new HashMap[] {new HashMap<Integer, Integer>(), new HashMap<>()};
-        @SuppressWarnings("unchecked")
-        final HashMap<Integer, Integer>[] lavs = new HashMap[] {new HashMap<Integer, Integer>(), new HashMap<>()};
-
-        /** Rotates current into previous when the minute advances; restarts if it goes back. */
-        void checkMinute(int m) {
-            if (minute >= 0 && m < minute) {
-                minute = m;
-            } else if (minute >= 0 && m == minute) {
-                return;
-            } else {
-                minute = m;
-                rotate(accidents);
-                rotate(counts);
-                rotate(lavs);
-            }
-        }
-
-        private static <C extends java.util.Collection<?>> void rotate(C[] pair) {
-            C previous = pair[1];
-            pair[1] = pair[0];
-            previous.clear();
-            pair[0] = previous;
-        }
-
-        private static <M extends Map<?, ?>> void rotate(M[] pair) {
-            M previous = pair[1];
-            pair[1] = pair[0];
-            previous.clear();
-            pair[0] = previous;
-        }
-    }
-
-    /** toll_notification_las: records LAVs; one dummy notification per input. */
-    static final class TollNotificationLas extends RichFlatMapFunction<Lav, Notification> {
+    /** toll_notification_las ({@link LrOperators.TollNotificationLas}). */
+    static final class TollNotificationLas extends Function<Lav, Notification> {
         private static final long serialVersionUID = 1L;
-        private transient MinuteBuffers buffers;
+        private transient LrOperators.TollNotificationLas op;
 
         @Override
         public void open(OpenContext context) throws Exception {
             super.open(context);
-            buffers = new MinuteBuffers();
-            Registry.SUBTASKS.incrementAndGet();
+            op = new LrOperators.TollNotificationLas();
         }
 
         @Override
         public void flatMap(Lav l, Collector<Notification> out) {
-            out.collect(notification(2, l));
-            buffers.checkMinute(l.minute);
-            buffers.lavs[0].put(l.segment, l.lav);
+            op.process(l, out::collect);
         }
     }
 
-    /** toll_notification_cv: records counts; one dummy notification per input. */
-    static final class TollNotificationCv extends RichFlatMapFunction<CountTuple, Notification> {
+    /** toll_notification_cv ({@link LrOperators.TollNotificationCv}). */
+    static final class TollNotificationCv extends Function<CountTuple, Notification> {
         private static final long serialVersionUID = 1L;
-        private transient MinuteBuffers buffers;
+        private transient LrOperators.TollNotificationCv op;
 
         @Override
         public void open(OpenContext context) throws Exception {
             super.open(context);
-            buffers = new MinuteBuffers();
-            Registry.SUBTASKS.incrementAndGet();
+            op = new LrOperators.TollNotificationCv();
         }
 
         @Override
         public void flatMap(CountTuple c, Collector<Notification> out) {
-            out.collect(notification(1, c));
-            buffers.checkMinute(c.minute);
-            if (!c.progress) {
-                buffers.counts[0].put(c.segment, c.count);
-            }
+            op.process(c, out::collect);
         }
     }
 
-    /** toll_notification_pos: the toll formula, on buffers nothing fills; one notification per input. */
-    static final class TollNotificationPos extends RichFlatMapFunction<PositionReport, Notification> {
+    /** toll_notification_pos ({@link LrOperators.TollNotificationPos}). */
+    static final class TollNotificationPos extends Function<PositionReport, Notification> {
         private static final long serialVersionUID = 1L;
-        private transient MinuteBuffers buffers;
-        /** Each car's last segment number. */
-        private transient HashMap<Integer, Integer> segments;
-        /** Each car's last non-zero toll: {toll, LAV}. */
-        private transient HashMap<Integer, long[]> lastToll;
+        private transient LrOperators.TollNotificationPos op;
 
         @Override
         public void open(OpenContext context) throws Exception {
             super.open(context);
-            buffers = new MinuteBuffers();
-            segments = new HashMap<>();
-            lastToll = new HashMap<>();
-            Registry.SUBTASKS.incrementAndGet();
+            op = new LrOperators.TollNotificationPos();
         }
 
         @Override
         public void flatMap(PositionReport p, Collector<Notification> out) {
-            out.collect(notification(0, p));
-            buffers.checkMinute(p.minute());
-            if (p.lane == LrGenerator.EXIT_LANE) {
-                lastToll.remove(p.car);
-                return;
-            }
-            Integer previous = segments.put(p.car, p.seg);
-            if (previous != null && previous == p.seg) {
-                return;
-            }
-            int segment = p.segment();
-            int lav = buffers.lavs[1].getOrDefault(segment, 0);
-            long toll = 0;
-            if (lav < 50) {
-                int cars = buffers.counts[1].getOrDefault(segment, 0);
-                if (cars > 50) {
-                    boolean accident = false;
-                    for (int i = 0; i <= 4 && !accident; i++) {
-                        int seg = p.dir == 0 ? p.seg + i : p.seg - i;
-                        if (seg >= 0 && seg <= 255) {
-                            accident = buffers.accidents[1].contains(LrRecords.segment(p.xway, p.dir, seg));
-                        }
-                    }
-                    if (!accident) {
-                        long excess = cars - 50;
-                        toll = Math.min(2 * excess * excess, 0xffffffffL);
-                    }
-                }
-            }
-            if (toll != 0) {
-                lastToll.put(p.car, new long[] {toll, lav});
-            } else {
-                lastToll.remove(p.car);
-            }
+            op.process(p, out::collect);
         }
-    }
-
-    private static Notification notification(int branch, Stamped from) {
-        Notification n = new Notification();
-        n.branch = branch;
-        n.stampFrom(from);
-        return n;
     }
 
     /** The sink: latency as every sink, plus notifications per branch and deadline misses. */
@@ -492,13 +246,7 @@ final class LinearRoad {
 
         @Override
         void accept(Notification n, long e2eNs) {
-            Registry.LACHESIS_NOTIFICATIONS[n.branch].increment();
-            if (e2eNs > DEADLINE_NS) {
-                Registry.DEADLINE_MISSES.increment();
-            }
-            if (e2eNs > Registry.MAX_E2E_NS.get()) {
-                Registry.MAX_E2E_NS.accumulateAndGet(e2eNs, Math::max);
-            }
+            LrOperators.sinkAccept(n, e2eNs);
         }
     }
 }

@@ -6,6 +6,10 @@ import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.metrics.Gauge;
 import org.apache.flink.streaming.api.functions.source.RichParallelSourceFunction;
 
+import moirai.jobs.Offered;
+import moirai.jobs.Registry;
+import moirai.jobs.Stamped;
+
 /**
  * An open-loop source, as moirai's ({@code crates/engine/src/source.rs}): instance {@code j} of
  * {@code P} offers its share of the rate on its own clock. Tuple {@code n} is due at

@@ -28,6 +28,14 @@ import org.apache.flink.core.execution.JobClient;
 import org.apache.flink.runtime.util.EnvironmentInformation;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 
+import moirai.jobs.Json;
+import moirai.jobs.Offered;
+import moirai.jobs.Options;
+import moirai.jobs.Registry;
+import moirai.jobs.Spin;
+import moirai.jobs.Summary;
+import moirai.jobs.SynDraw;
+
 /**
  * Runs one of moirai's workloads as a real Apache Flink job in a local environment (a MiniCluster
  * in this JVM, REST API and web UI on 127.0.0.1), at an offered rate, for a duration, and prints a
@@ -53,16 +61,16 @@ public final class Run {
         setDefault("org.slf4j.simpleLogger.log.org.apache.flink.runtime.security.token", "error");
         Options options;
         try {
-            options = Options.parse(args);
+            options = Options.parse(args, Options.Engine.FLINK);
         } catch (Options.UsageError e) {
             System.err.println("moirai-flink: " + e.getMessage());
             System.err.println();
-            System.err.print(Options.USAGE);
+            System.err.print(Options.usage(Options.Engine.FLINK));
             System.exit(2);
             return;
         }
         if (options.help) {
-            stdout.print(Options.USAGE);
+            stdout.print(Options.usage(Options.Engine.FLINK));
             stdout.flush();
             System.exit(0);
         }
@@ -151,7 +159,10 @@ public final class Run {
         Registry.warmup = o.warmup;
         String jobName = "moirai-" + o.workload;
         boolean syn = o.workload.equals("syn");
-        double spinRate = syn && o.syn.costNs > 0 ? Spin.iterationsPerNs() : 0;
+        List<SynDraw.QueryParams> synParams = syn ? SynDraw.draw(o.syn) : List.of();
+        boolean spins = synParams.stream().anyMatch(
+                q -> q.sinkCostNs > 0 || q.operators.stream().anyMatch(op -> op.costNs > 0));
+        double spinRate = spins ? Spin.iterationsPerNs() : 0;
 
         StreamExecutionEnvironment env =
                 StreamExecutionEnvironment.createLocalEnvironmentWithWebUI(flinkConfiguration(o, jobName));
@@ -165,7 +176,7 @@ public final class Run {
                 ? Offered.unlimited()
                 : o.rampTo != null ? Offered.ramp(o.rate, o.rampTo, durationS) : Offered.constant(o.rate);
         if (syn) {
-            Syn.build(env, o.syn, offered, o.durationNs, o.parallelism);
+            Syn.build(env, o.syn, synParams, offered, o.durationNs, o.parallelism);
         } else {
             LinearRoad.build(env, o.traffic, offered, o.durationNs, o.parallelism);
         }
@@ -220,11 +231,11 @@ public final class Run {
             }
             long now = System.nanoTime();
             if (cpu0 < 0 && now - Registry.windowStartNs() >= 0) {
-                cpu0 = processCpuNs();
+                cpu0 = Summary.processCpuNs();
                 t0 = now;
             }
             if (cpu1 < 0 && now - Registry.windowEndNs() >= 0) {
-                cpu1 = processCpuNs();
+                cpu1 = Summary.processCpuNs();
                 t1 = now;
             }
             while (nextSecond <= fullSeconds && now - (start + nextSecond * 1_000_000_000L) >= 0) {
@@ -232,12 +243,7 @@ public final class Run {
                 long out = Registry.received();
                 long t = now - start;
                 double dt = Math.max(t - lastT, 1) / 1e9;
-                Map<String, Object> point = Json.object();
-                point.put("t_s", t / 1e9);
-                point.put("ingress_tps", (in - lastIn) / dt);
-                point.put("egress_tps", (out - lastOut) / dt);
-                point.put("backlog", Registry.backlog());
-                timeline.add(point);
+                timeline.add(Summary.point(t / 1e9, (in - lastIn) / dt, (out - lastOut) / dt, Registry.backlog()));
                 lastIn = in;
                 lastOut = out;
                 lastT = t;
@@ -247,11 +253,11 @@ public final class Run {
         JobExecutionResult done = result.get();
         long now = System.nanoTime();
         if (cpu0 < 0) {
-            cpu0 = processCpuNs();
+            cpu0 = Summary.processCpuNs();
             t0 = now;
         }
         if (cpu1 < 0) {
-            cpu1 = processCpuNs();
+            cpu1 = Summary.processCpuNs();
             t1 = now;
         }
 
@@ -273,8 +279,8 @@ public final class Run {
         s.put("egress_tps", Registry.receivedMeasured() / measuredS);
         s.put("tuples_in", Registry.emitted());
         s.put("tuples_out", Registry.received());
-        s.put("latency_ms", summary(latencies[0]));
-        s.put("e2e_latency_ms", summary(latencies[1]));
+        s.put("latency_ms", Summary.latency(latencies[0]));
+        s.put("e2e_latency_ms", Summary.latency(latencies[1]));
         s.put("threads", Registry.SUBTASKS.get());
         s.put("cpu_cores", Math.max(0, cpu1 - cpu0) / 1e9 / Math.max((t1 - t0) / 1e9, 1e-9));
         s.put("startup_s", startupS);
@@ -285,100 +291,8 @@ public final class Run {
         s.put("rest_port", o.restPort);
         s.put("buffer_timeout_ms", o.bufferTimeoutMs);
         s.put("seed", new java.math.BigInteger(Long.toUnsignedString(o.seed)));
-        if (syn) {
-            s.put("queries", o.syn.queries);
-            s.put("ops", o.syn.ops);
-            s.put("cost_ns", o.syn.costNs);
-            s.put("selectivity", o.syn.selectivity);
-            if (o.syn.heavyOp > 0) {
-                s.put("heavy_op", o.syn.heavyOp);
-                s.put("heavy_factor", o.syn.heavyFactor);
-            }
-            // As moirai's SynConfig: the offered rate per query.
-            s.put("rate", o.rate / o.syn.queries);
-            s.put("spin_iterations_per_ns", spinRate);
-        } else {
-            s.put("shape", "lachesis");
-            s.put("xways", o.traffic.xways);
-            s.put("traffic_s", o.traffic.durationS);
-            s.put("cars_per_second", o.traffic.carsPerSecond);
-            s.put("workload_stats", linearRoadStats());
-        }
-        print(s, o.json, stdout);
+        Summary.workloadFields(s, o, spinRate, synParams);
+        Summary.print(s, o.json, stdout, "Apache Flink " + s.get("flink_version"), "task threads");
         return 0;
-    }
-
-    private static long processCpuNs() {
-        java.lang.management.OperatingSystemMXBean os = ManagementFactory.getOperatingSystemMXBean();
-        if (os instanceof com.sun.management.OperatingSystemMXBean sun) {
-            return Math.max(0, sun.getProcessCpuTime());
-        }
-        return 0;
-    }
-
-    /** A histogram of ns as moirai's {@code LatencySummary}: ms, zeros when empty. */
-    static Map<String, Object> summary(Histogram h) {
-        Map<String, Object> m = Json.object();
-        long n = h.getTotalCount();
-        m.put("count", n);
-        m.put("mean", n == 0 ? 0.0 : h.getMean() / 1e6);
-        m.put("p50", n == 0 ? 0.0 : h.getValueAtPercentile(50.0) / 1e6);
-        m.put("p99", n == 0 ? 0.0 : h.getValueAtPercentile(99.0) / 1e6);
-        m.put("p999", n == 0 ? 0.0 : h.getValueAtPercentile(99.9) / 1e6);
-        m.put("max", n == 0 ? 0.0 : h.getMaxValue() / 1e6);
-        return m;
-    }
-
-    /** What the Linear Road job counted, as moirai's {@code LinearRoadReport}. */
-    private static Map<String, Object> linearRoadStats() {
-        Map<String, Object> m = Json.object();
-        long[] branches = new long[3];
-        long outputs = 0;
-        for (int b = 0; b < 3; b++) {
-            branches[b] = Registry.LACHESIS_NOTIFICATIONS[b].sum();
-            outputs += branches[b];
-        }
-        long misses = Registry.DEADLINE_MISSES.sum();
-        m.put("position_reports", Registry.POSITION_REPORTS.sum());
-        m.put("other_records", Registry.OTHER_RECORDS.sum());
-        m.put("toll_notifications", 0);
-        m.put("accident_alerts", 0);
-        m.put("toll_assessments", 0);
-        m.put("lachesis_notifications", branches);
-        m.put("deadline_outputs", outputs);
-        m.put("deadline_misses", misses);
-        m.put("deadline_miss_share", outputs == 0 ? 0.0 : (double) misses / outputs);
-        m.put("max_latency_ms", Registry.MAX_E2E_NS.get() / 1e6);
-        return m;
-    }
-
-    @SuppressWarnings("unchecked")
-    private static void print(Map<String, Object> s, boolean json, PrintStream out) {
-        Map<String, Object> l = (Map<String, Object>) s.get("latency_ms");
-        Map<String, Object> e = (Map<String, Object>) s.get("e2e_latency_ms");
-        double rate = (double) s.get("offered_rate");
-        out.printf("workload          %s on Apache Flink %s (%s task threads, parallelism %s)%n", s.get("workload"),
-                s.get("flink_version"), s.get("threads"), s.get("parallelism"));
-        out.printf("offered rate      %s%n", rate == 0 ? "as fast as possible" : String.format("%.0f tuples/s", rate));
-        out.printf("ingress           %.0f tuples/s over %.2f s after warm-up%n", s.get("ingress_tps"),
-                s.get("measured_s"));
-        out.printf("egress            %.0f tuples/s%n", s.get("egress_tps"));
-        out.printf("tuples            %s in, %s out%n", s.get("tuples_in"), s.get("tuples_out"));
-        out.printf("latency (ms)      %s%n", latencyLine(l));
-        out.printf("end-to-end (ms)   %s%n", latencyLine(e));
-        out.printf("CPU use           %.2f cores (JVM process, measured window)%n", s.get("cpu_cores"));
-        out.printf("start-up          %.1f s from JVM start to the sources' start%n", s.get("startup_s"));
-        if (s.containsKey("workload_stats")) {
-            out.printf("linear-road       %s%n", Json.write(s.get("workload_stats")));
-        }
-        if (json) {
-            out.println(Json.write(s));
-        }
-        out.flush();
-    }
-
-    private static String latencyLine(Map<String, Object> l) {
-        return String.format("mean %.3f  p50 %.3f  p99 %.3f  p99.9 %.3f  max %.3f", l.get("mean"), l.get("p50"),
-                l.get("p99"), l.get("p999"), l.get("max"));
     }
 }

@@ -1,4 +1,4 @@
-package moirai.flink;
+package moirai.jobs;
 
 /**
  * The rate a source offers over time, ported from moirai's {@code Offered}
@@ -6,15 +6,15 @@ package moirai.flink;
  * another over a length of time (then staying at the second). Tuple {@code k} is intended at the
  * moment the cumulative rate reaches {@code k}.
  */
-final class Offered implements java.io.Serializable {
+public final class Offered implements java.io.Serializable {
     private static final long serialVersionUID = 1L;
 
     /** Tuples/s at the start; 0 with {@code to == 0} = unlimited. */
-    final double from;
+    public final double from;
     /** Tuples/s at the end of the ramp and after (equal to {@code from} without a ramp). */
-    final double to;
+    public final double to;
     /** Length of the ramp, s (0 = constant rate). */
-    final double overS;
+    public final double overS;
 
     private Offered(double from, double to, double overS) {
         this.from = from;
@@ -23,32 +23,32 @@ final class Offered implements java.io.Serializable {
     }
 
     /** As fast as the job takes tuples. */
-    static Offered unlimited() {
+    public static Offered unlimited() {
         return new Offered(0, 0, 0);
     }
 
     /** {@code rate} tuples/s ({@code rate > 0}). */
-    static Offered constant(double rate) {
+    public static Offered constant(double rate) {
         return new Offered(rate, rate, 0);
     }
 
     /** From {@code from} to {@code to} tuples/s linearly over {@code overS} seconds. */
-    static Offered ramp(double from, double to, double overS) {
+    public static Offered ramp(double from, double to, double overS) {
         return new Offered(from, to, overS);
     }
 
     /** Whether there is no rate limit. */
-    boolean isUnlimited() {
+    public boolean isUnlimited() {
         return from == 0 && to == 0;
     }
 
     /** The same schedule split evenly over {@code n} instances. */
-    Offered split(int n) {
+    public Offered split(int n) {
         return new Offered(from / n, to / n, overS);
     }
 
     /** How many tuples are due {@code elapsedNs} after the start: those intended at or before it. */
-    long due(long elapsedNs) {
+    public long due(long elapsedNs) {
         if (isUnlimited()) {
             return Long.MAX_VALUE;
         }
@@ -65,7 +65,7 @@ final class Offered implements java.io.Serializable {
     }
 
     /** When tuple {@code k} is intended, in ns after the start. */
-    long intendedNs(long k) {
+    public long intendedNs(long k) {
         if (isUnlimited()) {
             return 0;
         }

@@ -1,4 +1,4 @@
-package moirai.flink;
+package moirai.jobs;
 
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
@@ -9,7 +9,7 @@ import java.lang.management.ThreadMXBean;
  * does. The loop is calibrated once per JVM on thread CPU time (the fastest of 7 runs of a million
  * iterations), so that a run preempted by other threads does not make the loop look slower.
  */
-final class Spin implements java.io.Serializable {
+public final class Spin implements java.io.Serializable {
     private static final long serialVersionUID = 1L;
 
     /** Loop iterations per nanosecond, measured once per JVM ({@link #iterationsPerNs()}). */
@@ -21,17 +21,17 @@ final class Spin implements java.io.Serializable {
     private final long iterations;
 
     /** A loop that takes about {@code ns} nanoseconds of CPU (calibrates on first use). */
-    Spin(long ns) {
+    public Spin(long ns) {
         this.iterations = ns == 0 ? 0 : Math.round(ns * iterationsPerNs());
     }
 
     /** Loop iterations this spin runs per call (before the seed's parity is folded in). */
-    long iterations() {
+    public long iterations() {
         return iterations;
     }
 
     /** Runs the loop; the seed's lowest bit varies the count by one, as in moirai. */
-    long run(long seed) {
+    public long run(long seed) {
         if (iterations == 0) {
             return seed;
         }
@@ -39,7 +39,7 @@ final class Spin implements java.io.Serializable {
     }
 
     /** One dependent multiply-add per iteration. */
-    static long spinIterations(long n) {
+    public static long spinIterations(long n) {
         long x = n;
         for (long i = 0; i < n; i++) {
             x = x * 6364136223846793005L + 1442695040888963407L;
@@ -48,12 +48,12 @@ final class Spin implements java.io.Serializable {
     }
 
     /** Keeps a value computed from loop results observable, so that the JIT cannot drop the loops. */
-    static void keep(long value) {
+    public static void keep(long value) {
         blackHole ^= value;
     }
 
     /** Loop iterations per nanosecond on this machine; calibrates on the first call. */
-    static double iterationsPerNs() {
+    public static double iterationsPerNs() {
         double c = calibration;
         if (c > 0.0) {
             return c;

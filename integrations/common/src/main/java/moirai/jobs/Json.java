@@ -1,4 +1,4 @@
-package moirai.flink;
+package moirai.jobs;
 
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -9,16 +9,16 @@ import java.util.Map;
  * numbers, strings, booleans, null, lists and nested maps. Non-finite numbers are written as
  * null (JSON has no NaN).
  */
-final class Json {
+public final class Json {
     private Json() {}
 
     /** An ordered JSON object. */
-    static Map<String, Object> object() {
+    public static Map<String, Object> object() {
         return new LinkedHashMap<>();
     }
 
     /** {@code value} as JSON text. */
-    static String write(Object value) {
+    public static String write(Object value) {
         StringBuilder out = new StringBuilder(1024);
         write(value, out);
         return out.toString();

@@ -1,19 +1,19 @@
-package moirai.flink;
+package moirai.jobs;
 
 /**
  * The tuples of the Linear Road job (Lachesis shape), as Flink POJOs. A segment
  * {@code (xway, dir, seg)} is packed into one int ({@link #segment}).
  */
-final class LrRecords {
+public final class LrRecords {
     private LrRecords() {}
 
     /** The segment key of {@code (xway, dir, seg)}. */
-    static int segment(int xway, int dir, int seg) {
+    public static int segment(int xway, int dir, int seg) {
         return (xway << 16) | (dir << 8) | seg;
     }
 
     /** The segment number of a packed segment. */
-    static int segOf(int segment) {
+    public static int segOf(int segment) {
         return segment & 0xff;
     }
 
@@ -49,12 +49,12 @@ final class LrRecords {
         public PositionReport() {}
 
         /** The minute this report belongs to. */
-        int minute() {
+        public int minute() {
             return time / 60 + 1;
         }
 
         /** The packed segment of this report. */
-        int segment() {
+        public int segment() {
             return LrRecords.segment(xway, dir, seg);
         }
     }

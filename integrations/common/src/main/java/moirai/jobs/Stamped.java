@@ -1,4 +1,4 @@
-package moirai.flink;
+package moirai.jobs;
 
 /**
  * What every tuple of these jobs carries besides its data: when it was intended to be sent (its
@@ -20,7 +20,7 @@ public class Stamped {
     public Stamped() {}
 
     /** Takes the timestamps of {@code from} (what Rust's {@code Tuple::with} does). */
-    final void stampFrom(Stamped from) {
+    public final void stampFrom(Stamped from) {
         this.intendedNs = from.intendedNs;
         this.ingressNs = from.ingressNs;
     }

@@ -1,4 +1,4 @@
-package moirai.flink;
+package moirai.jobs;
 
 /** A SYN tuple: a counter value (which seeds the cost loop, as in moirai) and its timestamps. */
 public class SynTuple extends Stamped {
@@ -9,7 +9,7 @@ public class SynTuple extends Stamped {
     public SynTuple() {}
 
     /** A copy of {@code other} (an operator with selectivity above 1 emits copies). */
-    SynTuple copy() {
+    public SynTuple copy() {
         SynTuple t = new SynTuple();
         t.value = value;
         t.stampFrom(this);

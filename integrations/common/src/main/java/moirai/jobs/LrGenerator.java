@@ -1,4 +1,4 @@
-package moirai.flink;
+package moirai.jobs;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -12,12 +12,12 @@ import java.util.List;
  * ramp; about every {@code accidentIntervalS} a car stops and the next to reach it stops too, for
  * 10–20 minutes. Reports come in time order; {@link #next()} returns null after the last second.
  */
-final class LrGenerator {
-    static final int SEGMENTS = 100;
-    static final int SEGMENT_FT = 5280;
-    static final int ENTRY_LANE = 0;
-    static final int EXIT_LANE = 4;
-    static final int REPORT_INTERVAL_S = 30;
+public final class LrGenerator {
+    public static final int SEGMENTS = 100;
+    public static final int SEGMENT_FT = 5280;
+    public static final int ENTRY_LANE = 0;
+    public static final int EXIT_LANE = 4;
+    public static final int REPORT_INTERVAL_S = 30;
 
     private static final double FREE_SPEED = 70.0;
     private static final int MIN_SPEED = 10;
@@ -29,17 +29,17 @@ final class LrGenerator {
     private static final int NONE = -1;
 
     /** Parameters of the generated traffic (moirai's {@code GeneratorConfig}). */
-    static final class Config implements java.io.Serializable {
+    public static final class Config implements java.io.Serializable {
         private static final long serialVersionUID = 1L;
-        int xways = 1;
-        int durationS = 10_800;
-        long seed = 0;
-        double carsPerSecond = 20.0;
-        int accidentIntervalS = 1200;
-        int accidentMinS = 600;
-        int accidentMaxS = 1200;
+        public int xways = 1;
+        public int durationS = 10_800;
+        public long seed = 0;
+        public double carsPerSecond = 20.0;
+        public int accidentIntervalS = 1200;
+        public int accidentMinS = 600;
+        public int accidentMaxS = 1200;
 
-        Config copy() {
+        public Config copy() {
             Config c = new Config();
             c.xways = xways;
             c.durationS = durationS;
@@ -52,7 +52,7 @@ final class LrGenerator {
         }
 
         /** Checks the parameters; null if fine, else what to change. */
-        String validate() {
+        public String validate() {
             if (xways < 1) {
                 return "--xways must be at least 1";
             }
@@ -72,17 +72,17 @@ final class LrGenerator {
     }
 
     private static final class Car {
-        int id;
-        int xway;
-        int dir;
-        int lane;
-        int pos;
-        int speed;
-        int exitSeg;
-        int frozenUntil = NONE;
-        boolean onRoad;
+        public int id;
+        public int xway;
+        public int dir;
+        public int lane;
+        public int pos;
+        public int speed;
+        public int exitSeg;
+        public int frozenUntil = NONE;
+        public boolean onRoad;
 
-        int seg() {
+        public int seg() {
             return pos / SEGMENT_FT;
         }
     }
@@ -107,7 +107,7 @@ final class LrGenerator {
     private int nextOut;
 
     /** A generator for {@code config} whose car ids start at {@code firstId}. */
-    LrGenerator(Config config, int firstId) {
+    public LrGenerator(Config config, int firstId) {
         String problem = config.validate();
         if (problem != null) {
             throw new IllegalArgumentException(problem);
@@ -139,7 +139,7 @@ final class LrGenerator {
     }
 
     /** The id the next new car would get. */
-    int nextId() {
+    public int nextId() {
         return nextId;
     }
 
@@ -315,7 +315,7 @@ final class LrGenerator {
     }
 
     /** The next report in time order, or null when the simulated time is over. */
-    LrRecords.PositionReport next() {
+    public LrRecords.PositionReport next() {
         while (nextOut == out.size()) {
             if (time >= config.durationS) {
                 return null;
@@ -333,22 +333,22 @@ final class LrGenerator {
         private int[] items = new int[16];
         private int size;
 
-        void push(int v) {
+        public void push(int v) {
             if (size == items.length) {
                 items = java.util.Arrays.copyOf(items, size * 2);
             }
             items[size++] = v;
         }
 
-        int pop() {
+        public int pop() {
             return items[--size];
         }
 
-        int get(int i) {
+        public int get(int i) {
             return items[i];
         }
 
-        int size() {
+        public int size() {
             return size;
         }
     }

@@ -448,6 +448,8 @@ mod tests {
         assert!(Configuration::parse("os@fused:a+b").unwrap().check_implemented().is_ok());
         let c = Configuration::parse("flink:qs").unwrap();
         assert_eq!((c.system, c.policy()), (System::Flink, Some("qs")));
+        let c = Configuration::parse("storm:hr").unwrap();
+        assert_eq!((c.system, c.policy(), c.system.is_jvm()), (System::Storm, Some("hr"), true));
         let c = Configuration::parse("moirai:hr@dedicated#b").unwrap();
         assert_eq!(
             (c.label.as_str(), c.policy(), c.threading.as_deref()),
@@ -475,7 +477,9 @@ mod tests {
     fn rejects_unknown_configurations() {
         let msg = |s: &str| Configuration::parse(s).unwrap_err().to_string();
         assert!(msg("xyz").contains("unknown scheduler 'xyz'"));
-        assert!(msg("storm:os").contains("unknown system 'storm'"));
+        assert!(msg("spark:os").contains("unknown system 'spark'; known: moirai (default), flink, storm"));
+        assert!(msg("storm:qs@dynamic").contains("not of Storm"));
+        assert!(msg("storm:os/exchange=lbf").contains("pass the Storm job's after --"));
         assert!(msg("os@").contains("threading"));
         assert!(msg("flink:os@dynamic").contains("not of Flink"));
         assert!(msg("os@policy:2").contains("needs a policy before it"));

@@ -276,6 +276,24 @@ mod tests {
         assert_eq!(emitting_topology(d).as_deref(), Some("moirai-syn-1-17"));
     }
 
+    /// Real Storm: flags the job rejects end the JVM with exit code 2, and waiting says so with
+    /// the job's own message instead of waiting for the timeout; the metrics directory goes with
+    /// the job.
+    #[test]
+    fn a_real_storm_job_with_bad_flags_fails_waiting_early() {
+        let jobs = StormJobs::build().unwrap();
+        let mut job = StormJob::start(&jobs, "syn", &args("--ops notanumber")).unwrap();
+        let e = job.wait_running(Duration::from_secs(300)).unwrap_err();
+        assert!(e.contains("exited before its topology ran (exit code 2)"), "{e}");
+        assert!(e.contains("moirai-storm: --ops 'notanumber' is not an integer"), "{e}");
+        let (dir, log) = (job.metrics_dir().to_path_buf(), job.log_path().to_path_buf());
+        assert!(dir.is_dir());
+        drop(job);
+        assert!(!dir.exists(), "the metrics directory is removed with the job");
+        assert!(log.exists(), "a log an error message names is kept");
+        std::fs::remove_file(log).unwrap();
+    }
+
     #[test]
     fn the_command_names_the_metrics_directory_last() {
         let jobs = StormJobs(JvmJobs {

@@ -260,8 +260,9 @@ fn a_policy_configuration_runs_the_middleware_beside_the_engine() {
     assert!(stderr.contains("middleware"), "{stderr}");
 }
 
-/// The JVMs of Flink jobs (`... moirai.flink.Run ...`) whose arguments include `marker`.
-fn flink_jvms_with(marker: &str) -> Vec<u32> {
+/// The JVMs of jobs (`... moirai.flink.Run ...`, `... moirai.storm.Run ...`) whose arguments
+/// include `marker`.
+fn jvms_with(main: &str, marker: &str) -> Vec<u32> {
     std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
@@ -269,7 +270,7 @@ fn flink_jvms_with(marker: &str) -> Vec<u32> {
             let Ok(raw) = std::fs::read(format!("/proc/{pid}/cmdline")) else { return false };
             let text = String::from_utf8_lossy(&raw);
             let args: Vec<&str> = text.split('\0').collect();
-            args.contains(&"moirai.flink.Run") && args.contains(&marker)
+            args.contains(&main) && args.contains(&marker)
         })
         .collect()
 }
@@ -290,16 +291,29 @@ fn has_reniced_thread(pid: u32, base: i32) -> bool {
 /// middleware leaves nothing to restore.
 #[test]
 fn flink_configurations_run_real_flink_jobs_alone_and_under_the_middleware() {
+    jvm_configurations_run_real_jobs_alone_and_under_the_middleware("flink", "moirai.flink.Run", 910_000_000);
+}
+
+/// The same for Apache Storm topologies, each one JVM (a LocalCluster) writing its metrics into
+/// a directory of its own, which the middleware reads.
+#[test]
+fn storm_configurations_run_real_storm_topologies_alone_and_under_the_middleware() {
+    jvm_configurations_run_real_jobs_alone_and_under_the_middleware("storm", "moirai.storm.Run", 930_000_000);
+}
+
+/// `<system>:os` then `<system>:qs`, one point each, watched from outside.
+fn jvm_configurations_run_real_jobs_alone_and_under_the_middleware(system: &str, main: &str, seed_base: u32) {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("SKIPPED flink_configurations_run_real_flink_jobs...: flink:qs needs root (CAP_SYS_NICE)");
+        eprintln!("SKIPPED {system}_configurations_run_real_jobs...: {system}:qs needs root (CAP_SYS_NICE)");
         return;
     }
-    let out = OutDir::new("bench-flink");
+    let out = OutDir::new(&format!("bench-{system}"));
     // A seed no one else uses marks this test's JVMs.
-    let seed = format!("{}", 910_000_000 + std::process::id());
+    let seed = format!("{}", seed_base + std::process::id());
+    let compare = format!("{system}:os,{system}:qs");
     let mut child = Command::new(MOIRAI)
-        .args(["bench", "syn", "--rates", "1000", "--duration", "15s", "--reps", "1", "--compare", "flink:os,flink:qs"])
+        .args(["bench", "syn", "--rates", "1000", "--duration", "15s", "--reps", "1", "--compare", &compare])
         .arg("--out")
         .arg(&out.0)
         .args(["--", "--ops", "2", "--seed", &seed])
@@ -320,7 +334,7 @@ fn flink_configurations_run_real_flink_jobs_alone_and_under_the_middleware() {
             let _ = child.wait();
             panic!("the sweep did not end within 300 s");
         }
-        for pid in flink_jvms_with(&seed) {
+        for pid in jvms_with(main, &seed) {
             let reniced = has_reniced_thread(pid, base);
             match jvms.iter_mut().find(|(p, _)| *p == pid) {
                 Some(seen) => seen.1 |= reniced,
@@ -338,13 +352,13 @@ fn flink_configurations_run_real_flink_jobs_alone_and_under_the_middleware() {
     assert_eq!(json["end"], "completed");
     let points = json["points"].as_array().unwrap();
     let labels: Vec<&str> = points.iter().map(|p| p["configuration"].as_str().unwrap()).collect();
-    assert_eq!(labels, ["flink:os", "flink:qs"]);
+    assert_eq!(labels, [format!("{system}:os"), format!("{system}:qs")]);
     for p in points {
         assert!(p["failure"].is_null(), "a point failed: {p}");
         let run = &p["run"];
-        assert_eq!(run["system"], "flink", "{p}");
+        assert_eq!(run["system"], system, "{p}");
         assert_eq!(num(&run["offered_rate"], "offered_rate"), 1000.0);
-        // Correctness, not speed: 1000 tuples/s is far below what Flink sustains here.
+        // Correctness, not speed: 1000 tuples/s is far below what Flink or Storm sustains here.
         let ingress = num(&run["ingress_tps"], "ingress_tps");
         let egress = num(&run["egress_tps"], "egress_tps");
         assert!((750.0..=1250.0).contains(&ingress), "ingress {ingress}/s for 1000/s offered: {p}");
@@ -358,13 +372,13 @@ fn flink_configurations_run_real_flink_jobs_alone_and_under_the_middleware() {
 
     // One JVM per point: the first ran alone, the second under the middleware's nice values.
     assert_eq!(jvms.len(), 2, "JVMs seen: {jvms:?}\n{stderr}");
-    assert!(!jvms[0].1, "a thread of the flink:os JVM was reniced without a middleware");
-    assert!(jvms[1].1, "the middleware set no nice value in the flink:qs JVM");
+    assert!(!jvms[0].1, "a thread of the {system}:os JVM was reniced without a middleware");
+    assert!(jvms[1].1, "the middleware set no nice value in the {system}:qs JVM");
     // No JVM outlived the sweep (a pid now present must be another process).
-    assert_eq!(flink_jvms_with(&seed), Vec::<u32>::new(), "a Flink JVM outlived the sweep");
+    assert_eq!(jvms_with(main, &seed), Vec::<u32>::new(), "a JVM outlived the sweep");
     for (pid, _) in &jvms {
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        assert!(!String::from_utf8_lossy(&cmdline).contains("moirai.flink.Run"), "JVM {pid} is still there");
+        assert!(!String::from_utf8_lossy(&cmdline).contains(main), "JVM {pid} is still there");
     }
     // The middleware restored everything: a clean exit removes its state file.
     let state = out.0.join("schedule-state.json");
@@ -374,7 +388,7 @@ fn flink_configurations_run_real_flink_jobs_alone_and_under_the_middleware() {
         std::fs::read_to_string(&state).unwrap_or_default()
     );
     // Every JVM's log was kept beside the results.
-    let logs = std::fs::read_dir(out.0.join("flink-logs")).unwrap().count();
+    let logs = std::fs::read_dir(out.0.join(format!("{system}-logs"))).unwrap().count();
     assert_eq!(logs, 2);
 }
 
@@ -402,5 +416,5 @@ fn a_flink_job_that_rejects_its_flags_aborts_the_sweep() {
     );
     let json = read_json(&out.0.join("results.json"));
     assert_eq!(json["points"].as_array().unwrap().len(), 0);
-    assert_eq!(flink_jvms_with(&seed), Vec::<u32>::new());
+    assert_eq!(jvms_with("moirai.flink.Run", &seed), Vec::<u32>::new());
 }

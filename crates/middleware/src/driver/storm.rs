@@ -27,9 +27,10 @@
 //!   executors) are left out.
 //! - **Threads.** An executor runs on one thread, named `Thread-<n>-<component>-executor[<first
 //!   task>, <last task>]` (Storm 1.x: `[a b]`); each executor is a physical operator, named
-//!   `"<component> (i/n)"`, whose metrics are those of its tasks. The JVM is the one whose threads
-//!   are named so and that belongs to the owner of the metrics directory; files in the directory
-//!   written by another user are ignored, so a local user cannot steer a root-owned Storm.
+//!   `"<component> (i/n)"`, whose metrics are those of its tasks. The JVM belongs to the owner of the
+//!   metrics directory and runs threads named so ([`choose_worker`] when several do); files in
+//!   the directory written by another user are ignored, so a local user cannot steer a root-owned
+//!   Storm.
 //! - **Metrics per executor.** `tuples_in`: Σ execute counts (a spout: Σ emit counts); `tuples_out`:
 //!   Σ transfer counts, once per receiving task as [`Metric::TuplesOut`] asks (a sink: its tuples
 //!   in); `queue_len`: the receive queue's population (a spout: Σ `pendingRecords` where it
@@ -42,7 +43,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use moirai_sched::{LogicalOperator, Metric, OpKind, PhysicalOperator, SpeTopology, ThreadRef};
 
-use super::jvm::{any_gone, java_processes, parse_thread_dump, pick_jvm, stamp, thread_dump};
+use super::jvm::{any_gone, java_processes, parse_thread_dump, stamp, thread_dump};
 use super::{Driver, Observation};
 
 /// A metric file counts as live when written this recently (its topology runs).
@@ -81,6 +82,34 @@ pub struct MetricFile {
     pub task: i64,
     /// The metric.
     pub metric: StormMetric,
+}
+
+/// Which of the JVMs running Storm executors (pid, command line) is the worker of the metrics
+/// directory `dir`, whose live topologies are `topologies`: the only one; else the only one
+/// whose command line names a live topology (a cluster's worker is started with its topology's
+/// id) or, failing that, the directory itself (as moirai's Storm jobs are). A thread name carries
+/// no topology id, so anything else would be a guess — and a guess could steer another
+/// topology's threads: refused, asking for `pid`.
+pub fn choose_worker(candidates: Vec<(u32, String)>, topologies: &BTreeSet<String>, dir: &Path) -> Result<u32, String> {
+    if let [(pid, _)] = candidates.as_slice() {
+        return Ok(*pid);
+    }
+    let dir = dir.display().to_string();
+    let by_topology: Vec<u32> =
+        candidates.iter().filter(|(_, cmd)| topologies.iter().any(|t| cmd.contains(t.as_str()))).map(|c| c.0).collect();
+    let by_dir: Vec<u32> = candidates.iter().filter(|(_, cmd)| cmd.contains(&dir)).map(|c| c.0).collect();
+    match (by_topology.as_slice(), by_dir.as_slice()) {
+        ([pid], _) | ([], [pid]) => Ok(*pid),
+        _ if candidates.is_empty() => Err(format!(
+            "no JVM on this machine runs Storm executors for {dir}; is the worker on another node, or run by another \
+             user?"
+        )),
+        _ => Err(format!(
+            "several JVMs run Storm executors (pids {:?}) and none is told apart as the worker writing {dir}; set \
+             `pid` in the [[spe]] table (one table per worker JVM)",
+            candidates.iter().map(|c| c.0).collect::<Vec<_>>()
+        )),
+    }
 }
 
 /// The topology's name from its id: `moirai-syn-1-1795534864` → `moirai-syn`.
@@ -232,38 +261,33 @@ impl StormDriver {
             .map_err(|e| format!("cannot read the metrics directory {}: {e}", self.dir.display()))
     }
 
-    /// The worker JVM: configured, or the owner's `java` process with the most threads named
-    /// `Thread-<n>-…` (Storm's executors; the kernel keeps 15 bytes of a name).
-    fn find_jvm(&self, owner: u32) -> Result<u32, String> {
+    /// The worker JVM: configured, or the one of the owner's `java` processes that runs Storm
+    /// executors (threads named `Thread-<n>-…`; the kernel keeps 15 bytes of a name) — when
+    /// several do, the one started for a live topology of the directory ([`choose_worker`]).
+    fn find_jvm(&self, owner: u32, topologies: &BTreeSet<String>) -> Result<u32, String> {
         if let Some(pid) = self.pid {
             return Ok(pid);
         }
-        let scores = java_processes()?
+        let candidates = java_processes()?
             .into_iter()
             .filter(|(pid, _)| moirai_os::identity::owner(*pid).is_some_and(|(uid, _)| uid == owner))
-            .map(|(pid, names)| {
-                let executors = names
-                    .iter()
-                    .filter(|n| {
-                        n.strip_prefix("Thread-")
-                            .and_then(|r| r.split_once('-'))
-                            .is_some_and(|(d, _)| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
-                    })
-                    .count();
-                (executors, pid)
+            .filter(|(_, names)| {
+                names.iter().any(|n| {
+                    n.strip_prefix("Thread-")
+                        .and_then(|r| r.split_once('-'))
+                        .is_some_and(|(d, _)| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+                })
+            })
+            .map(|(pid, _)| {
+                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                (pid, String::from_utf8_lossy(&cmdline).replace('\0', " "))
             })
             .collect();
-        pick_jvm(
-            scores,
-            None,
-            &format!("Storm executors as user {owner} (the owner of {})", self.dir.display()),
-            "is the worker on another node, or run by another user? Set `pid` in the [[spe]] table (one table per \
-             worker JVM)",
-        )
+        choose_worker(candidates, topologies, &self.dir).map_err(|e| format!("{e} (user {owner} owns the directory)"))
     }
 
-    fn take_map(&mut self, owner: u32) -> Result<(u32, Vec<Executor>), String> {
-        let pid = self.find_jvm(owner)?;
+    fn take_map(&mut self, owner: u32, topologies: &BTreeSet<String>) -> Result<(u32, Vec<Executor>), String> {
+        let pid = self.find_jvm(owner, topologies)?;
         let dump = thread_dump(pid)?;
         let mut executors = Vec::new();
         for (name, tid) in parse_thread_dump(&dump) {
@@ -488,7 +512,7 @@ impl Driver for StormDriver {
             }
         };
         if stale {
-            let (pid, executors) = match self.take_map(owner) {
+            let (pid, executors) = match self.take_map(owner, &topologies) {
                 Ok(found) => found,
                 Err(e) => {
                     self.warn_once(format!("{e}; its executors are not scheduled until a thread dump succeeds"));
@@ -704,6 +728,24 @@ mod tests {
         assert_eq!(top.physical.len(), 1);
         assert_eq!(top.physical[0].name, "src (1/1)");
         assert!(ambiguous[0].contains("component 'busy' runs in 2 topologies"), "{ambiguous:?}");
+    }
+
+    #[test]
+    fn the_worker_is_the_only_jvm_or_the_one_started_for_the_directory() {
+        let topologies: BTreeSet<String> = ["moirai-syn-1-17".to_string()].into();
+        let dir = Path::new("/tmp/m1");
+        let choose =
+            |c: &[(u32, &str)]| choose_worker(c.iter().map(|(p, s)| (*p, s.to_string())).collect(), &topologies, dir);
+        assert_eq!(choose(&[(7, "java -cp x Other")]), Ok(7), "the only one");
+        let worker = "java -Dstorm.id=moirai-syn-1-17 org.apache.storm.daemon.worker.Worker moirai-syn-1-17 s 6700";
+        assert_eq!(choose(&[(7, "java Other"), (8, worker)]), Ok(8), "a cluster's worker names its topology");
+        let job = "java -cp j moirai.storm.Run syn --metrics-dir /tmp/m1";
+        assert_eq!(choose(&[(7, "java moirai.storm.Run syn --metrics-dir /tmp/m2"), (8, job)]), Ok(8));
+        let e = choose(&[(7, "java A"), (8, "java B")]).unwrap_err();
+        assert!(e.contains("several JVMs") && e.contains("[7, 8]") && e.contains("set `pid`"), "{e}");
+        let e = choose(&[(7, worker), (8, worker)]).unwrap_err();
+        assert!(e.contains("several JVMs"), "two workers of one topology on this node: {e}");
+        assert!(choose(&[]).unwrap_err().contains("no JVM on this machine runs Storm executors for /tmp/m1"));
     }
 
     #[test]

@@ -1,0 +1,330 @@
+//! `moirai schedule` against real Apache Storm topologies (`integrations/storm`, built with Maven on
+//! first use; a `LocalCluster` in one JVM): the middleware finds the worker JVM, maps every
+//! executor to its Linux thread through a thread dump, reads Storm's own CSV metrics, sets the
+//! executors' nice values (checked in /proc against an independent thread dump taken here),
+//! leaves Storm's other threads alone, and restores everything when it stops — also after it was
+//! killed with SIGKILL, when it starts again. And three SPEs at once (Lachesis §6.6): a moirai
+//! engine, a Flink job and a Storm topology under one middleware, each in its own cpu cgroup with
+//! its share, queue-size nice values inside.
+//!
+//! Every process started here is stopped by its PID when its guard drops, also when a test fails.
+//! The tests need root (CAP_SYS_NICE, cgroupfs) and a JDK with Maven; without root they say so and
+//! skip.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use moirai_bench::storm::{StormJob, StormJobs};
+use moirai_os::proc::thread_stat;
+
+#[path = "common/spe.rs"]
+mod spe;
+use spe::*;
+
+/// The Storm jobs, built on first use; `None` (test skipped, with the reason) without root.
+fn storm_jobs(test: &str) -> Option<StormJobs> {
+    if !is_root() {
+        eprintln!("SKIPPED {test}: needs root (CAP_SYS_NICE, cgroupfs)");
+        return None;
+    }
+    Some(StormJobs::build().unwrap_or_else(|e| panic!("cannot build the Storm jobs: {e}")))
+}
+
+/// A SYN topology of 3 operators with cost, running until stopped, once a spout emits.
+fn storm_syn(jobs: &StormJobs, parallelism: u32) -> StormJob {
+    let args: Vec<String> =
+        ["--ops", "3", "--cost-ns", "2000", "--rate", "20000", "--duration", "10m", "--parallelism"]
+            .iter()
+            .map(|s| s.to_string())
+            .chain([parallelism.to_string()])
+            .collect();
+    let mut job = StormJob::start(jobs, "syn", &args).unwrap_or_else(|e| panic!("cannot start the Storm job: {e}"));
+    job.wait_running(PATIENCE).unwrap_or_else(|e| panic!("the Storm topology did not come up: {e}"));
+    job
+}
+
+/// The executor threads of the SYN topology in a dump: tid → component (`"syn0-op1"`); Storm's
+/// own executors (`__system`, ...) are not among them.
+fn executor_threads(threads: &BTreeMap<String, i32>) -> BTreeMap<i32, String> {
+    threads
+        .iter()
+        .filter_map(|(name, &tid)| {
+            let rest = name.strip_prefix("Thread-")?.split_once('-')?.1;
+            let (component, _) = rest.rsplit_once("-executor[")?;
+            component.starts_with("syn0-").then(|| (tid, component.to_string()))
+        })
+        .collect()
+}
+
+/// `moirai schedule --storm DIR --policy qs` with a 500 ms period and nice in [-10, 10].
+fn schedule_storm(job: &StormJob, state: &std::path::Path, mw_port: u16) -> Proc {
+    Proc::spawn(&[
+        "schedule",
+        "--storm",
+        &job.metrics_dir().display().to_string(),
+        "--policy",
+        "qs",
+        "--period",
+        "500ms",
+        "--nice-best",
+        "-10",
+        "--nice-worst",
+        "10",
+        "--state-file",
+        &state.display().to_string(),
+        "--metrics-addr",
+        &format!("127.0.0.1:{mw_port}"),
+    ])
+}
+
+/// Waits until policy `qs` applied a value in [-10, 10] to every thread of `expected` (tid →
+/// component), as /proc shows it, on the operator of that component, and not the same value to all.
+fn wait_all_applied(mw_port: u16, pid: u32, expected: &BTreeMap<i32, String>) {
+    wait_for("a nice value applied to every executor thread, as /proc shows it, not all equal", || {
+        let a = applied(mw_port, "qs");
+        let values: BTreeSet<i64> = a.values().map(|(_, v)| *v).collect();
+        let wrong: Vec<String> = expected
+            .iter()
+            .filter(|(tid, component)| {
+                !a.get(tid).is_some_and(|(op, v)| {
+                    op.starts_with(&format!("{component} (")) && (-10..=10).contains(v) && *v == nice(pid, **tid) as i64
+                })
+            })
+            .map(|(tid, component)| format!("{component} tid {tid}: applied {:?}", a.get(tid)))
+            .collect();
+        match (wrong.is_empty(), values.len() > 1) {
+            (true, true) => Ok(()),
+            (true, false) => Err(format!("every thread got {values:?}")),
+            (false, _) => Err(wrong.join("; ")),
+        }
+    });
+}
+
+#[test]
+fn qs_sets_the_nice_values_of_every_storm_executor_thread_and_restores_them() {
+    let Some(jobs) = storm_jobs("qs_sets_the_nice_values_of_every_storm_executor_thread_and_restores_them") else {
+        return;
+    };
+    let job = storm_syn(&jobs, 2);
+    let pid = job.pid();
+    let all_before: BTreeMap<i32, i32> =
+        moirai_os::proc::threads(pid).unwrap().into_iter().map(|t| (t.tid, t.nice)).collect();
+    // Spout, 3 bolts and the sink at parallelism 2: 10 executors, one thread each.
+    let expected = executor_threads(&jvm_threads(pid));
+    assert_eq!(expected.len(), 10, "{expected:?}");
+    let dir = temp_dir("storm-qs");
+    let mw_port = free_port();
+    let mw = schedule_storm(&job, &dir.0.join("state.json"), mw_port);
+    wait_all_applied(mw_port, pid, &expected);
+    // Only the executors' threads were touched: Storm's own (Nimbus, ZooKeeper, the supervisor,
+    // the system executor, transfer threads, GC, ...) keep their nice values.
+    let a = applied(mw_port, "qs");
+    assert!(a.keys().all(|tid| expected.contains_key(tid)), "applied to a thread that is no executor's: {a:?}");
+    for (tid, before) in &all_before {
+        if !expected.contains_key(tid) {
+            if let Ok(stat) = thread_stat(pid, *tid) {
+                assert_eq!(stat.nice, *before, "thread {} ({tid}) was touched", stat.name);
+            }
+        }
+    }
+    mw.signal(libc::SIGTERM);
+    let (code, err) = mw.wait();
+    assert_eq!(code, Some(0), "{err}");
+    for (tid, before) in &all_before {
+        if let Ok(stat) = thread_stat(pid, *tid) {
+            assert_eq!(stat.nice, *before, "thread {} ({tid}) restored", stat.name);
+        }
+    }
+    drop(job);
+    assert!(!PathBuf::from(format!("/proc/{pid}")).exists(), "the Storm JVM {pid} is stopped");
+}
+
+#[test]
+fn a_killed_middleware_is_undone_when_it_starts_again() {
+    let Some(jobs) = storm_jobs("a_killed_middleware_is_undone_when_it_starts_again") else {
+        return;
+    };
+    let job = storm_syn(&jobs, 1);
+    let pid = job.pid();
+    let expected = executor_threads(&jvm_threads(pid));
+    let before: BTreeMap<i32, i32> = expected.keys().map(|&t| (t, nice(pid, t))).collect();
+    let dir = temp_dir("storm-kill");
+    let state = dir.0.join("state.json");
+    let mw = schedule_storm(&job, &state, free_port());
+    wait_until("some executor thread reniced", || expected.keys().any(|&t| nice(pid, t) != before[&t]));
+    // SIGKILL: no chance to restore. The values stay as the dead middleware left them, and its
+    // state file says what they were.
+    mw.signal(libc::SIGKILL);
+    let _ = mw.wait();
+    let left: BTreeMap<i32, i32> = expected.keys().map(|&t| (t, nice(pid, t))).collect();
+    assert_ne!(left, before, "the killed middleware left its values");
+    // The next start first restores the crashed run's values, then schedules again; on SIGTERM
+    // it puts back what it found at its own start — the values from before the crash.
+    let mw_port = free_port();
+    let mw = schedule_storm(&job, &state, mw_port);
+    wait_all_applied(mw_port, pid, &expected);
+    mw.signal(libc::SIGTERM);
+    let (code, err) = mw.wait();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("restored"), "{err}");
+    let after: BTreeMap<i32, i32> = expected.keys().map(|&t| (t, nice(pid, t))).collect();
+    assert_eq!(after, before, "every executor thread is back at its value from before the crash");
+}
+
+fn cpu_cgroup(pid: u32, tid: i32) -> String {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/cgroup")).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.split(':').nth(1).is_some_and(|c| c.split(',').any(|c| c == "cpu")))
+        .or_else(|| text.lines().find(|l| l.starts_with("0::")))
+        .unwrap();
+    line.splitn(3, ':').nth(2).unwrap().to_string()
+}
+
+#[test]
+fn one_middleware_gives_moirai_flink_and_storm_a_cgroup_each_and_queue_size_nice_inside() {
+    let test = "one_middleware_gives_moirai_flink_and_storm_a_cgroup_each_and_queue_size_nice_inside";
+    let (Some(storm_jobs), Some(flink_jobs)) = (storm_jobs(test), flink_jobs(test)) else {
+        return;
+    };
+    let h = moirai_os::CgroupLayout::detect().unwrap().cpu().clone();
+    let storm = storm_syn(&storm_jobs, 1);
+    let flink = syn_job(&flink_jobs, 1);
+    let (spid, fpid) = (storm.pid(), flink.pid());
+    let engine_port = free_port();
+    let engine = Proc::spawn(&[
+        "run",
+        "syn",
+        "--ops",
+        "3",
+        "--cost-ns",
+        "2000",
+        "--rate",
+        "20000",
+        "--duration",
+        "10m",
+        "--metrics-addr",
+        &format!("127.0.0.1:{engine_port}"),
+    ]);
+    let engine_threads = || -> Vec<i32> {
+        let Ok(r) = ureq::get(&format!("http://127.0.0.1:{engine_port}/topology")).call() else { return Vec::new() };
+        let topo: serde_json::Value = r.into_json().unwrap();
+        let tids: Vec<i32> =
+            topo["physical"].as_array().unwrap().iter().map(|o| o["tid"].as_i64().unwrap() as i32).collect();
+        if tids.contains(&0) {
+            Vec::new()
+        } else {
+            tids
+        }
+    };
+    wait_until("the engine's threads", || !engine_threads().is_empty());
+    let epid = engine.pid();
+    let threads: Vec<(u32, i32, &str)> = engine_threads()
+        .into_iter()
+        .map(|t| (epid, t, "engine"))
+        .chain(subtask_threads(&jvm_threads(fpid)).into_keys().map(|t| (fpid, t, "flink")))
+        .chain(executor_threads(&jvm_threads(spid)).into_keys().map(|t| (spid, t, "storm")))
+        .collect();
+    assert_eq!(threads.iter().filter(|t| t.2 == "storm").count(), 5, "spout, 3 bolts, sink");
+    let before: Vec<(String, i32)> = threads.iter().map(|&(p, t, _)| (cpu_cgroup(p, t), nice(p, t))).collect();
+
+    let dir = temp_dir("three-spes");
+    let mw_port = free_port();
+    let config = dir.0.join("schedule.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+state_file = "{}"
+metrics_addr = "127.0.0.1:{mw_port}"
+
+[[spe]]
+name = "engine"
+driver = "moirai"
+url = "http://127.0.0.1:{engine_port}"
+
+[[spe]]
+name = "flink"
+driver = "flink"
+url = "{}"
+
+[[spe]]
+name = "storm"
+driver = "storm"
+metrics_dir = "{}"
+
+[[policy]]
+name = "shares"
+type = "groups"
+by = "spe"
+priority = {{ constant = {{ values = {{ engine = 1, flink = 2, storm = 3 }} }} }}
+translator = "cgroup"
+normalization = "linear"
+weight_min = 300
+weight_max = 900
+period = "1s"
+
+[[policy]]
+name = "qs"
+type = "qs"
+translator = "nice"
+nice_best = -10
+nice_worst = 10
+period = "500ms"
+"#,
+            dir.0.join("state.json").display(),
+            flink.rest_url(),
+            storm.metrics_dir().display()
+        ),
+    )
+    .unwrap();
+    let mw = Proc::spawn(&["schedule", "--config", &config.display().to_string()]);
+    let instance = format!("/moirai/schedule-{}", mw.pid());
+    wait_for("each SPE's threads in its own group with its share", || {
+        let wrong: Vec<String> = threads
+            .iter()
+            .filter(|&&(p, t, spe)| {
+                let want = match spe {
+                    "engine" => "300",
+                    "flink" => "600",
+                    _ => "900",
+                };
+                let group = cpu_cgroup(p, t);
+                !(group.starts_with(&instance)
+                    && group.ends_with(spe)
+                    && std::fs::read_to_string(h.dir_of(&group).join(h.weight_file())).is_ok_and(|w| w.trim() == want))
+            })
+            .map(|&(p, t, spe)| format!("{spe} pid {p} tid {t} in {}", cpu_cgroup(p, t)))
+            .collect();
+        if wrong.is_empty() {
+            Ok(())
+        } else {
+            Err(wrong.join("; "))
+        }
+    });
+    wait_for("queue-size nice values on every thread of the three SPEs", || {
+        let a = applied(mw_port, "qs");
+        let wrong: Vec<String> = threads
+            .iter()
+            .filter(|&&(p, t, _)| !a.get(&t).is_some_and(|(_, v)| *v == nice(p, t) as i64 && (-10..=10).contains(v)))
+            .map(|&(p, t, spe)| format!("{spe} pid {p} tid {t}: applied {:?}, /proc says {}", a.get(&t), nice(p, t)))
+            .collect();
+        if wrong.is_empty() {
+            Ok(())
+        } else {
+            Err(wrong.join("; "))
+        }
+    });
+    mw.signal(libc::SIGINT);
+    let (code, err) = mw.wait();
+    assert_eq!(code, Some(0), "{err}");
+    let after: Vec<(String, i32)> = threads.iter().map(|&(p, t, _)| (cpu_cgroup(p, t), nice(p, t))).collect();
+    assert_eq!(after, before, "cgroups and nice values restored");
+    assert!(!h.dir_of(&instance).exists(), "the middleware's groups are removed");
+    drop(engine);
+    drop(flink);
+    drop(storm);
+    for pid in [fpid, spid] {
+        assert!(!PathBuf::from(format!("/proc/{pid}")).exists(), "the JVM {pid} is stopped");
+    }
+}

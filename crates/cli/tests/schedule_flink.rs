@@ -14,7 +14,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use moirai_bench::flink::FlinkJob;
-use moirai_os::proc::thread_stat;
 
 #[path = "common/spe.rs"]
 mod spe;
@@ -27,8 +26,7 @@ fn qs_sets_the_nice_values_of_every_flink_subtask_thread_and_restores_them() {
     };
     let job = syn_job(&jobs, 2);
     let pid = job.pid();
-    let all_before: BTreeMap<i32, i32> =
-        moirai_os::proc::threads(pid).unwrap().into_iter().map(|t| (t.tid, t.nice)).collect();
+    let all_before = thread_nices(pid);
     let dir = temp_dir("qs");
     let state = dir.0.join("state.json");
     let mw_port = free_port();
@@ -70,21 +68,11 @@ fn qs_sets_the_nice_values_of_every_flink_subtask_thread_and_restores_them() {
     // Only the subtasks' threads were touched: the JVM's other threads (JobManager, network, GC,
     // ...) keep their nice values.
     assert!(a.keys().all(|tid| expected.contains_key(tid)), "applied to a thread that is no subtask's: {a:?}");
-    for (tid, before) in &all_before {
-        if !expected.contains_key(tid) {
-            if let Ok(stat) = thread_stat(pid, *tid) {
-                assert_eq!(stat.nice, *before, "thread {} ({tid}) was touched", stat.name);
-            }
-        }
-    }
+    assert_untouched(pid, &all_before, &expected);
     mw.signal(libc::SIGTERM);
     let (code, err) = mw.wait();
     assert_eq!(code, Some(0), "{err}");
-    for (tid, before) in &all_before {
-        if let Ok(stat) = thread_stat(pid, *tid) {
-            assert_eq!(stat.nice, *before, "thread {} ({tid}) restored", stat.name);
-        }
-    }
+    assert_restored(pid, &all_before);
     drop(job);
     assert!(!PathBuf::from(format!("/proc/{pid}")).exists(), "the Flink JVM {pid} is stopped");
 }

@@ -15,7 +15,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use moirai_bench::storm::{StormJob, StormJobs};
-use moirai_os::proc::thread_stat;
 
 #[path = "common/spe.rs"]
 mod spe;
@@ -107,8 +106,7 @@ fn qs_sets_the_nice_values_of_every_storm_executor_thread_and_restores_them() {
     };
     let job = storm_syn(&jobs, 2);
     let pid = job.pid();
-    let all_before: BTreeMap<i32, i32> =
-        moirai_os::proc::threads(pid).unwrap().into_iter().map(|t| (t.tid, t.nice)).collect();
+    let all_before = thread_nices(pid);
     // Spout, 3 bolts and the sink at parallelism 2: 10 executors, one thread each.
     let expected = executor_threads(&jvm_threads(pid));
     assert_eq!(expected.len(), 10, "{expected:?}");
@@ -120,21 +118,11 @@ fn qs_sets_the_nice_values_of_every_storm_executor_thread_and_restores_them() {
     // the system executor, transfer threads, GC, ...) keep their nice values.
     let a = applied(mw_port, "qs");
     assert!(a.keys().all(|tid| expected.contains_key(tid)), "applied to a thread that is no executor's: {a:?}");
-    for (tid, before) in &all_before {
-        if !expected.contains_key(tid) {
-            if let Ok(stat) = thread_stat(pid, *tid) {
-                assert_eq!(stat.nice, *before, "thread {} ({tid}) was touched", stat.name);
-            }
-        }
-    }
+    assert_untouched(pid, &all_before, &expected);
     mw.signal(libc::SIGTERM);
     let (code, err) = mw.wait();
     assert_eq!(code, Some(0), "{err}");
-    for (tid, before) in &all_before {
-        if let Ok(stat) = thread_stat(pid, *tid) {
-            assert_eq!(stat.nice, *before, "thread {} ({tid}) restored", stat.name);
-        }
-    }
+    assert_restored(pid, &all_before);
     drop(job);
     assert!(!PathBuf::from(format!("/proc/{pid}")).exists(), "the Storm JVM {pid} is stopped");
 }

@@ -119,6 +119,18 @@ impl Daemon {
             ));
         }
         preflight(&needs).map_err(|e| DaemonError::Privilege(e.to_string()))?;
+        // The middleware must not be starved by the threads it raises: when a policy hands out
+        // nice values below 0, it runs at the best of them itself (the threads it starts later —
+        // its HTTP servers, jcmd for a thread dump — inherit it). Measured: 100 spinning Storm
+        // executors at nice -10..-20 left a middleware at nice 0 two rounds in 75 s.
+        let best = config.policies.iter().filter(|p| p.translator == TranslatorKind::Nice).map(|p| p.nice.best).min();
+        if let Some(best) = best.filter(|b| *b < 0) {
+            let me = moirai_os::proc::current_tid();
+            match moirai_os::nice::set_nice(me, best) {
+                Ok(()) => out.debug(format!("running at nice {best}, the best value its policies hand out")),
+                Err(e) => out.error(format!("cannot raise the middleware itself to nice {best}: {e}")),
+            }
+        }
 
         if let Some(dir) = state.parent() {
             std::fs::create_dir_all(dir)

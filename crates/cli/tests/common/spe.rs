@@ -134,6 +134,30 @@ pub fn nice(pid: u32, tid: i32) -> i32 {
 }
 
 /// What the middleware says policy `policy` applied, from its own /metrics: tid → (operator
+/// The nice value of every thread of `pid` now: tid → nice.
+pub fn thread_nices(pid: u32) -> BTreeMap<i32, i32> {
+    moirai_os::proc::threads(pid).unwrap().into_iter().map(|t| (t.tid, t.nice)).collect()
+}
+
+/// Every thread of `before` (tid → nice) still running and not in `scheduled` has its nice value
+/// from `before`: the middleware touched no other thread of the SPE.
+pub fn assert_untouched<T>(pid: u32, before: &BTreeMap<i32, i32>, scheduled: &BTreeMap<i32, T>) {
+    for (tid, nice) in before.iter().filter(|(tid, _)| !scheduled.contains_key(tid)) {
+        if let Ok(stat) = thread_stat(pid, *tid) {
+            assert_eq!(stat.nice, *nice, "thread {} ({tid}) was touched", stat.name);
+        }
+    }
+}
+
+/// Every thread of `before` (tid → nice) still running has its nice value from `before`.
+pub fn assert_restored(pid: u32, before: &BTreeMap<i32, i32>) {
+    for (tid, nice) in before {
+        if let Ok(stat) = thread_stat(pid, *tid) {
+            assert_eq!(stat.nice, *nice, "thread {} ({tid}) restored", stat.name);
+        }
+    }
+}
+
 /// label, value).
 pub fn applied(port: u16, policy: &str) -> BTreeMap<i32, (String, i64)> {
     let Ok(resp) = ureq::get(&format!("http://127.0.0.1:{port}/metrics")).call() else { return BTreeMap::new() };

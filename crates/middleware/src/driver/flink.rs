@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use moirai_sched::{LogicalOperator, Metric, OpKind, PhysicalOperator, SpeTopology, ThreadRef};
 use serde::Deserialize;
 
-use super::jvm::{any_gone, comm_matches, java_processes, parse_thread_dump, pick_jvm, stamp, thread_dump};
+use super::jvm::{any_gone, comm_matches, cpu_ns, java_processes, parse_thread_dump, pick_jvm, stamp, thread_dump};
 use super::{Driver, Observation};
 use crate::config::FlinkQueue;
 
@@ -892,11 +892,7 @@ impl Driver for FlinkDriver {
                         Metric::BackpressuredNs => c.backpressured_ns,
                         Metric::IdleNs => c.idle_ns,
                         Metric::InputBuffers => c.input_buffers,
-                        Metric::CpuNs => topology.physical[op]
-                            .threads
-                            .iter()
-                            .filter_map(|t| moirai_os::proc::thread_cpu_ns(pid, t.tid).ok())
-                            .sum::<u64>() as f64,
+                        Metric::CpuNs => cpu_ns(pid, &topology.physical[op].threads),
                         _ => continue,
                     };
                     samples.push((op, m, value));

@@ -43,7 +43,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use moirai_sched::{LogicalOperator, Metric, OpKind, PhysicalOperator, SpeTopology, ThreadRef};
 
-use super::jvm::{any_gone, java_processes, parse_thread_dump, stamp, thread_dump};
+use super::jvm::{any_gone, cpu_ns, java_processes, parse_thread_dump, stamp, thread_dump};
 use super::{Driver, Observation};
 
 /// A metric file counts as live when written this recently (its topology runs).
@@ -541,11 +541,7 @@ impl Driver for StormDriver {
                     Metric::TuplesOut => c.transferred,
                     Metric::QueueLen if kind == OpKind::Source => c.pending.unwrap_or(0.0),
                     Metric::QueueLen => c.receive_queue,
-                    Metric::CpuNs => topology.physical[op]
-                        .threads
-                        .iter()
-                        .filter_map(|t| moirai_os::proc::thread_cpu_ns(pid, t.tid).ok())
-                        .sum::<u64>() as f64,
+                    Metric::CpuNs => cpu_ns(pid, &topology.physical[op].threads),
                     _ => continue,
                 };
                 samples.push((op, m, value));

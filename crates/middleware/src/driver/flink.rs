@@ -14,7 +14,8 @@
 //!   per subtask, from which the middleware takes its own rates; a source's backlog from its
 //!   `pendingRecords` gauge (FLIP-33's name for it, as Kafka and other FLIP-27 sources report it);
 //!   CPU time of the mapped threads from `/proc`. `queue_len` is, by default, Flink's own
-//!   `inputQueueLength`: network buffers queued at the subtask's inputs (0 for a source), also
+//!   `inputQueueLength`: network buffers queued at the subtask's inputs (for a source, its
+//!   `pendingRecords` in buffers of the size it sends), also
 //!   the primitive `input_buffers`. With `queue = "records"` it is in *records* instead: what the
 //!   upstream subtasks sent this subtask (per the edge's ship strategy) minus what it took in, and a
 //!   source's `pendingRecords`. Buffers are coarse and saturate at a channel's credit, which keeps

@@ -502,15 +502,20 @@ fn start_engine(spec: &SweepSpec, config: &Configuration, rate: f64, stop: &Atom
     })
 }
 
+/// Where the JVM of a point logs: `<out>/<dir>/<configuration>-<rate>-rep<n>.log`.
+fn job_log(spec: &SweepSpec, point: &Point, dir: &str) -> PathBuf {
+    let label: String =
+        point.configuration.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
+    spec.out_dir.join(dir).join(format!("{label}-{}-rep{}.log", fmt_rate(point.rate), point.rep))
+}
+
 /// Starts the Flink job of a point and waits until it and all its vertices are RUNNING.
 fn start_flink(spec: &SweepSpec, prepared: &Prepared, point: &Point, stop: &AtomicBool) -> Result<Started, Attempt> {
     let jobs = prepared.flink.as_ref().ok_or_else(|| {
         Attempt::Failed("the Flink jobs were not built (the sweep's start-up did not prepare them)".into())
     })?;
     let workload = flink::job_workload(&spec.workload).map_err(Attempt::Failed)?;
-    let label: String =
-        point.configuration.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
-    let log = spec.out_dir.join("flink-logs").join(format!("{label}-{}-rep{}.log", fmt_rate(point.rate), point.rep));
+    let log = job_log(spec, point, "flink-logs");
     let mut job =
         FlinkJob::start_logged(jobs, workload, &flink_args(spec, point.rate), &log).map_err(Attempt::Failed)?;
     match job.wait_running_unless(FLINK_STARTUP, stop) {
@@ -540,9 +545,7 @@ fn start_storm(spec: &SweepSpec, prepared: &Prepared, point: &Point, stop: &Atom
         Attempt::Failed("the Storm jobs were not built (the sweep's start-up did not prepare them)".into())
     })?;
     let workload = storm::job_workload(&spec.workload).map_err(Attempt::Failed)?;
-    let label: String =
-        point.configuration.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
-    let log = spec.out_dir.join("storm-logs").join(format!("{label}-{}-rep{}.log", fmt_rate(point.rate), point.rep));
+    let log = job_log(spec, point, "storm-logs");
     let mut job =
         StormJob::start_logged(jobs, workload, &flink_args(spec, point.rate), &log).map_err(Attempt::Failed)?;
     match job.wait_running_unless(FLINK_STARTUP, stop) {

@@ -99,6 +99,14 @@ pub fn render(r: &Results<'_>) -> String {
         let _ = write!(h, "<li>{}</li>", escape(&l));
     }
     h.push_str("</ul>\n");
+    let bound = r.summary.cpu_bound_lines(r.machine.nproc as f64);
+    if let Some((first, rest)) = bound.split_first() {
+        let _ = write!(h, "<p>{}</p>\n<ul>", escape(first));
+        for l in rest {
+            let _ = write!(h, "<li>{}</li>", escape(l));
+        }
+        h.push_str("</ul>\n");
+    }
 
     let mut charts = vec![
         ("Throughput vs offered rate".to_string(), plots::throughput(r.summary, &labels, r.points)),

@@ -123,6 +123,25 @@ pub struct ConfigSummary {
     pub sustainable_above_saturation: bool,
 }
 
+/// The CPU bound a sweep measured: the rate the SPE could take in if it kept every core busy at the
+/// least CPU per tuple any cell of the sweep needed (its engine CPU over its ingress, both over the
+/// measured window). Schedulers are judged by how close their highest ingress comes to it. It
+/// counts the SPE's own CPU only (not the middleware's, the kernel's or other processes'), and
+/// the least CPU per tuple is often found past saturation, where batches are fullest.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CpuBound {
+    /// Tuples per second: `cores / cpu_us_per_tuple`.
+    pub tuples_per_s: f64,
+    /// The least engine CPU per ingress tuple over the sweep, µs.
+    pub cpu_us_per_tuple: f64,
+    /// The machine's cores.
+    pub cores: f64,
+    /// Where that least CPU per tuple was measured: configuration and offered rate.
+    pub configuration: String,
+    /// Offered rate of that cell.
+    pub rate: f64,
+}
+
 /// Everything the table, the plots and `results.json` show.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Summary {
@@ -333,6 +352,57 @@ impl Summary {
             .collect()
     }
 
+    /// The CPU bound measured by this sweep on a machine of `cores` cores ([`CpuBound`]); `None`
+    /// when no cell has both ingress and engine CPU.
+    pub fn cpu_bound(&self, cores: f64) -> Option<CpuBound> {
+        self.cells
+            .iter()
+            .filter_map(|c| {
+                let s = c.stats.as_ref()?;
+                let ok = s.ingress_tps > 0.0 && s.engine_cpu_cores > 0.0 && s.engine_cpu_cores.is_finite();
+                ok.then(|| (c, 1e6 * s.engine_cpu_cores / s.ingress_tps))
+            })
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(c, us)| CpuBound {
+                tuples_per_s: cores * 1e6 / us,
+                cpu_us_per_tuple: us,
+                cores,
+                configuration: c.configuration.clone(),
+                rate: c.rate,
+            })
+    }
+
+    /// The CPU bound and each configuration's highest median ingress as a share of it, one line
+    /// each (empty when the sweep measured no CPU).
+    pub fn cpu_bound_lines(&self, cores: f64) -> Vec<String> {
+        let Some(b) = self.cpu_bound(cores) else { return Vec::new() };
+        let mut lines = vec![format!(
+            "CPU bound (measured): {} tuples/s = {} cores / {:.2} µs of SPE CPU per tuple (the least over the sweep: {} at {} tuples/s)",
+            fmt_rate(b.tuples_per_s.round()),
+            b.cores,
+            b.cpu_us_per_tuple,
+            b.configuration,
+            fmt_rate(b.rate)
+        )];
+        for c in &self.configurations {
+            let best = self
+                .cells
+                .iter()
+                .filter(|cell| cell.configuration == c.configuration)
+                .filter_map(|cell| cell.stats.as_ref().map(|s| s.ingress_tps))
+                .fold(f64::NAN, f64::max);
+            if best.is_finite() {
+                lines.push(format!(
+                    "{}: highest ingress {} tuples/s = {:.0} % of the CPU bound",
+                    c.configuration,
+                    fmt_rate(best.round()),
+                    100.0 * best / b.tuples_per_s
+                ));
+            }
+        }
+        lines
+    }
+
     /// The side-by-side table and the sustainable rates, as printed at the end of a sweep.
     pub fn render_table(&self) -> String {
         let (header, rows) = self.table_rows();
@@ -522,5 +592,36 @@ pub(crate) mod tests {
         let text = s.render_table();
         assert!(text.contains("sustainable rate (every repetition ran, median ingress >= 98 %"), "{text}");
         assert!(text.lines().count() >= 6);
+    }
+
+    #[test]
+    fn the_cpu_bound_is_the_cores_over_the_least_cpu_per_tuple_of_the_sweep() {
+        let with_cpu = |mut p: Point, cores: f64| {
+            p.run.as_mut().unwrap().cpu_cores = cores;
+            p
+        };
+        // os: 1k tuples/s on 0.5 cores (500 µs each), 2k on 0.8 (400 µs); qs: 1k on 0.25 cores
+        // (250 µs: the least) and 1.5k at 2k offered.
+        let points = vec![
+            with_cpu(point("os", 1000.0, 1, 1000.0, 2.0), 0.5),
+            with_cpu(point("qs", 1000.0, 1, 1000.0, 1.0), 0.25),
+            with_cpu(point("os", 2000.0, 1, 2000.0, 2.0), 0.8),
+            with_cpu(point("qs", 2000.0, 1, 1500.0, 1.0), 0.6),
+        ];
+        let s = summarise(&points, &labels(&["os", "qs"]), &[1000.0, 2000.0], &Criteria::default());
+        let b = s.cpu_bound(2.0).unwrap();
+        assert_eq!((b.configuration.as_str(), b.rate), ("qs", 1000.0));
+        assert!((b.cpu_us_per_tuple - 250.0).abs() < 1e-9, "{b:?}");
+        assert!((b.tuples_per_s - 8000.0).abs() < 1e-6, "{b:?}");
+        let lines = s.cpu_bound_lines(2.0);
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        assert!(lines[0].starts_with("CPU bound (measured): 8k tuples/s = 2 cores / 250.00 µs"), "{lines:?}");
+        assert_eq!(lines[1], "os: highest ingress 2k tuples/s = 25 % of the CPU bound");
+        assert_eq!(lines[2], "qs: highest ingress 1.5k tuples/s = 19 % of the CPU bound");
+        // No CPU measured, no bound.
+        let none = vec![with_cpu(point("os", 1000.0, 1, 1000.0, 2.0), 0.0)];
+        let s = summarise(&none, &labels(&["os"]), &[1000.0], &Criteria::default());
+        assert_eq!(s.cpu_bound(2.0), None);
+        assert!(s.cpu_bound_lines(2.0).is_empty());
     }
 }

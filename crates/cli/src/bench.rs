@@ -112,6 +112,10 @@ pub fn execute(spec: &SweepSpec) -> i32 {
         }
     };
     println!("{}", done.summary.render_table());
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    for l in done.summary.cpu_bound_lines(cores) {
+        println!("{l}");
+    }
     let failed = done.points.iter().filter(|p| p.failure.is_some()).count();
     if failed > 0 {
         println!("{failed} of {} points failed; see report.html or results.csv for why", done.points.len());

@@ -254,6 +254,15 @@ pub fn fmt_ms(ms: f64) -> String {
     }
 }
 
+/// `x` rounded to three significant digits (a measured rate claims no more).
+fn three_digits(x: f64) -> f64 {
+    if x <= 0.0 || !x.is_finite() {
+        return x;
+    }
+    let scale = 10f64.powi(x.log10().floor() as i32 - 2);
+    (x / scale).round() * scale
+}
+
 fn ratio(a: f64, base: f64) -> String {
     if a.is_finite() && base.is_finite() && base > 0.0 {
         format!("{:.2}", a / base)
@@ -378,7 +387,7 @@ impl Summary {
         let Some(b) = self.cpu_bound(cores) else { return Vec::new() };
         let mut lines = vec![format!(
             "CPU bound (measured): {} tuples/s = {} cores / {:.2} µs of SPE CPU per tuple (the least over the sweep: {} at {} tuples/s)",
-            fmt_rate(b.tuples_per_s.round()),
+            fmt_rate(three_digits(b.tuples_per_s)),
             b.cores,
             b.cpu_us_per_tuple,
             b.configuration,
@@ -395,7 +404,7 @@ impl Summary {
                 lines.push(format!(
                     "{}: highest ingress {} tuples/s = {:.0} % of the CPU bound",
                     c.configuration,
-                    fmt_rate(best.round()),
+                    fmt_rate(three_digits(best)),
                     100.0 * best / b.tuples_per_s
                 ));
             }

@@ -1,4 +1,4 @@
-//! The job of a micro-batch run: WordCount cut into micro-batches, as map-side and reduce-side
+//! WordCount cut into micro-batches by hand (with a map-side combiner), as map-side and reduce-side
 //! tasks that every executor can run because it rebuilds the same input from the workload's
 //! description (its configuration: seed, sentences, vocabulary…).
 //!
@@ -24,7 +24,9 @@ use std::time::Duration;
 
 use moirai_workloads::wordcount::{self, WordCountConfig, WordCountHandle};
 use rustc_hash::{FxHashMap, FxHasher};
+use serde_json::Value;
 
+use crate::job::Job;
 use crate::Error;
 
 /// A word's count in one window: (window start in ms since the run's start, word, count).
@@ -33,9 +35,6 @@ pub type WindowCount = (u64, String, u64);
 /// A reduce partition's open windows: window start (ms) → word → count.
 pub type PartitionState = BTreeMap<u64, BTreeMap<String, u64>>;
 
-/// The longest batch interval accepted.
-const MAX_INTERVAL: Duration = Duration::from_secs(60);
-
 /// WordCount as micro-batch tasks, with the input cursor of each source partition.
 pub struct WordCountJob {
     config: WordCountConfig,
@@ -43,6 +42,10 @@ pub struct WordCountJob {
     batches: u64,
     handle: WordCountHandle,
     cursors: Vec<Cursor>,
+    /// Map tasks count per window and send straight to the sink: no shuffle, no reduce stage.
+    single_stage: bool,
+    /// State of the reduce partitions this process runs.
+    states: FxHashMap<usize, PartitionState>,
 }
 
 /// Where a source partition's generator stands.
@@ -64,11 +67,7 @@ impl WordCountJob {
                     .into(),
             ));
         }
-        if interval < Duration::from_millis(1) || interval > MAX_INTERVAL || interval.subsec_nanos() % 1_000_000 != 0 {
-            return Err(Error::Config(format!(
-                "batch interval {interval:?} must be whole milliseconds in 1ms..=60s, e.g. --batch-interval 100ms"
-            )));
-        }
+        crate::check_interval(interval)?;
         if config.exchange.is_some() || config.straggler.is_some() {
             return Err(Error::Unsupported(
                 "WordCount's Hone exchange and straggler are operators of the continuous engine; run micro-batch \
@@ -99,7 +98,22 @@ impl WordCountJob {
             return Err(Error::Config("the input has no sentences: give --sentences > 0 or a --duration".into()));
         }
         let cursors = (0..n).map(|m| Cursor { sentences: Box::new(handle.instance_sentences(m)), next: 0 }).collect();
-        Ok(WordCountJob { config, interval_ms, batches, handle, cursors })
+        Ok(WordCountJob {
+            config,
+            interval_ms,
+            batches,
+            handle,
+            cursors,
+            single_stage: false,
+            states: FxHashMap::default(),
+        })
+    }
+
+    /// The same job as a single stage: map tasks count words per window and their counts go
+    /// straight to the sink (no shuffle, no reduce stage): Drizzle's single-stage job (Fig. 4).
+    pub fn single_stage(mut self) -> Self {
+        self.single_stage = true;
+        self
     }
 
     /// Micro-batches of the run.
@@ -117,9 +131,13 @@ impl WordCountJob {
         self.config.parallelism
     }
 
-    /// Reduce partitions: the reduce tasks of each micro-batch.
+    /// Reduce partitions: the reduce tasks of each micro-batch (0 for a single stage).
     pub fn reduce_partitions(&self) -> usize {
-        self.config.parallelism
+        if self.single_stage {
+            0
+        } else {
+            self.config.parallelism
+        }
     }
 
     /// Compares counts per word with a naive count of the whole input; the error describes the
@@ -186,7 +204,7 @@ impl WordCountJob {
         let end = self.sentences_of(partition);
         let (from, to) = (self.first_sentence(batch).min(end), self.first_sentence(batch + 1).min(end));
         let sentences = self.sentences(partition, from, to);
-        let r = self.reduce_partitions();
+        let r = self.reduce_partitions().max(1);
         let window_ms = self.config.window_ms;
         let mut buckets: Vec<FxHashMap<(u64, &str), u64>> = vec![FxHashMap::default(); r];
         for (k, sentence) in (from..).zip(&sentences) {
@@ -228,6 +246,58 @@ impl WordCountJob {
         let open = state.split_off(&closed_before);
         let closed = std::mem::replace(state, open);
         closed.into_iter().flat_map(|(w, words)| words.into_iter().map(move |(word, c)| (w, word, c))).collect()
+    }
+}
+
+fn value<T: serde::Serialize>(t: &T) -> Value {
+    serde_json::to_value(t).unwrap_or(Value::Null)
+}
+
+fn from_value<T: serde::de::DeserializeOwned>(v: Value, what: &str) -> Result<T, Error> {
+    serde_json::from_value(v).map_err(|e| Error::Protocol(format!("a malformed {what}: {e}")))
+}
+
+impl Job for WordCountJob {
+    fn batches(&self) -> u64 {
+        self.batches
+    }
+
+    fn interval_ms(&self) -> u64 {
+        self.interval_ms
+    }
+
+    fn map_partitions(&self) -> usize {
+        self.map_partitions()
+    }
+
+    fn reduce_partitions(&self) -> usize {
+        self.reduce_partitions()
+    }
+
+    fn map(&mut self, batch: u64, partition: usize) -> Result<Vec<Value>, Error> {
+        Ok(WordCountJob::map(self, batch, partition).iter().map(value).collect())
+    }
+
+    fn reduce(&mut self, batch: u64, partition: usize, inputs: Vec<Value>) -> Result<Value, Error> {
+        let inputs: Vec<Vec<WindowCount>> =
+            inputs.into_iter().map(|v| from_value(v, "map output")).collect::<Result<_, _>>()?;
+        let mut state = self.states.remove(&partition).unwrap_or_default();
+        let output = WordCountJob::reduce(self, batch, &mut state, &inputs);
+        self.states.insert(partition, state);
+        Ok(value(&output))
+    }
+
+    fn checkpoint(&self, partition: usize) -> Value {
+        self.states.get(&partition).map_or(Value::Null, value)
+    }
+
+    fn restore(&mut self, states: Vec<(usize, Value)>) -> Result<(), Error> {
+        self.states.clear();
+        for (partition, state) in states {
+            let state = if state.is_null() { PartitionState::new() } else { from_value(state, "checkpoint")? };
+            self.states.insert(partition, state);
+        }
+        Ok(())
     }
 }
 

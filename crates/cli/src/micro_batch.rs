@@ -118,6 +118,58 @@ struct JobCommand {
     workload: Workload,
 }
 
+/// `moirai micro-batch-timeline`.
+#[derive(Args, Debug)]
+pub struct TimelineArgs {
+    /// Directory for latency.svg, group-size.svg and overhead.svg (created if missing).
+    #[arg(long)]
+    out: std::path::PathBuf,
+    /// Runs as LABEL=FILE, FILE holding a run's `--json` output.
+    #[arg(required = true)]
+    runs: Vec<String>,
+}
+
+/// Draws the timelines; its exit code.
+pub fn timeline(args: TimelineArgs) -> i32 {
+    let mut runs = Vec::new();
+    for r in &args.runs {
+        let Some((label, file)) = r.split_once('=') else {
+            eprintln!("moirai: run '{r}' must be LABEL=FILE, e.g. group-10=run.json");
+            return 2;
+        };
+        match std::fs::read_to_string(file)
+            .map_err(|e| e.to_string())
+            .and_then(|t| moirai_bench::timeline::read_run(&t))
+        {
+            Ok(v) => runs.push((label.to_string(), v)),
+            Err(e) => {
+                eprintln!("moirai: {file}: {e}");
+                return 2;
+            }
+        }
+    }
+    let charts = match moirai_bench::timeline::charts(&runs) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("moirai: {e}");
+            return 1;
+        }
+    };
+    if let Err(e) = std::fs::create_dir_all(&args.out) {
+        eprintln!("moirai: cannot create {}: {e}", args.out.display());
+        return 1;
+    }
+    for (name, svg) in charts {
+        let path = args.out.join(name);
+        if let Err(e) = std::fs::write(&path, svg) {
+            eprintln!("moirai: cannot write {}: {e}", path.display());
+            return 1;
+        }
+        println!("{}", path.display());
+    }
+    0
+}
+
 /// Runs an executor; its exit code.
 pub fn executor(args: ExecutorArgs) -> i32 {
     let job = JobCommand::try_parse_from(std::iter::once("moirai run".to_string()).chain(args.job.iter().cloned()))

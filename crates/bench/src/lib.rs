@@ -21,6 +21,7 @@
 //!   side-by-side table.
 //! - [`output`], [`report`], [`plots`] — `results.csv`, `results.json`, `report.html`.
 //! - [`progress`] — the progress line on stderr.
+//! - [`timeline`] — charts of micro-batch runs over time (`moirai micro-batch-timeline`).
 //!
 //! [`run`] ties them together; [`stop_on_signals`] gives it a flag that Ctrl-C raises.
 
@@ -38,6 +39,7 @@ pub mod spec;
 pub mod storm;
 pub mod summary;
 pub mod sweep;
+pub mod timeline;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -39,6 +39,10 @@ enum Command {
     /// simulated machine of --cores cores (CFS model), written as results.csv, results.json and
     /// report.html.
     Sim(sim::SimArgs),
+    /// Draw micro-batch runs over time (commit latency, group size, coordination overhead) from
+    /// their `moirai run … --threading micro-batch --json` output, as SVG files.
+    #[command(name = "micro-batch-timeline")]
+    MicroBatchTimeline(micro_batch::TimelineArgs),
     /// An executor process of a micro-batch run, started by its driver (`--threading micro-batch`).
     #[command(name = "micro-batch-executor", hide = true)]
     MicroBatchExecutor(micro_batch::ExecutorArgs),
@@ -53,6 +57,7 @@ fn main() {
         Command::Schedule(args) => schedule::run(args),
         Command::Sim(args) => sim::run(args),
         Command::MicroBatchExecutor(args) => micro_batch::executor(args),
+        Command::MicroBatchTimeline(args) => micro_batch::timeline(args),
     };
     std::process::exit(code);
 }

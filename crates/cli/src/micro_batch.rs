@@ -7,8 +7,11 @@ use std::time::Duration;
 
 use clap::{Args, Parser};
 use moirai_engine::Threading;
-use moirai_microbatch::{AimdConfig, DriverConfig, GroupSize, KillAt, RunReport, Scheduling, WordCountJob};
+use moirai_microbatch::{
+    AimdConfig, DriverConfig, GroupSize, Job, KillAt, QueryJob, RunReport, Scheduling, WordCountJob,
+};
 use moirai_workloads::wordcount::WordCountConfig;
+use moirai_workloads::ysb::{self, YsbConfig, YsbHandle};
 
 use crate::run::{EngineArgs, Workload};
 
@@ -115,6 +118,58 @@ struct JobCommand {
     workload: Workload,
 }
 
+/// `moirai micro-batch-timeline`.
+#[derive(Args, Debug)]
+pub struct TimelineArgs {
+    /// Directory for latency.svg, group-size.svg and overhead.svg (created if missing).
+    #[arg(long)]
+    out: std::path::PathBuf,
+    /// Runs as LABEL=FILE, FILE holding a run's `--json` output.
+    #[arg(required = true)]
+    runs: Vec<String>,
+}
+
+/// Draws the timelines; its exit code.
+pub fn timeline(args: TimelineArgs) -> i32 {
+    let mut runs = Vec::new();
+    for r in &args.runs {
+        let Some((label, file)) = r.split_once('=') else {
+            eprintln!("moirai: run '{r}' must be LABEL=FILE, e.g. group-10=run.json");
+            return 2;
+        };
+        match std::fs::read_to_string(file)
+            .map_err(|e| e.to_string())
+            .and_then(|t| moirai_bench::timeline::read_run(&t))
+        {
+            Ok(v) => runs.push((label.to_string(), v)),
+            Err(e) => {
+                eprintln!("moirai: {file}: {e}");
+                return 2;
+            }
+        }
+    }
+    let charts = match moirai_bench::timeline::charts(&runs) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("moirai: {e}");
+            return 1;
+        }
+    };
+    if let Err(e) = std::fs::create_dir_all(&args.out) {
+        eprintln!("moirai: cannot create {}: {e}", args.out.display());
+        return 1;
+    }
+    for (name, svg) in charts {
+        let path = args.out.join(name);
+        if let Err(e) = std::fs::write(&path, svg) {
+            eprintln!("moirai: cannot write {}: {e}", path.display());
+            return 1;
+        }
+        println!("{}", path.display());
+    }
+    0
+}
+
 /// Runs an executor; its exit code.
 pub fn executor(args: ExecutorArgs) -> i32 {
     let job = JobCommand::try_parse_from(std::iter::once("moirai run".to_string()).chain(args.job.iter().cloned()))
@@ -122,9 +177,13 @@ pub fn executor(args: ExecutorArgs) -> i32 {
         .and_then(|c| match c.workload {
             Workload::WordCount(a) => {
                 let config = crate::run::wordcount_config(&a)?;
-                job(config, &a.engine).map_err(|e| e.to_string())
+                job(config, &a.engine).map(|j| Box::new(j) as Box<dyn Job>).map_err(|e| e.to_string())
             }
-            _ => Err("micro-batch executors run wordcount".to_string()),
+            Workload::Ysb(a) => {
+                let config = crate::run::ysb_config(&a);
+                ysb_job(config, &a.engine).map(|(j, _)| Box::new(j) as Box<dyn Job>).map_err(|e| e.to_string())
+            }
+            _ => Err("micro-batch executors run wordcount and ysb".to_string()),
         });
     let job = match job {
         Ok(j) => j,
@@ -154,14 +213,32 @@ fn interval(args: &EngineArgs) -> Duration {
     args.batch_interval.or(spec(args).interval).unwrap_or(Duration::from_millis(100))
 }
 
-fn job(config: WordCountConfig, args: &EngineArgs) -> Result<WordCountJob, moirai_microbatch::Error> {
-    let duration = if config.sentences > 0 { None } else { Some(args.duration.unwrap_or(Duration::from_secs(5))) };
-    WordCountJob::new(config, interval(args), duration)
+fn duration(args: &EngineArgs) -> Duration {
+    args.duration.unwrap_or(Duration::from_secs(5))
 }
 
-/// Runs WordCount in micro-batch mode; its exit code.
-pub fn run_wordcount(config: WordCountConfig, args: &EngineArgs) -> i32 {
-    match try_run(config, args) {
+fn job(config: WordCountConfig, args: &EngineArgs) -> Result<WordCountJob, moirai_microbatch::Error> {
+    let duration = if config.sentences > 0 { None } else { Some(duration(args)) };
+    let job = WordCountJob::new(config, interval(args), duration)?;
+    Ok(if args.single_stage { job.single_stage() } else { job })
+}
+
+/// YSB's query as a micro-batch job, and the handle to its output. Its events are scheduled from
+/// time 0 so that every process regenerates the same ones.
+fn ysb_job(mut config: YsbConfig, args: &EngineArgs) -> Result<(QueryJob, YsbHandle), moirai_microbatch::Error> {
+    use moirai_microbatch::Error;
+    if args.single_stage {
+        return Err(Error::Config("--single-stage is WordCount's; YSB's stages are its query's".into()));
+    }
+    config.origin_ns = Some(0);
+    let (mut queries, handle) = ysb::queries(&config).map_err(|e| Error::Config(e.to_string()))?;
+    let query = queries.pop().ok_or_else(|| Error::Config("YSB built no query".into()))?;
+    let tuples = (config.events > 0).then_some(config.events);
+    Ok((QueryJob::new(query, interval(args), tuples, duration(args))?, handle))
+}
+
+fn exit_code(result: Result<(), moirai_microbatch::Error>) -> i32 {
+    match result {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("moirai: {e}");
@@ -170,10 +247,83 @@ pub fn run_wordcount(config: WordCountConfig, args: &EngineArgs) -> i32 {
     }
 }
 
-fn try_run(config: WordCountConfig, args: &EngineArgs) -> Result<(), moirai_microbatch::Error> {
+/// Runs WordCount in micro-batch mode; its exit code.
+pub fn run_wordcount(config: WordCountConfig, args: &EngineArgs) -> i32 {
+    exit_code(job(config, args).and_then(|job| {
+        let config = driver_config(args)?;
+        let report = moirai_microbatch::driver::run(&config, &job)?;
+        let check = match job.check(&report.counts()) {
+            Ok(()) => "counts equal a naive count".to_string(),
+            Err(e) => e,
+        };
+        let extra = serde_json::json!({ "distinct_words": report.counts().len(), "check": check });
+        let commit = sorted(report.commit_ms.clone());
+        print("wordcount", &report, &job, job.rate(), job.sentences_total(), &commit, &config, args.json, extra);
+        Ok(())
+    }))
+}
+
+/// Runs YSB in micro-batch mode; its exit code. The query's sink runs in this (the driver's)
+/// process, fed the committed window results in micro-batch order.
+pub fn run_ysb(config: YsbConfig, args: &EngineArgs) -> i32 {
+    exit_code(ysb_job(config.clone(), args).and_then(|(job, handle)| {
+        use moirai_microbatch::Error;
+        let driver = driver_config(args)?;
+        let report = moirai_microbatch::driver::run(&driver, &job)?;
+        let mut sink = job.sink();
+        for output in report.outputs.values() {
+            let values = output.as_array().cloned().unwrap_or_default();
+            sink.push(values).map_err(Error::Protocol)?;
+        }
+        sink.finish();
+        let (latency, early) = window_latency(&report, job.interval_ms());
+        let check = match handle.check() {
+            Ok(()) => "window counts equal a naive count".to_string(),
+            Err(e) => e.to_string(),
+        };
+        let events = if config.events > 0 {
+            config.events
+        } else {
+            (config.rate * report.batches as f64 * job.interval_ms() as f64 / 1e3) as u64
+        };
+        let extra = serde_json::json!({
+            "window_latency_ms": latency_summary(&latency),
+            "windows_closed_early": early,
+            "windows": handle.window_counts().len(),
+            "check": check,
+        });
+        print("ysb", &report, &job, job.rate(), events, &latency, &driver, args.json, extra);
+        Ok(())
+    }))
+}
+
+/// Per window result: its commit time − its last event time (the window's end), ms, sorted; and
+/// the results committed before their window's end (closed by the end of a finite input).
+fn window_latency(report: &RunReport, interval_ms: u64) -> (Vec<f64>, u64) {
+    let (mut latency, mut early) = (Vec::new(), 0);
+    for ((batch, _), output) in &report.outputs {
+        let Some(commit) = report.commit_ms.get(*batch as usize) else { continue };
+        let batch_end_ms = ((batch + 1) * interval_ms) as f64;
+        for t in output.as_array().into_iter().flatten() {
+            let end_ms = t[1]["end_ns"].as_u64().unwrap_or(0) as f64 / 1e6;
+            if end_ms > batch_end_ms {
+                early += 1;
+            } else {
+                latency.push(commit + batch_end_ms - end_ms);
+            }
+        }
+    }
+    (sorted(latency), early)
+}
+
+fn sorted(mut v: Vec<f64>) -> Vec<f64> {
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+fn driver_config(args: &EngineArgs) -> Result<DriverConfig, moirai_microbatch::Error> {
     use moirai_microbatch::Error;
     let spec = spec(args);
-    let job = job(config, args)?;
     let group = args.group.or(spec.group).unwrap_or(GroupFlag::Auto);
     let (lower, upper) = args.overhead_bounds;
     let scheduling = match group {
@@ -199,7 +349,7 @@ fn try_run(config: WordCountConfig, args: &EngineArgs) -> Result<(), moirai_micr
         .position(|a| a == "run")
         .map(|i| argv[i + 1..].to_vec())
         .ok_or_else(|| Error::Config("micro-batch runs start from `moirai run <workload>`".into()))?;
-    let config = DriverConfig {
+    Ok(DriverConfig {
         executors: args.executors.or(spec.executors).unwrap_or(2),
         scheduling,
         program: std::env::current_exe().map_err(|e| Error::Io("find the moirai executable".into(), e))?,
@@ -209,10 +359,7 @@ fn try_run(config: WordCountConfig, args: &EngineArgs) -> Result<(), moirai_micr
         checkpoint_every: 10,
         kill,
         verbose: args.verbose,
-    };
-    let report = moirai_microbatch::driver::run(&config, &job)?;
-    print(&report, &job, &config, args.json);
-    Ok(())
+    })
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -224,7 +371,7 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 
 /// The commit latencies (sorted) as the lab's latency summary: one value per micro-batch, the time
 /// from the end of its interval (when its last record was due) to its commit.
-fn latency(sorted: &[f64]) -> serde_json::Value {
+fn latency_summary(sorted: &[f64]) -> serde_json::Value {
     serde_json::json!({
         "count": sorted.len(),
         "mean": sorted.iter().sum::<f64>() / sorted.len().max(1) as f64,
@@ -237,25 +384,33 @@ fn latency(sorted: &[f64]) -> serde_json::Value {
     })
 }
 
-fn print(report: &RunReport, job: &WordCountJob, config: &DriverConfig, json: bool) {
-    let mut commit = report.commit_ms.clone();
-    commit.sort_by(f64::total_cmp);
-    let check = match job.check(&report.counts()) {
-        Ok(()) => "counts equal a naive count".to_string(),
-        Err(e) => e,
-    };
-    let latency = latency(&commit);
+/// Prints the run's summary; `e2e` is the sorted end-to-end latency the lab reads (WordCount:
+/// per micro-batch, its commit latency; YSB: per window, its window latency).
+#[allow(clippy::too_many_arguments)]
+fn print(
+    workload: &str,
+    report: &RunReport,
+    job: &dyn Job,
+    rate: f64,
+    tuples_in: u64,
+    e2e: &[f64],
+    config: &DriverConfig,
+    json: bool,
+    extra: serde_json::Value,
+) {
+    let commit = sorted(report.commit_ms.clone());
+    let latency = latency_summary(e2e);
     let wall_s = report.wall_ms / 1e3;
-    let results: usize = report.outputs.values().map(Vec::len).sum();
-    let summary = serde_json::json!({
-        "workload": "wordcount",
+    let results: usize = report.outputs.values().map(|v| v.as_array().map_or(0, Vec::len)).sum();
+    let mut summary = serde_json::json!({
+        "workload": workload,
         "threading": "micro-batch",
-        "offered_rate": job.rate(),
+        "offered_rate": rate,
         "duration_s": report.batches as f64 * job.interval_ms() as f64 / 1e3,
         "measured_s": wall_s,
-        "tuples_in": job.sentences_total(),
+        "tuples_in": tuples_in,
         "tuples_out": results,
-        "ingress_tps": job.sentences_total() as f64 / wall_s.max(1e-9),
+        "ingress_tps": tuples_in as f64 / wall_s.max(1e-9),
         "egress_tps": results as f64 / wall_s.max(1e-9),
         "latency_ms": latency,
         "e2e_latency_ms": latency,
@@ -269,18 +424,27 @@ fn print(report: &RunReport, job: &WordCountJob, config: &DriverConfig, json: bo
         "groups": report.groups,
         "wall_ms": report.wall_ms,
         "ms_per_batch": report.ms_per_batch(),
+        "coordination_ms_per_batch": report.coordination_ms_per_batch(),
+        "compute_ms_per_batch": report.compute_ms_per_batch(),
+        "decision_ms_per_batch": report.decision_ms / report.batches.max(1) as f64,
+        "stages": if job.reduce_partitions() == 0 { 1 } else { 2 },
         "commit_latency_ms": { "p50": percentile(&commit, 0.5), "p99": percentile(&commit, 0.99), "max": percentile(&commit, 1.0) },
         "mean_overhead": report.overheads.iter().sum::<f64>() / report.overheads.len().max(1) as f64,
         "group_changes": report.group_changes,
         "recoveries": report.recoveries,
-        "distinct_words": report.counts().len(),
-        "check": check,
+        "group_sizes": report.group_sizes,
+        "overheads": report.overheads,
+        "commit_ms": report.commit_ms,
     });
+    if let (Some(s), serde_json::Value::Object(extra)) = (summary.as_object_mut(), extra) {
+        s.extend(extra);
+    }
+    let check = summary["check"].as_str().unwrap_or("").to_string();
     if json {
         println!("{summary}");
         return;
     }
-    println!("workload          wordcount (micro-batch, {} executors, {:?})", config.executors, config.scheduling);
+    println!("workload          {workload} (micro-batch, {} executors, {:?})", config.executors, config.scheduling);
     println!(
         "micro-batches     {} of {} ms, {} groups, {} scheduling decisions",
         report.batches,
@@ -288,7 +452,13 @@ fn print(report: &RunReport, job: &WordCountJob, config: &DriverConfig, json: bo
         report.groups,
         report.decisions
     );
-    println!("time per batch    {:.2} ms (wall {:.0} ms)", report.ms_per_batch(), report.wall_ms);
+    println!(
+        "time per batch    {:.2} ms (wall {:.0} ms): coordination {:.3} ms, compute {:.3} ms",
+        report.ms_per_batch(),
+        report.wall_ms,
+        report.coordination_ms_per_batch(),
+        report.compute_ms_per_batch()
+    );
     let what = if config.paced { "commit latency" } else { "commit time" };
     println!(
         "{what:<17} p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",

@@ -57,7 +57,7 @@ pub struct EngineArgs {
     /// threads, any runs any operator), elastic[:MIN-MAX][,start=N][,period=1s] (a pool sized at
     /// run time), fused[:NAME,...] (all operators on one thread, or on named threads).
     /// micro-batch[:interval=D][:group=G][:executors=E] runs the workload as Drizzle's
-    /// micro-batches on executor processes (wordcount; see docs/micro-batch.md).
+    /// micro-batches on executor processes (wordcount, ysb; see docs/micro-batch.md).
     #[arg(long, default_value = "dedicated", value_parser = crate::micro_batch::parse_threading)]
     pub(crate) threading: ThreadingFlag,
     /// Micro-batch: the batch interval (e.g. 100ms) [default: 100ms].
@@ -80,6 +80,10 @@ pub struct EngineArgs {
     /// Micro-batch: kill -9 executor ID once micro-batch B is committed (ID@B), to see recovery.
     #[arg(long)]
     pub(crate) kill_executor: Option<String>,
+    /// Micro-batch, wordcount: one stage — map tasks send their window counts straight to the
+    /// sink, without a shuffle or reduce tasks (Drizzle's single-stage job).
+    #[arg(long)]
+    pub(crate) single_stage: bool,
     /// Print the threading model's decisions (the elastic thread level) on stderr.
     #[arg(short, long)]
     pub(crate) verbose: bool,
@@ -289,7 +293,7 @@ pub struct YsbArgs {
     #[arg(long, default_value_t = 0)]
     seed: u64,
     #[command(flatten)]
-    engine: EngineArgs,
+    pub(crate) engine: EngineArgs,
 }
 
 /// Distribution of sampled queue lengths (tuples), over all operators and samples.
@@ -462,15 +466,10 @@ pub fn run(workload: Workload) -> i32 {
             execute("wordcount", &a.engine, built, params)
         }
         Workload::Ysb(a) => {
-            let config = YsbConfig {
-                rate: a.engine.rate,
-                seed: a.seed,
-                parallelism: a.parallelism,
-                events: a.events,
-                campaigns: a.campaigns,
-                window_ms: a.window_ms,
-                ..YsbConfig::default()
-            };
+            let config = ysb_config(&a);
+            if let ThreadingFlag::MicroBatch(_) = a.engine.threading {
+                return crate::micro_batch::run_ysb(config, &a.engine);
+            }
             let params = serde_json::json!({
                 "parallelism": a.parallelism, "campaigns": a.campaigns, "events": a.events,
                 "window_ms": a.window_ms, "seed": a.seed,
@@ -492,6 +491,19 @@ pub fn run(workload: Workload) -> i32 {
             });
             execute("ysb", &a.engine, built, params)
         }
+    }
+}
+
+/// The YSB configuration the flags ask for.
+pub(crate) fn ysb_config(a: &YsbArgs) -> YsbConfig {
+    YsbConfig {
+        rate: a.engine.rate,
+        seed: a.seed,
+        parallelism: a.parallelism,
+        events: a.events,
+        campaigns: a.campaigns,
+        window_ms: a.window_ms,
+        ..YsbConfig::default()
     }
 }
 
@@ -597,9 +609,17 @@ fn execute(
     let threading = match &args.threading {
         ThreadingFlag::Engine(t) => t.clone(),
         ThreadingFlag::MicroBatch(_) => {
+            // Say which operator stands in the way, if one does.
+            let why = match queries {
+                Ok((queries, _)) => queries
+                    .into_iter()
+                    .find_map(|q| q.stages().err())
+                    .map_or("its runner is not wired to micro-batch mode".to_string(), |e| e.to_string()),
+                Err(e) => e,
+            };
             eprintln!(
-                "moirai: --threading micro-batch runs wordcount so far; {name} needs the continuous engine \
-                 (--threading dedicated, dynamic, elastic, fused or policy)"
+                "moirai: {name} cannot run in micro-batch mode (wordcount and ysb can): {why}; run it on the \
+                 continuous engine (--threading dedicated, dynamic, elastic, fused or policy)"
             );
             return 2;
         }

@@ -1,14 +1,16 @@
 //! Micro-batch execution with real executor processes of the `moirai` binary on loopback: its
-//! WordCount counts equal the continuous engine's, group scheduling takes one decision per group,
-//! a `kill -9` of an executor changes nothing in the committed output, bad input exits 2.
+//! WordCount counts and YSB window counts equal the continuous engine's, group scheduling takes
+//! one decision per group, a `kill -9` of an executor changes nothing in the committed output,
+//! bad input exits 2.
 
 use std::collections::BTreeMap;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use moirai_engine::{Engine, EngineConfig};
-use moirai_microbatch::{driver, DriverConfig, GroupSize, KillAt, RunReport, Scheduling, WordCountJob};
+use moirai_microbatch::{driver, DriverConfig, GroupSize, KillAt, QueryJob, RunReport, Scheduling, WordCountJob};
 use moirai_workloads::wordcount::{self, WordCountConfig};
+use moirai_workloads::ysb::{self, YsbConfig};
 
 const BIN: &str = env!("CARGO_BIN_EXE_moirai");
 
@@ -110,7 +112,11 @@ fn counts_equal_the_continuous_engine_under_both_schedulings() {
     assert_eq!(per_batch.window_counts(), group.window_counts(), "the same windows either way");
     let windows: std::collections::BTreeSet<u64> = per_batch.window_counts().keys().map(|(w, _)| *w).collect();
     assert_eq!(windows.into_iter().collect::<Vec<_>>(), vec![0, 50, 100, 150], "four windows of 50 ms");
-    let closed_early = per_batch.outputs.iter().filter(|((b, _), out)| *b < 19 && !out.is_empty()).count();
+    let closed_early = per_batch
+        .outputs
+        .iter()
+        .filter(|((b, _), out)| *b < 19 && out.as_array().is_some_and(|a| !a.is_empty()))
+        .count();
     assert!(closed_early > 0, "windows are emitted as micro-batches close them, not only at the end");
     assert_eq!(per_batch.commit_ms.len(), 20, "every micro-batch committed");
 }
@@ -179,6 +185,108 @@ fn a_silent_executor_is_found_by_its_heartbeats() {
     assert_eq!(silent.outputs, clean.outputs, "the same output without the executor");
 }
 
+/// 3000 YSB events at 10000/s: 300 ms of input, 15 micro-batches of 20 ms, windows of 50 ms.
+const YSB: [&str; 13] = [
+    "ysb",
+    "--events",
+    "3000",
+    "--rate",
+    "10000",
+    "--parallelism",
+    "2",
+    "--window-ms",
+    "50",
+    "--campaigns",
+    "10",
+    "--batch-interval",
+    "20ms",
+];
+
+/// YSB as the executors build it: events scheduled from time 0.
+fn ysb_config() -> YsbConfig {
+    YsbConfig {
+        events: 3000,
+        rate: 10_000.0,
+        parallelism: 2,
+        window_ms: 50,
+        campaigns: 10,
+        origin_ns: Some(0),
+        ..YsbConfig::default()
+    }
+}
+
+type CampaignWindows = BTreeMap<(String, u64), u64>;
+
+/// A YSB micro-batch run: its report, and the views per (campaign, window) its sink received.
+fn run_ysb(executors: usize, scheduling: Scheduling, kill: Option<KillAt>) -> (RunReport, CampaignWindows) {
+    let (mut queries, handle) = ysb::queries(&ysb_config()).unwrap();
+    let job = QueryJob::new(queries.pop().unwrap(), Duration::from_millis(20), Some(3000), Duration::ZERO).unwrap();
+    let config = DriverConfig {
+        job_args: YSB.iter().map(|s| s.to_string()).collect(),
+        ..driver_config(executors, scheduling, kill)
+    };
+    let report = driver::run(&config, &job).expect("the micro-batch run succeeds");
+    assert_eq!(children(), 0, "every executor process is stopped and reaped");
+    let mut sink = job.sink();
+    for output in report.outputs.values() {
+        sink.push(output.as_array().cloned().unwrap_or_default()).unwrap();
+    }
+    sink.finish();
+    handle.check().expect("the window counts equal a naive count of the input");
+    (report, handle.window_counts())
+}
+
+fn continuous_ysb() -> CampaignWindows {
+    let (queries, handle) = ysb::queries(&ysb_config()).unwrap();
+    let engine = Engine::start(EngineConfig::default(), queries).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !engine.is_finished() {
+        if Instant::now() > deadline {
+            engine.abort();
+            panic!("the continuous YSB did not finish within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    engine.wait().unwrap();
+    handle.window_counts()
+}
+
+#[test]
+fn ysb_window_counts_equal_the_continuous_engine_also_after_a_kill() {
+    let _serial = serial();
+    let expected = continuous_ysb();
+    let windows: std::collections::BTreeSet<u64> = expected.keys().map(|(_, w)| *w).collect();
+    assert_eq!(windows.len(), 6, "300 ms of events in windows of 50 ms: {windows:?}");
+    assert!(expected.values().sum::<u64>() > 900, "about a third of 3000 events are views");
+    let (per_batch, got) = run_ysb(2, Scheduling::PerBatch, None);
+    assert_eq!(per_batch.batches, 15);
+    assert_eq!(got, expected, "per-batch scheduling counts what the continuous engine counts");
+    let (group, got) = run_ysb(3, Scheduling::Group(GroupSize::Fixed(4)), None);
+    assert_eq!(group.decisions, 4, "15 micro-batches in groups of 4");
+    assert_eq!(got, expected, "group scheduling counts what the continuous engine counts");
+    let emitted_early =
+        group.outputs.iter().filter(|((b, _), v)| *b < 14 && v.as_array().is_some_and(|a| !a.is_empty()));
+    assert!(emitted_early.count() > 0, "windows are emitted as watermarks close them, not only at the end");
+    let (failed, got) = run_ysb(3, Scheduling::Group(GroupSize::Fixed(4)), Some(KillAt { executor: 2, batch: 9 }));
+    assert_eq!(failed.recoveries.len(), 1, "one recovery");
+    assert_eq!(failed.recoveries[0].from_batch, 8, "replayed from the checkpoint after micro-batch 7");
+    assert_eq!(got, expected, "a kill -9 mid-run changes no window count");
+    assert_eq!(failed.outputs, group.outputs, "every output committed once, as without failure");
+}
+
+#[test]
+fn a_single_stage_job_has_no_reduce_tasks_and_counts_the_same() {
+    let _serial = serial();
+    let job = job().single_stage();
+    let mut config = driver_config(2, Scheduling::Group(GroupSize::Fixed(5)), None);
+    config.job_args.push("--single-stage".into());
+    let report = driver::run(&config, &job).unwrap();
+    assert_eq!(children(), 0);
+    assert_eq!(report.decisions, 4);
+    assert_eq!(report.counts(), continuous_counts(), "map-side counts summed equal the continuous engine's");
+    assert!(report.compute_ms > 0.0 && report.coordination_ms >= 0.0, "{report:?}");
+}
+
 fn moirai(args: &[&str]) -> (Option<i32>, String, String) {
     let out = Command::new(BIN).arg("run").args(args).output().expect("run moirai");
     (
@@ -208,8 +316,32 @@ fn the_command_line_runs_micro_batches_and_refuses_what_it_cannot_run() {
     assert_eq!(v["check"], "counts equal a naive count", "{v}");
     assert_eq!((v["batches"].as_u64(), v["decisions"].as_u64()), (Some(5), Some(1)), "{v}");
 
-    let refused: [(&[&str], &str); 6] = [
-        (&["ysb", "--events", "100", "--rate", "1000", "--threading", "micro-batch"], "runs wordcount so far"),
+    let (code, out, err) = moirai(&[
+        "ysb",
+        "--events",
+        "2000",
+        "--rate",
+        "10000",
+        "--window-ms",
+        "50",
+        "--threading",
+        "micro-batch:group=5:executors=2:interval=20ms",
+        "--json",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    assert_eq!(v["check"], "window counts equal a naive count", "{v}");
+    assert!(v["window_latency_ms"]["count"].as_u64() > Some(0), "{v}");
+
+    let refused: [(&[&str], &str); 7] = [
+        (
+            &["linear-road", "--rate", "1000", "--duration", "1s", "--threading", "micro-batch"],
+            "operator 'vehicles': a keyed process",
+        ),
+        (
+            &["ysb", "--events", "100", "--rate", "1000", "--threading", "micro-batch", "--single-stage"],
+            "--single-stage",
+        ),
         (&["wordcount", "--sentences", "100", "--rate", "0", "--threading", "micro-batch"], "--rate"),
         (
             &["wordcount", "--sentences", "100", "--rate", "100", "--threading", "micro-batch", "--group", "0"],

@@ -14,6 +14,8 @@
 //! - [`task`]: the runtime of one physical operator, whose steps never block; [`executor`]:
 //!   threading models that run tasks (dedicated threads, a dynamic or elastic worker pool, fused
 //!   threads); [`elastic`]: the elastic thread-level algorithm.
+//! - [`stages`]: a query cut into map side, shuffle, reduce side and sink, for micro-batch
+//!   execution (`moirai-microbatch`).
 //! - [`metrics`] and the HTTP endpoint (`/metrics`, `/topology`) through which the middleware
 //!   sees the engine; [`engine`]: starting, stopping and reporting.
 #![forbid(missing_docs)]
@@ -36,6 +38,7 @@ pub mod query;
 pub mod router;
 pub mod sink;
 pub mod source;
+pub mod stages;
 pub mod task;
 pub mod tuple;
 pub mod user_level;

@@ -46,6 +46,7 @@ use crate::ops::{Filter, FlatMap, Identity, KeyedProcess, Map};
 use crate::router::{KeyHash, Out, Route, Router};
 use crate::sink::{SinkFn, SinkInput};
 use crate::source::{Offered, Source, SourceTask};
+use crate::stages::{Cursor, Role, SourceCursor, Wire, WireCode};
 use crate::task::{OneInputTask, Port, Progress, StopFlag, Task, TwoInputTask};
 use crate::tuple::{Data, Tuple};
 use crate::window::{Aggregate, Window, WindowAggregate, WindowResult};
@@ -75,6 +76,11 @@ pub(crate) trait NodeCode: Send {
     fn task(&self, ctx: &InstanceContext, receivers: Vec<Vec<AnyBox>>, down: Option<AnyBox>) -> Box<dyn Task>;
     /// The rate a source offers (none for other operators).
     fn offered(&self) -> Option<Offered> {
+        None
+    }
+    /// A source as the head of a micro-batch map task feeding `head` (a `Box<dyn Input<Out>>`);
+    /// none for other operators.
+    fn source_cursor(&self, _instance: usize, _parallelism: usize, _head: AnyBox) -> Option<Box<dyn SourceCursor>> {
         None
     }
 }
@@ -112,11 +118,11 @@ pub(crate) trait OutputCode: Send {
 
 const TYPES: &str = "moirai bug: a stream's type does not match its operator";
 
-fn down<T: 'static>(down: Option<AnyBox>) -> Box<dyn Input<T>> {
+pub(crate) fn down<T: 'static>(down: Option<AnyBox>) -> Box<dyn Input<T>> {
     *down.expect("moirai bug: an operator without downstream").downcast::<Box<dyn Input<T>>>().expect(TYPES)
 }
 
-fn input<T: 'static>(input: Box<dyn Input<T>>) -> AnyBox {
+pub(crate) fn input<T: 'static>(input: Box<dyn Input<T>>) -> AnyBox {
     Box::new(input)
 }
 
@@ -255,6 +261,9 @@ impl<T: Data> NodeCode for SourceCode<T> {
     fn offered(&self) -> Option<Offered> {
         Some(self.0.offered)
     }
+    fn source_cursor(&self, instance: usize, parallelism: usize, head: AnyBox) -> Option<Box<dyn SourceCursor>> {
+        Some(Box::new(Cursor::new(self.0.clone(), instance, parallelism, down::<T>(Some(head)))))
+    }
 }
 
 struct TwoInputCode<L, R, Out, Op, M> {
@@ -287,6 +296,10 @@ pub(crate) struct NodeEntry {
     pub(crate) node: LogicalNode,
     pub(crate) code: Box<dyn NodeCode>,
     pub(crate) output: Option<Box<dyn OutputCode>>,
+    /// What the operator is, for micro-batch execution's translation.
+    pub(crate) role: Role,
+    /// How its output crosses processes, when declared with [`Stream::serde`].
+    pub(crate) wire: Option<Arc<dyn WireCode>>,
 }
 
 pub(crate) struct EdgeEntry {
@@ -354,8 +367,13 @@ impl Query {
             let query = g.name.clone();
             g.errors.push(BuildError::Config(format!("query '{query}', source '{name}': {e}")));
         }
-        let id =
-            self.add(name, NodeKind::Source, 0, Box::new(SourceCode(source)), Some(Box::new(Typed::<T>(PhantomData))));
+        let id = self.add(
+            name,
+            NodeKind::Source,
+            Role::Source,
+            Box::new(SourceCode(source)),
+            Some(Box::new(Typed::<T>(PhantomData))),
+        );
         Stream::new(self.graph.clone(), id)
     }
 
@@ -363,14 +381,19 @@ impl Query {
         &self,
         name: &str,
         kind: NodeKind,
-        ports: usize,
+        role: Role,
         code: Box<dyn NodeCode>,
         output: Option<Box<dyn OutputCode>>,
     ) -> NodeId {
+        let ports = match role {
+            Role::Source => 0,
+            Role::Join => 2,
+            _ => 1,
+        };
         let mut g = lock(&self.graph);
         let node =
             LogicalNode { query: g.name.clone(), name: name.to_string(), kind, ports, parallelism: 1, thread: None };
-        g.nodes.push(NodeEntry { node, code, output });
+        g.nodes.push(NodeEntry { node, code, output, role, wire: None });
         g.nodes.len() - 1
     }
 
@@ -455,12 +478,12 @@ impl<T: Data> Stream<T> {
         g.edges.push(EdgeEntry { edge, partitioning: self.partitioning, key_hash: self.key_hash.clone() });
     }
 
-    fn then<U: Data>(self, name: &str, kind: NodeKind, code: Box<dyn NodeCode>) -> Stream<U> {
+    fn then<U: Data>(self, name: &str, kind: NodeKind, role: Role, code: Box<dyn NodeCode>) -> Stream<U> {
         let output: Option<Box<dyn OutputCode>> = match kind {
             NodeKind::Sink => None,
             _ => Some(Box::new(Typed::<U>(PhantomData))),
         };
-        let id = self.query().add(name, kind, 1, code, output);
+        let id = self.query().add(name, kind, role, code, output);
         if kind == NodeKind::Sink {
             // A sink has no stream to call `.parallelism` on: it runs as many instances as its
             // input, so that it can be chained and no single sink thread bottlenecks the query.
@@ -525,13 +548,13 @@ impl<T: Data> Stream<T> {
     /// Applies `f` to each tuple's data.
     pub fn map<U: Data>(self, name: &str, f: impl Fn(T) -> U + Send + Sync + 'static) -> Stream<U> {
         let f = Arc::new(f);
-        self.process(name, move |_| Map(f.clone()))
+        self.process_as(name, Role::Stateless("map"), move |_| Map(f.clone()))
     }
 
     /// Keeps the tuples for which `f` is true.
     pub fn filter(self, name: &str, f: impl Fn(&T) -> bool + Send + Sync + 'static) -> Stream<T> {
         let f = Arc::new(f);
-        self.process(name, move |_| Filter(f.clone()))
+        self.process_as(name, Role::Stateless("filter"), move |_| Filter(f.clone()))
     }
 
     /// Replaces each tuple by the items `f` returns.
@@ -541,7 +564,7 @@ impl<T: Data> Stream<T> {
         f: impl Fn(T) -> I + Send + Sync + 'static,
     ) -> Stream<U> {
         let f = Arc::new(f);
-        self.process(name, move |_| FlatMap(f.clone()))
+        self.process_as(name, Role::Stateless("flat_map"), move |_| FlatMap(f.clone()))
     }
 
     /// Runs a custom [`Operator`], made per instance by `make(instance)`.
@@ -550,7 +573,32 @@ impl<T: Data> Stream<T> {
         name: &str,
         make: impl Fn(usize) -> Op + Send + 'static,
     ) -> Stream<U> {
-        self.then(name, NodeKind::Operator, Box::new(OneInputCode { make, _types: PhantomData }))
+        self.process_as(name, Role::Process, make)
+    }
+
+    fn process_as<U: Data, Op: Operator<T, U>>(
+        self,
+        name: &str,
+        role: Role,
+        make: impl Fn(usize) -> Op + Send + 'static,
+    ) -> Stream<U> {
+        self.then(name, NodeKind::Operator, role, Box::new(OneInputCode { make, _types: PhantomData }))
+    }
+
+    /// Declares that this stream's data can cross processes as JSON (serde), which micro-batch
+    /// execution needs where the stream is shuffled (before `key_by`) or reaches the sink.
+    ///
+    /// ```
+    /// # use moirai_engine::{Query, Source};
+    /// let q = Query::new("q");
+    /// q.source("s", Source::new(|_, _| 0..3u64)).map("double", |x: u64| 2 * x).serde().discard("out");
+    /// ```
+    pub fn serde(self) -> Self
+    where
+        T: serde::Serialize + serde::de::DeserializeOwned,
+    {
+        lock(&self.graph).nodes[self.node].wire = Some(Arc::new(Wire::<T>::new()));
+        self
     }
 
     /// Merges this stream with `others` (of the same query) into one.
@@ -558,6 +606,7 @@ impl<T: Data> Stream<T> {
         let merged: Stream<T> = self.clone().then(
             name,
             NodeKind::Operator,
+            Role::Union,
             Box::new(OneInputCode::<T, T, Identity, _> { make: |_| Identity, _types: PhantomData }),
         );
         for other in others {
@@ -592,7 +641,8 @@ impl<T: Data> Stream<T> {
         make: impl Fn(usize) -> F + Send + 'static,
     ) {
         let make = move |i: usize| -> SinkFn<T> { Box::new(make(i)) };
-        let _: Stream<()> = self.then(name, NodeKind::Sink, Box::new(SinkCode { make, _types: PhantomData }));
+        let _: Stream<()> =
+            self.then(name, NodeKind::Sink, Role::Sink, Box::new(SinkCode { make, _types: PhantomData }));
     }
 
     /// Ends the stream in `f`, shared by all instances.
@@ -659,7 +709,7 @@ impl<K: Data + Hash + Eq, T: Data> KeyedStream<K, T> {
         f: impl FnMut(&K, &mut S, Tuple<T>, &mut Output<'_, U>) + Clone + Send + 'static,
     ) -> Stream<U> {
         let (key, init) = (self.key, Arc::new(init));
-        self.stream.process(name, move |_| KeyedProcess {
+        self.stream.process_as(name, Role::Keyed("keyed process"), move |_| KeyedProcess {
             key: key.clone(),
             init: init.clone(),
             f: f.clone(),
@@ -675,7 +725,16 @@ impl<K: Data + Hash + Eq, T: Data> KeyedStream<K, T> {
         name: &str,
         make: impl Fn(usize) -> Op + Send + 'static,
     ) -> Stream<U> {
-        self.stream.process(name, make)
+        self.stream.process_as(name, Role::Keyed("keyed operator"), make)
+    }
+
+    /// Declares that the keyed stream's data can cross processes (see [`Stream::serde`]).
+    pub fn serde(mut self) -> Self
+    where
+        T: serde::Serialize + serde::de::DeserializeOwned,
+    {
+        self.stream = self.stream.serde();
+        self
     }
 
     /// Aggregates each key's tuples per window.
@@ -686,7 +745,8 @@ impl<K: Data + Hash + Eq, T: Data> KeyedStream<K, T> {
             g.errors.push(BuildError::Config(format!("query '{query}', window '{name}': {e}")));
         }
         let key = self.key;
-        self.stream.process(name, move |_| WindowAggregate::new(window, key.clone(), agg.clone()))
+        self.stream
+            .process_as(name, Role::Window(window), move |_| WindowAggregate::new(window, key.clone(), agg.clone()))
     }
 
     /// Joins with `right` on the key: emits `f(key, l, r)` for each pair whose event times satisfy
@@ -726,7 +786,8 @@ impl<K: Data + Hash + Eq, T: Data> KeyedStream<K, T> {
             right: FxHashMap::default(),
         };
         let code = TwoInputCode::<T, R, U, _, _> { make, _types: PhantomData };
-        let id = query.add(name, NodeKind::Operator, 2, Box::new(code), Some(Box::new(Typed::<U>(PhantomData))));
+        let id =
+            query.add(name, NodeKind::Operator, Role::Join, Box::new(code), Some(Box::new(Typed::<U>(PhantomData))));
         self.stream.connect(id, 0);
         if Arc::ptr_eq(&self.stream.graph, &right.stream.graph) {
             right.stream.connect(id, 1);

@@ -179,7 +179,7 @@ impl<T: 'static> Aggregate<T> for Agg<T> {
 }
 
 /// What a window aggregate emits: one per key and window that had tuples.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct WindowResult<K, V> {
     /// The key.
     pub key: K,

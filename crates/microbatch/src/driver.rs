@@ -26,10 +26,12 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
+use serde_json::Value;
 
 use crate::aimd::{Aimd, AimdConfig, GroupChange};
-use crate::job::{PartitionState, WindowCount, WordCountJob};
+use crate::job::Job;
 use crate::protocol::{receive, send, MapTask, ReduceTask, ToDriver, ToExecutor};
+use crate::wordcount::WindowCount;
 use crate::Error;
 
 /// How tasks are handed out.
@@ -156,34 +158,56 @@ pub struct RunReport {
     pub commit_ms: Vec<f64>,
     /// Coordination overhead measured per group.
     pub overheads: Vec<f64>,
+    /// Compute time: per group, the most occupied executor's time running tasks, summed, ms.
+    pub compute_ms: f64,
+    /// Coordination time: per group, its wall time less the least coordination-bound executor's
+    /// task and input-wait time (decisions, barriers, messages, the shuffle's latency), summed, ms.
+    pub coordination_ms: f64,
+    /// The driver's time making and sending decisions, summed, ms (part of the coordination).
+    pub decision_ms: f64,
     /// Group size of each group.
     pub group_sizes: Vec<u64>,
     /// Group size changes (AIMD).
     pub group_changes: Vec<TimedChange>,
     /// Recoveries.
     pub recoveries: Vec<Recovery>,
-    /// The committed outputs: (micro-batch, reduce partition) → windows closed.
+    /// The committed outputs: (micro-batch, sink partition) → what it emitted.
     #[serde(skip)]
-    pub outputs: BTreeMap<(u64, usize), Vec<WindowCount>>,
+    pub outputs: BTreeMap<(u64, usize), Value>,
 }
 
 impl RunReport {
-    /// Count per word over all windows.
+    /// WordCount's outputs as window counts.
+    fn word_counts(&self) -> impl Iterator<Item = WindowCount> + '_ {
+        self.outputs.values().flat_map(|v| serde_json::from_value::<Vec<WindowCount>>(v.clone()).unwrap_or_default())
+    }
+
+    /// WordCount: count per word over all windows.
     pub fn counts(&self) -> BTreeMap<String, u64> {
         let mut counts = BTreeMap::new();
-        for (_, word, c) in self.outputs.values().flatten() {
+        for (_, word, c) in self.word_counts() {
             *counts.entry(word.clone()).or_insert(0) += c;
         }
         counts
     }
 
-    /// Count per (window start ms, word).
+    /// WordCount: count per (window start ms, word).
     pub fn window_counts(&self) -> BTreeMap<(u64, String), u64> {
         let mut counts = BTreeMap::new();
-        for (w, word, c) in self.outputs.values().flatten() {
-            *counts.entry((*w, word.clone())).or_insert(0) += c;
+        for (w, word, c) in self.word_counts() {
+            *counts.entry((w, word)).or_insert(0) += c;
         }
         counts
+    }
+
+    /// Coordination time per micro-batch, ms.
+    pub fn coordination_ms_per_batch(&self) -> f64 {
+        self.coordination_ms / self.batches.max(1) as f64
+    }
+
+    /// Compute time per micro-batch, ms.
+    pub fn compute_ms_per_batch(&self) -> f64 {
+        self.compute_ms / self.batches.max(1) as f64
     }
 
     /// Time per micro-batch: wall time over micro-batches, ms.
@@ -242,7 +266,7 @@ struct Link {
 }
 
 /// Runs `job` on executor processes as `config` says.
-pub fn run(config: &DriverConfig, job: &WordCountJob) -> Result<RunReport, Error> {
+pub fn run(config: &DriverConfig, job: &dyn Job) -> Result<RunReport, Error> {
     config.validate()?;
     let mut driver = Driver::start(config, job)?;
     let result = driver.schedule();
@@ -256,6 +280,9 @@ struct Driver<'a> {
     interval_ms: u64,
     maps: usize,
     reduces: usize,
+    /// Partitions whose outputs the sink commits per micro-batch: the reduce partitions, or the
+    /// map partitions of a single-stage job.
+    sinks: usize,
     links: Vec<Option<Link>>,
     events: Receiver<Event>,
     epoch: u64,
@@ -264,10 +291,10 @@ struct Driver<'a> {
     last_pump: Instant,
     decisions: u64,
     /// Last checkpoint: the micro-batch it follows, and every reduce partition's state.
-    checkpoint: (Option<u64>, Vec<PartitionState>),
+    checkpoint: (Option<u64>, Vec<Value>),
     /// States reported for the checkpoint being taken.
-    taking: BTreeMap<usize, PartitionState>,
-    outputs: BTreeMap<(u64, usize), Vec<WindowCount>>,
+    taking: BTreeMap<usize, Value>,
+    outputs: BTreeMap<(u64, usize), Value>,
     /// Reduce partitions committed per micro-batch, and the commit time of complete ones.
     committed: BTreeMap<u64, usize>,
     commit_ms: BTreeMap<u64, f64>,
@@ -280,7 +307,7 @@ struct Driver<'a> {
 }
 
 impl<'a> Driver<'a> {
-    fn start(config: &'a DriverConfig, job: &WordCountJob) -> Result<Self, Error> {
+    fn start(config: &'a DriverConfig, job: &dyn Job) -> Result<Self, Error> {
         let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| Error::Io("bind the driver port".into(), e))?;
         let addr = listener.local_addr().map_err(|e| Error::Io("read the driver port".into(), e))?;
         let mut processes = Vec::new();
@@ -330,9 +357,16 @@ impl<'a> Driver<'a> {
             let hello =
                 receive::<ToDriver>(&mut reader).map_err(|e| Error::Io("read an executor's hello".into(), e))?;
             let _ = stream.set_read_timeout(None);
-            let Some(ToDriver::Hello { id, pid, shuffle_addr }) = hello else {
+            let Some(ToDriver::Hello { id, pid, shuffle_addr, job: built }) = hello else {
                 return Err(Error::Protocol("an executor did not start with hello".into()));
             };
+            let shape = [job.batches(), job.map_partitions() as u64, job.reduce_partitions() as u64];
+            if built != shape {
+                return Err(Error::Protocol(format!(
+                    "executor {id} built another job from the job arguments (micro-batches, map and reduce \
+                     partitions: {built:?}, the driver's {shape:?})"
+                )));
+            }
             let process = processes
                 .get_mut(id)
                 .and_then(Option::take)
@@ -364,6 +398,7 @@ impl<'a> Driver<'a> {
             interval_ms: job.interval_ms(),
             maps,
             reduces,
+            sinks: if reduces == 0 { maps } else { reduces },
             links,
             events,
             epoch: 0,
@@ -371,7 +406,7 @@ impl<'a> Driver<'a> {
             start: Instant::now(),
             last_pump: Instant::now(),
             decisions: 0,
-            checkpoint: (None, vec![PartitionState::new(); reduces]),
+            checkpoint: (None, vec![Value::Null; reduces]),
             taking: BTreeMap::new(),
             outputs: BTreeMap::new(),
             committed: BTreeMap::new(),
@@ -387,6 +422,9 @@ impl<'a> Driver<'a> {
                 wall_ms: 0.0,
                 commit_ms: Vec::new(),
                 overheads: Vec::new(),
+                compute_ms: 0.0,
+                coordination_ms: 0.0,
+                decision_ms: 0.0,
                 group_sizes: Vec::new(),
                 group_changes: Vec::new(),
                 recoveries: Vec::new(),
@@ -476,6 +514,13 @@ impl<'a> Driver<'a> {
     fn overhead(&mut self, wall: Duration) -> f64 {
         let wall_ns = wall.as_nanos().max(1) as f64;
         let live = self.live();
+        let compute = live.iter().map(|&e| self.work[e].0).max().unwrap_or(0) as f64;
+        let coordination = live
+            .iter()
+            .map(|&e| (wall_ns - self.work[e].0 as f64 - self.work[e].1 as f64).max(0.0))
+            .fold(wall_ns, f64::min);
+        self.report.compute_ms += compute / 1e6;
+        self.report.coordination_ms += coordination / 1e6;
         let overhead = live
             .iter()
             .map(|&e| {
@@ -497,6 +542,7 @@ impl<'a> Driver<'a> {
                 }
             }
         }
+        let decided = Instant::now();
         let live = self.live();
         let reducers = self.reducers();
         self.maps_left = self.maps;
@@ -509,12 +555,17 @@ impl<'a> Driver<'a> {
             self.send(e, &tasks);
         }
         self.decisions += 1;
+        self.report.decision_ms += decided.elapsed().as_secs_f64() * 1e3;
         while self.maps_left > 0 {
             if let Some(lost) = self.pump(Duration::from_millis(50))? {
                 return Ok(Some(lost));
             }
         }
         let checkpoint = self.checkpoint_due(b + 1);
+        if self.reduces == 0 {
+            return self.finish_group(checkpoint.then_some(b));
+        }
+        let decided = Instant::now();
         self.reduces_left = self.reduces;
         for &e in &live {
             let reduce = (0..self.reduces)
@@ -525,11 +576,13 @@ impl<'a> Driver<'a> {
             self.send(e, &tasks);
         }
         self.decisions += 1;
-        self.finish_reduces(checkpoint.then_some(b))
+        self.report.decision_ms += decided.elapsed().as_secs_f64() * 1e3;
+        self.finish_group(checkpoint.then_some(b))
     }
 
     /// Group scheduling of micro-batches `from..to`: one decision, reduce tasks pre-scheduled.
     fn run_group(&mut self, from: u64, to: u64) -> Result<Option<usize>, Error> {
+        let decided = Instant::now();
         let live = self.live();
         let reducers = self.reducers();
         let checkpoint = self.checkpoint_due(to);
@@ -552,9 +605,13 @@ impl<'a> Driver<'a> {
             self.send(e, &tasks);
         }
         self.decisions += 1;
-        self.maps_left = 0;
-        self.reduces_left = (to - from) as usize * self.reduces;
-        self.finish_reduces(checkpoint.then_some(to - 1))
+        self.report.decision_ms += decided.elapsed().as_secs_f64() * 1e3;
+        // With a shuffle the reduce tasks' completions end the group (map tasks' are counted
+        // only for the overhead); a single stage ends with its map tasks.
+        let batches = (to - from) as usize;
+        self.maps_left = if self.reduces == 0 { batches * self.maps } else { 0 };
+        self.reduces_left = batches * self.reduces;
+        self.finish_group(checkpoint.then_some(to - 1))
     }
 
     /// Whether the group boundary before micro-batch `next` takes a checkpoint.
@@ -563,9 +620,9 @@ impl<'a> Driver<'a> {
         since >= self.config.checkpoint_every || next == self.batches
     }
 
-    /// Waits for the outstanding reduce tasks; takes the checkpoint after `checkpoint`.
-    fn finish_reduces(&mut self, checkpoint: Option<u64>) -> Result<Option<usize>, Error> {
-        while self.reduces_left > 0 {
+    /// Waits for the outstanding tasks; takes the checkpoint after `checkpoint`.
+    fn finish_group(&mut self, checkpoint: Option<u64>) -> Result<Option<usize>, Error> {
+        while self.reduces_left > 0 || self.maps_left > 0 {
             if let Some(lost) = self.pump(Duration::from_millis(50))? {
                 return Ok(Some(lost));
             }
@@ -624,11 +681,14 @@ impl<'a> Driver<'a> {
         match message {
             ToDriver::Heartbeat | ToDriver::Hello { .. } => {}
             ToDriver::Failed { message } => return Err(Error::Protocol(format!("executor {id} failed: {message}"))),
-            ToDriver::MapDone { epoch, busy_ns, wait_ns, .. } => {
+            ToDriver::MapDone { epoch, task, output, busy_ns, wait_ns } => {
                 if epoch == self.epoch {
                     self.maps_left = self.maps_left.saturating_sub(1);
                     self.work[id].0 += busy_ns;
                     self.work[id].1 += wait_ns;
+                    if let Some(output) = output {
+                        self.commit(task.batch, task.partition, output);
+                    }
                 }
             }
             ToDriver::ReduceDone { epoch, task, output, state, busy_ns, wait_ns } => {
@@ -648,14 +708,14 @@ impl<'a> Driver<'a> {
     }
 
     /// The sink: commits a reduce task's output once per (micro-batch, partition).
-    fn commit(&mut self, batch: u64, partition: usize, output: Vec<WindowCount>) {
+    fn commit(&mut self, batch: u64, partition: usize, output: Value) {
         if self.outputs.contains_key(&(batch, partition)) {
             return;
         }
         self.outputs.insert((batch, partition), output);
         let done = self.committed.entry(batch).or_insert(0);
         *done += 1;
-        if *done < self.reduces {
+        if *done < self.sinks {
             return;
         }
         let ms = if self.config.paced {

@@ -19,8 +19,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rustc_hash::FxHashMap;
+use serde_json::Value;
 
-use crate::job::{PartitionState, WindowCount, WordCountJob};
+use crate::job::Job;
 use crate::protocol::{receive, send, MapOutput, MapTask, ReduceTask, ToDriver, ToExecutor};
 use crate::Error;
 
@@ -36,7 +37,7 @@ enum Event {
 type DriverLink = Arc<Mutex<BufWriter<TcpStream>>>;
 
 /// Runs executor `id` of the driver at `driver` until the driver says stop (`Ok`) or is lost.
-pub fn run(driver: SocketAddr, id: usize, job: WordCountJob) -> Result<(), Error> {
+pub fn run(driver: SocketAddr, id: usize, job: Box<dyn Job>) -> Result<(), Error> {
     let (tx, rx) = mpsc::channel();
     let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| Error::Io("bind the shuffle port".into(), e))?;
     let shuffle_addr = listener.local_addr().map_err(|e| Error::Io("read the shuffle port".into(), e))?;
@@ -46,7 +47,11 @@ pub fn run(driver: SocketAddr, id: usize, job: WordCountJob) -> Result<(), Error
     let _ = stream.set_nodelay(true);
     let reader = stream.try_clone().map_err(|e| Error::Io("clone the driver connection".into(), e))?;
     let link: DriverLink = Arc::new(Mutex::new(BufWriter::new(stream)));
-    report(&link, &ToDriver::Hello { id, pid: std::process::id(), shuffle_addr: shuffle_addr.to_string() })?;
+    let shape = [job.batches(), job.map_partitions() as u64, job.reduce_partitions() as u64];
+    report(
+        &link,
+        &ToDriver::Hello { id, pid: std::process::id(), shuffle_addr: shuffle_addr.to_string(), job: shape },
+    )?;
     std::thread::spawn(move || {
         let mut reader = BufReader::new(reader);
         loop {
@@ -98,7 +103,7 @@ fn report(link: &DriverLink, message: &ToDriver) -> Result<(), Error> {
 
 struct Executor {
     id: usize,
-    job: WordCountJob,
+    job: Box<dyn Job>,
     link: DriverLink,
     epoch: u64,
     peers: Vec<String>,
@@ -111,16 +116,15 @@ struct Executor {
     reduces: Vec<ReduceTask>,
     reducers: Vec<usize>,
     /// Map outputs received, by (micro-batch, reduce partition), one slot per map partition.
-    inputs: FxHashMap<(u64, usize), Vec<Option<Vec<WindowCount>>>>,
+    inputs: FxHashMap<(u64, usize), Vec<Option<Value>>>,
     /// Map outputs of a later epoch than the one this executor has been told of yet.
     later: Vec<MapOutput>,
-    states: FxHashMap<usize, PartitionState>,
     busy: Duration,
     wait: Duration,
 }
 
 impl Executor {
-    fn new(id: usize, job: WordCountJob, link: DriverLink) -> Self {
+    fn new(id: usize, job: Box<dyn Job>, link: DriverLink) -> Self {
         Executor {
             id,
             job,
@@ -134,7 +138,6 @@ impl Executor {
             reducers: Vec::new(),
             inputs: FxHashMap::default(),
             later: Vec::new(),
-            states: FxHashMap::default(),
             busy: Duration::ZERO,
             wait: Duration::ZERO,
         }
@@ -211,7 +214,7 @@ impl Executor {
                 self.maps.clear();
                 self.reduces.clear();
                 self.inputs.clear();
-                self.states = states.into_iter().collect();
+                self.job.restore(states)?;
                 for output in std::mem::take(&mut self.later) {
                     self.receive(output);
                 }
@@ -228,7 +231,7 @@ impl Executor {
             let maps = self.job.map_partitions();
             let slots = self.inputs.entry((output.batch, output.reduce_partition)).or_insert_with(|| vec![None; maps]);
             if let Some(slot) = slots.get_mut(output.map_partition) {
-                *slot = Some(output.counts);
+                *slot = Some(output.data);
             }
         }
     }
@@ -253,15 +256,20 @@ impl Executor {
 
     fn map(&mut self, task: MapTask) -> Result<(), Error> {
         let start = Instant::now();
-        let buckets = self.job.map(task.batch, task.partition);
+        let mut buckets = self.job.map(task.batch, task.partition)?;
         self.busy += start.elapsed();
-        for (r, counts) in buckets.into_iter().enumerate() {
+        if self.job.reduce_partitions() == 0 {
+            let (busy_ns, wait_ns) = self.take_times();
+            let output = buckets.pop();
+            return report(&self.link, &ToDriver::MapDone { epoch: self.epoch, task, output, busy_ns, wait_ns });
+        }
+        for (r, data) in buckets.into_iter().enumerate() {
             let output = MapOutput {
                 epoch: self.epoch,
                 batch: task.batch,
                 map_partition: task.partition,
                 reduce_partition: r,
-                counts,
+                data,
             };
             let owner = self.reducers.get(r).copied().ok_or_else(|| {
                 Error::Protocol(format!("reduce partition {r} has no owner in the driver's decision"))
@@ -273,7 +281,7 @@ impl Executor {
             }
         }
         let (busy_ns, wait_ns) = self.take_times();
-        report(&self.link, &ToDriver::MapDone { epoch: self.epoch, task, busy_ns, wait_ns })
+        report(&self.link, &ToDriver::MapDone { epoch: self.epoch, task, output: None, busy_ns, wait_ns })
     }
 
     /// Pushes a map output to executor `owner`. A failed push is dropped: the owner is dead, and
@@ -296,9 +304,8 @@ impl Executor {
     fn reduce(&mut self, task: ReduceTask) -> Result<(), Error> {
         let start = Instant::now();
         let inputs = self.inputs.remove(&(task.batch, task.partition)).unwrap_or_default();
-        let state = self.states.entry(task.partition).or_default();
-        let output = self.job.reduce(task.batch, state, inputs.iter().flatten());
-        let state = task.checkpoint.then(|| state.clone());
+        let output = self.job.reduce(task.batch, task.partition, inputs.into_iter().flatten().collect())?;
+        let state = task.checkpoint.then(|| self.job.checkpoint(task.partition));
         self.busy += start.elapsed();
         let (busy_ns, wait_ns) = self.take_times();
         report(&self.link, &ToDriver::ReduceDone { epoch: self.epoch, task, output, state, busy_ns, wait_ns })

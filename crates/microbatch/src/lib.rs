@@ -5,8 +5,9 @@
 //! on **executor processes** that it starts on this node and that talk to it and to each other
 //! over TCP on loopback. How the crate is organised:
 //!
-//! - [`job`]: the job cut into tasks (WordCount: map = split and count per window, reduce = merge
-//!   counts into window state, emit closed windows), deterministic so that replays repeat outputs.
+//! - [`job`]: the [`Job`] the driver and executors run: map and reduce tasks per micro-batch,
+//!   deterministic so that replays repeat outputs. Two kinds: [`query`] runs an engine `Query`
+//!   (YSB, …) by its own operators, [`wordcount`] is WordCount cut by hand with a combiner.
 //! - [`protocol`]: the messages and their framing (JSON lines).
 //! - [`driver`]: per-batch scheduling (a decision and a barrier per stage per micro-batch), group
 //!   scheduling with pre-scheduling (one decision per group), the exactly-once sink,
@@ -15,7 +16,7 @@
 //! - [`aimd`]: the pure AIMD controller of the group size.
 //!
 //! Executors cannot receive closures, so they rebuild the job from its description — the
-//! workload's command line — as the driver does.
+//! workload's command line — as the driver does, and run its operators by index.
 #![forbid(missing_docs)]
 
 pub mod aimd;
@@ -23,10 +24,29 @@ pub mod driver;
 pub mod executor;
 pub mod job;
 pub mod protocol;
+pub mod query;
+pub mod wordcount;
+
+use std::time::Duration;
 
 pub use aimd::{Aimd, AimdConfig, GroupChange};
 pub use driver::{DriverConfig, GroupSize, KillAt, RunReport, Scheduling};
-pub use job::WordCountJob;
+pub use job::Job;
+pub use query::QueryJob;
+pub use wordcount::WordCountJob;
+
+/// The longest batch interval accepted.
+const MAX_INTERVAL: Duration = Duration::from_secs(60);
+
+/// Checks a batch interval: whole milliseconds in 1 ms..=60 s.
+fn check_interval(interval: Duration) -> Result<(), Error> {
+    if interval < Duration::from_millis(1) || interval > MAX_INTERVAL || interval.subsec_nanos() % 1_000_000 != 0 {
+        return Err(Error::Config(format!(
+            "batch interval {interval:?} must be whole milliseconds in 1ms..=60s, e.g. --batch-interval 100ms"
+        )));
+    }
+    Ok(())
+}
 
 /// Why a micro-batch run cannot start or failed.
 #[derive(Debug, thiserror::Error)]

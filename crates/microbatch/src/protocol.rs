@@ -9,11 +9,11 @@ use std::io::{self, BufRead, Write};
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-use crate::job::{PartitionState, WindowCount};
-
-/// A map task: split the sentences of source partition `partition` that fall into micro-batch
-/// `batch`, count their words per window, and push one bucket per reduce partition to its owner.
+/// A map task: run the input of source partition `partition` that falls into micro-batch
+/// `batch` through the map side, and push one bucket per reduce partition to its owner (or, for
+/// a single-stage job, report the output to the driver).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MapTask {
     /// Micro-batch.
@@ -22,8 +22,8 @@ pub struct MapTask {
     pub partition: usize,
 }
 
-/// A reduce task: merge the map outputs of `batch` for reduce partition `partition` into its
-/// window state, emit the windows the micro-batch closes, and report them for the sink's commit.
+/// A reduce task: add the map outputs of `batch` for reduce partition `partition` to its state,
+/// and report what the micro-batch emits for the sink's commit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReduceTask {
     /// Micro-batch.
@@ -65,7 +65,7 @@ pub enum ToExecutor {
         /// The new epoch.
         epoch: u64,
         /// State of each reduce partition this executor now owns, at the checkpoint.
-        states: Vec<(usize, PartitionState)>,
+        states: Vec<(usize, Value)>,
     },
     /// End of the run: exit.
     Stop,
@@ -82,6 +82,9 @@ pub enum ToDriver {
         pid: u32,
         /// Where this executor accepts shuffle data.
         shuffle_addr: String,
+        /// The job as this executor built it: micro-batches, map partitions, reduce partitions
+        /// (the driver checks that it built the same).
+        job: [u64; 3],
     },
     /// Liveness, every heartbeat interval.
     Heartbeat,
@@ -91,6 +94,8 @@ pub enum ToDriver {
         epoch: u64,
         /// The task.
         task: MapTask,
+        /// The output for the sink, when the job is a single stage.
+        output: Option<Value>,
         /// Time the executor spent running tasks since its previous report, ns.
         busy_ns: u64,
         /// Time the executor spent waiting for a micro-batch's input to arrive (its interval to
@@ -103,10 +108,10 @@ pub enum ToDriver {
         epoch: u64,
         /// The task.
         task: ReduceTask,
-        /// Windows closed by this micro-batch in this partition, sorted.
-        output: Vec<WindowCount>,
+        /// What this micro-batch emits in this partition, for the sink.
+        output: Value,
         /// The partition's state after the task, when the task is a checkpoint.
-        state: Option<PartitionState>,
+        state: Option<Value>,
         /// Time the executor spent running tasks since its previous report, ns.
         busy_ns: u64,
         /// Time spent waiting for input since its previous report, ns.
@@ -131,8 +136,8 @@ pub struct MapOutput {
     pub map_partition: usize,
     /// Reduce partition it is for.
     pub reduce_partition: usize,
-    /// Word counts per window of this bucket.
-    pub counts: Vec<WindowCount>,
+    /// The bucket.
+    pub data: Value,
 }
 
 /// Writes `message` as one JSON line and flushes.
@@ -161,14 +166,19 @@ mod tests {
     #[test]
     fn messages_round_trip_as_json_lines() {
         let mut wire = Vec::new();
-        let out =
-            MapOutput { epoch: 1, batch: 7, map_partition: 0, reduce_partition: 1, counts: vec![(0, "a b".into(), 3)] };
+        let out = MapOutput {
+            epoch: 1,
+            batch: 7,
+            map_partition: 0,
+            reduce_partition: 1,
+            data: serde_json::json!([[0, "a b", 3]]),
+        };
         send(&mut wire, &out).unwrap();
         send(&mut wire, &ToDriver::Heartbeat).unwrap();
         assert_eq!(wire.iter().filter(|b| **b == b'\n').count(), 2, "one line per message");
         let mut input = io::Cursor::new(wire);
         let back: MapOutput = receive(&mut input).unwrap().unwrap();
-        assert_eq!((back.batch, back.counts), (7, vec![(0, "a b".to_string(), 3)]));
+        assert_eq!((back.batch, back.data), (7, serde_json::json!([[0, "a b", 3]])));
         assert!(matches!(receive::<ToDriver>(&mut input).unwrap(), Some(ToDriver::Heartbeat)));
         assert!(receive::<ToDriver>(&mut input).unwrap().is_none());
     }

@@ -59,6 +59,10 @@ pub struct YsbConfig {
     pub window_ms: u64,
     /// Watermarks trail the latest event time by this much, ms.
     pub out_of_orderness_ms: u64,
+    /// When every source instance's first event is scheduled, ns on the engine clock; `None`:
+    /// when the instance starts. Micro-batch runs fix it (at 0) so that every executor process
+    /// regenerates the same events.
+    pub origin_ns: Option<u64>,
 }
 
 impl Default for YsbConfig {
@@ -73,6 +77,7 @@ impl Default for YsbConfig {
             ads_per_campaign: 10,
             window_ms: 10_000,
             out_of_orderness_ms: 0,
+            origin_ns: None,
         }
     }
 }
@@ -244,6 +249,7 @@ struct AdEvents {
     remaining: Option<u64>,
     period_ns: f64,
     base_ns: Option<u64>,
+    origin_ns: Option<u64>,
     bases: Option<Arc<Mutex<Vec<Option<u64>>>>>,
     instance: usize,
 }
@@ -258,6 +264,7 @@ impl AdEvents {
             remaining: (config.events > 0).then(|| config.events / n + u64::from(i < config.events % n)),
             period_ns: if config.rate > 0.0 { 1e9 * n as f64 / config.rate } else { 0.0 },
             base_ns: None,
+            origin_ns: config.origin_ns,
             bases: None,
             instance,
         }
@@ -268,8 +275,9 @@ impl AdEvents {
         if let Some(r) = &mut self.remaining {
             *r = r.checked_sub(1)?;
         }
+        let origin = self.origin_ns;
         let base = *self.base_ns.get_or_insert_with(|| {
-            let now = now_ns();
+            let now = origin.unwrap_or_else(now_ns);
             if let Some(bases) = &self.bases {
                 lock(bases)[self.instance] = Some(now);
             }
@@ -448,7 +456,7 @@ pub fn queries(config: &YsbConfig) -> Result<(Vec<BuiltQuery>, YsbHandle), Build
     let handle = YsbHandle {
         config: config.clone(),
         ids: ids.clone(),
-        bases: Arc::new(Mutex::new(vec![None; p])),
+        bases: Arc::new(Mutex::new(vec![config.origin_ns; p])),
         counts: Arc::default(),
         latency: Arc::new(Mutex::new(latency_histogram())),
         early: Arc::default(),
@@ -487,9 +495,11 @@ pub fn queries(config: &YsbConfig) -> Result<(Vec<BuiltQuery>, YsbHandle), Build
             campaign.map(|campaign_id| (campaign_id, ad_id, event_time))
         })
         .parallelism(p)
+        .serde()
         .key_by(|(campaign_id, _, _): &(String, String, String)| campaign_id.clone())
         .window("window", Window::tumbling(Duration::from_millis(config.window_ms)), Agg::count())
-        .parallelism(p);
+        .parallelism(p)
+        .serde();
     let (counts, latency, early) = (handle.counts.clone(), handle.latency.clone(), handle.early.clone());
     windows.sink("sink", move |t: Tuple<WindowResult<String, f64>>| {
         let r = t.data;

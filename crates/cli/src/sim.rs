@@ -57,15 +57,25 @@ pub struct SimArgs {
     /// How often the middleware's policy runs, for configurations with a policy.
     #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
     policy_period: Duration,
-    /// CPU time a core loses per context switch, ns [default: 2000; calibrate, see docs/sim.md].
+    /// CPU time a core loses per context switch, ns [default: 2600, measured here; see
+    /// docs/sim.md to calibrate].
     #[arg(long)]
     context_switch_ns: Option<u64>,
-    /// Time from a wake-up to the thread being runnable, ns [default: 5000].
+    /// Time from a wake-up to the thread being runnable, ns [default: 7500].
     #[arg(long)]
     wakeup_ns: Option<u64>,
-    /// CPU time every tuple costs besides its operator's own, ns [default: 100].
+    /// CPU time a woken thread spends per wake-up besides the context switch, ns [default: 1900].
+    #[arg(long)]
+    wakeup_cpu_ns: Option<u64>,
+    /// CPU time a thread spends per sleeping thread it wakes, ns [default: 5400].
+    #[arg(long)]
+    notify_ns: Option<u64>,
+    /// CPU time every tuple costs besides its operator's own, ns [default: 12].
     #[arg(long)]
     tuple_overhead_ns: Option<u64>,
+    /// How a tuple's cost is drawn around its operator's mean: const, exp or lognormal:CV.
+    #[arg(long, default_value = "const")]
+    cost_dist: String,
     /// The workload's arguments, as `moirai run <WORKLOAD>` takes them (e.g. -- --lachesis).
     #[arg(last = true, value_name = "RUN ARGS")]
     extra: Vec<String>,
@@ -127,6 +137,9 @@ fn execute(args: SimArgs) -> Result<(), SimError> {
     base.cfs.context_switch_ns = args.context_switch_ns.unwrap_or(base.cfs.context_switch_ns);
     base.cfs.wakeup_ns = args.wakeup_ns.unwrap_or(base.cfs.wakeup_ns);
     base.tuple_overhead_ns = args.tuple_overhead_ns.unwrap_or(base.tuple_overhead_ns);
+    base.wakeup_cpu_ns = args.wakeup_cpu_ns.unwrap_or(base.wakeup_cpu_ns);
+    base.notify_ns = args.notify_ns.unwrap_or(base.notify_ns);
+    base.cost_dist = args.cost_dist.parse().map_err(|e| SimError::Config(format!("--cost-dist: {e}")))?;
     base.validate()?;
     let sweep = Sweep {
         workload: args.workload.clone(),

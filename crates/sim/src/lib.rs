@@ -51,7 +51,7 @@ mod policy;
 pub mod sim;
 
 pub use model::{Model, NodeCost, Rate};
-pub use sim::{SimConfig, Simulation};
+pub use sim::{CostDist, SimConfig, Simulation};
 
 /// Why a simulation cannot run. Each message names what was wrong and how to fix it.
 #[derive(Debug, thiserror::Error)]

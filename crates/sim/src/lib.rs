@@ -45,11 +45,13 @@ mod config;
 pub mod event;
 pub mod hone;
 pub mod lab;
+mod linear_road;
 pub mod model;
 mod observe;
 mod policy;
 pub mod sim;
 
+pub use linear_road::LACHESIS_COSTS;
 pub use model::{Model, NodeCost, Rate};
 pub use sim::{CostDist, SimConfig, Simulation};
 

@@ -155,5 +155,10 @@ fn a_cost_distribution_keeps_the_load_and_raises_the_queueing() {
     // The source and the sink cost nothing: the operator is all the CPU.
     assert!((c.cpu_cores / 0.6 - 1.0).abs() < 0.02, "const: {} cores", c.cpu_cores);
     assert!((e.cpu_cores / 0.6 - 1.0).abs() < 0.03, "exp: {} cores", e.cpu_cores);
-    assert!(e.latency_ms.p99 > 2.0 * c.latency_ms.p99, "p99 {} ms (exp) vs {} ms (const)", e.latency_ms.p99, c.latency_ms.p99);
+    assert!(
+        e.latency_ms.p99 > 2.0 * c.latency_ms.p99,
+        "p99 {} ms (exp) vs {} ms (const)",
+        e.latency_ms.p99,
+        c.latency_ms.p99
+    );
 }

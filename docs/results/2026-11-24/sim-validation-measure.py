@@ -3,7 +3,8 @@
 thread, its CPU time (`/proc/PID/task/TID/schedstat`) and its voluntary context switches (each
 one is a sleep, so the number of times the thread was woken) over the measured window.
 
-Usage: sim-validation-measure.py MOIRAI NAME DURATION_S -- RUN-ARGS...
+Usage: sim-validation-measure.py MOIRAI NAME DURATION_S -- [WORKLOAD] RUN-ARGS...
+(WORKLOAD: syn unless the first argument after -- names another, e.g. linear-road)
 Prints one JSON line: the run's report fields that matter plus
   wakeups_per_s      voluntary switches of the operator threads per second (all threads)
   involuntary_per_s  preemptions of the operator threads per second
@@ -43,7 +44,10 @@ def read_threads(pid):
 def main():
     moirai, name, duration = sys.argv[1], sys.argv[2], float(sys.argv[3])
     args = sys.argv[sys.argv.index("--") + 1:]
-    cmd = [moirai, "run", "syn", "--duration", f"{duration}s", "--json", *args]
+    workload = "syn"
+    if args and not args[0].startswith("-"):
+        workload, args = args[0], args[1:]
+    cmd = [moirai, "run", workload, "--duration", f"{duration}s", "--json", *args]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     t0 = time.monotonic()
     a_at, b_at = 0.2 * duration + 0.5, duration - 0.5

@@ -14,3 +14,7 @@ run pipe5-unlimited "$D" -- --ops 5 --cost-ns 0 --rate 0
 run pipe20-2000 "$D" -- --ops 20 --cost-ns 0 --rate 2000
 # The Lachesis SYN under the OS scheduler, from light load to past saturation.
 for r in 5000 15000 25000 32000 38600 45000; do run "lachesis-$r" "$D" -- --lachesis --rate "$r"; done
+# Linear Road's Lachesis shape: per-operator CPU per tuple at an unlimited rate (full batches),
+# and under os at a rate below saturation.
+run lr-unlimited "$D" -- linear-road --shape lachesis --rate 0
+run lr-800000 "$D" -- linear-road --shape lachesis --rate 800000

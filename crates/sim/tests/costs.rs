@@ -140,8 +140,8 @@ fn drawn_costs_keep_the_mean_and_have_the_asked_spread() {
 
 #[test]
 fn a_cost_distribution_keeps_the_load_and_raises_the_queueing() {
-    // One operator at 60 % load: with exponential costs the mean CPU stays, the waits grow (as
-    // M/M/1 against M/D/1 would say).
+    // An operator and a sink at 60 % load each: with exponential costs the mean CPU stays, the
+    // waits grow (as M/M/1 against M/D/1 would say).
     let model = pipeline(1, 60_000.0, 10_000);
     let run = |dist| {
         let mut config = bare(3, Duration::from_secs(2));
@@ -152,9 +152,9 @@ fn a_cost_distribution_keeps_the_load_and_raises_the_queueing() {
         sim.summary("pipeline", serde_json::Value::Null, events)
     };
     let (c, e) = (run(CostDist::Const), run(CostDist::Exp));
-    // The source and the sink cost nothing: the operator is all the CPU.
-    assert!((c.cpu_cores / 0.6 - 1.0).abs() < 0.02, "const: {} cores", c.cpu_cores);
-    assert!((e.cpu_cores / 0.6 - 1.0).abs() < 0.03, "exp: {} cores", e.cpu_cores);
+    // The operator and the sink each cost 10 µs a tuple (the source nothing): 2 × 0.6 cores.
+    assert!((c.cpu_cores / 1.2 - 1.0).abs() < 0.02, "const: {} cores", c.cpu_cores);
+    assert!((e.cpu_cores / 1.2 - 1.0).abs() < 0.03, "exp: {} cores", e.cpu_cores);
     assert!(
         e.latency_ms.p99 > 2.0 * c.latency_ms.p99,
         "p99 {} ms (exp) vs {} ms (const)",

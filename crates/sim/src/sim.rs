@@ -10,10 +10,10 @@
 //!
 //! **Steps.** A thread on a core runs one *step* of an operator at a time, like the engine's
 //! non-blocking `step`: up to `batch_size` tuples, no more than fit in the thread's remaining
-//! slice (at least one), each costing the operator's `cost_ns` plus `tuple_overhead_ns`. The
-//! step's outputs become visible to the consumers when the step ends (the engine sends batches);
-//! a sink's tuple leaves at the end of its own processing within the step, which is its egress
-//! time. Selectivity and blocking are drawn per tuple from the run's seeded generator.
+//! slice (at least one), each costing the operator's `cost_ns` (drawn by `cost_dist`) plus
+//! `tuple_overhead_ns`. The step's outputs become visible to the consumers when the step ends
+//! (the engine sends batches); a sink's tuple leaves at the end of its own processing within the
+//! step, which is its egress time. Selectivity and blocking are drawn per tuple from the run's seeded generator.
 //!
 //! **Threads.** Under `dedicated` every physical operator has a thread, a CFS entity that sleeps
 //! when its operator cannot run and is woken (after `wakeup_ns`) when it can. Under `dynamic:N`
@@ -32,8 +32,13 @@
 //!
 //! Limits: step granularity (a preemption or wake-up preemption takes effect at the end of the
 //! running step, which never outlasts the thread's slice); the middleware acts at the instant of
-//! its period, with no sampling delay; costs are constant per operator (no distribution, no
-//! cache effects besides the context-switch cost).
+//! its period, with no sampling delay; a wake-up costs the same whether a core was idle or busy
+//! (no cache effects besides the costs of switching, waking and notifying).
+//!
+//! **Costs of a hop** (`docs/sim.md`, measured): a woken thread pays a context switch and
+//! `wakeup_cpu_ns` when it next runs; the thread whose step woke it pays `notify_ns` per woken
+//! thread after the step, before its core does anything else; a tuple's cost is drawn by
+//! `cost_dist` around its operator's mean.
 
 use std::collections::VecDeque;
 use std::time::Duration;

@@ -17,6 +17,8 @@ print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for line in open(measured):
     m = json.loads(line)
     words = shlex.split(m["cmd"])
+    if words[1] != "syn":
+        continue  # Linear Road's runs give its costs (sim-validation.md), not a run to simulate
     run_args = words[words.index("--json") + 1:]
     rate = run_args[run_args.index("--rate") + 1]
     run_args = [a for i, a in enumerate(run_args) if a != "--rate" and (i == 0 or run_args[i - 1] != "--rate")]

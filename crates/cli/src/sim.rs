@@ -24,8 +24,9 @@ use crate::run::{syn_config, SynArgs};
     os@dynamic:N (a pool of N workers), qs@policy:N (the policy at the user level); without N, one worker \
     per simulated core. The run is deterministic: the same arguments and --seed give the same files.")]
 pub struct SimArgs {
-    /// Workload: syn (with the flags of `moirai run syn` after `--`), or hone (Hone's slotted
-    /// simulation of LBF against round robin, its Fig. 6a and 6b, printed as tables).
+    /// Workload: syn (with the flags of `moirai run syn` after `--`), linear-road (`-- --shape
+    /// lachesis`, with measured costs), or hone (Hone's slotted simulation of LBF against round
+    /// robin, its Fig. 6a and 6b, printed as tables).
     workload: String,
     /// Offered rates in tuples/s: FROM:TO:STEP (e.g. 1k:5k:500) or a list (e.g. 1000,2000).
     #[arg(long)]
@@ -57,15 +58,25 @@ pub struct SimArgs {
     /// How often the middleware's policy runs, for configurations with a policy.
     #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
     policy_period: Duration,
-    /// CPU time a core loses per context switch, ns [default: 2000; calibrate, see docs/sim.md].
+    /// CPU time a core loses per context switch, ns [default: 2600, measured here; see
+    /// docs/sim.md to calibrate].
     #[arg(long)]
     context_switch_ns: Option<u64>,
-    /// Time from a wake-up to the thread being runnable, ns [default: 5000].
+    /// Time from a wake-up to the thread being runnable, ns [default: 7500].
     #[arg(long)]
     wakeup_ns: Option<u64>,
-    /// CPU time every tuple costs besides its operator's own, ns [default: 100].
+    /// CPU time a woken thread spends per wake-up besides the context switch, ns [default: 1900].
+    #[arg(long)]
+    wakeup_cpu_ns: Option<u64>,
+    /// CPU time a thread spends per sleeping thread it wakes, ns [default: 5400].
+    #[arg(long)]
+    notify_ns: Option<u64>,
+    /// CPU time every tuple costs besides its operator's own, ns [default: 12].
     #[arg(long)]
     tuple_overhead_ns: Option<u64>,
+    /// How a tuple's cost is drawn around its operator's mean: const, exp or lognormal:CV.
+    #[arg(long, default_value = "const")]
+    cost_dist: String,
     /// The workload's arguments, as `moirai run <WORKLOAD>` takes them (e.g. -- --lachesis).
     #[arg(last = true, value_name = "RUN ARGS")]
     extra: Vec<String>,
@@ -77,6 +88,18 @@ pub struct SimArgs {
 struct SynRun {
     #[command(flatten)]
     syn: SynArgs,
+}
+
+/// Linear Road's flags that the simulator takes: the shape (only `lachesis` is modelled) and the
+/// engine's.
+#[derive(Parser)]
+#[command(name = "moirai sim linear-road --")]
+struct LinearRoadRun {
+    /// The query's shape: lachesis (the Lachesis evaluation's nine operators).
+    #[arg(long, default_value = "faithful")]
+    shape: String,
+    #[command(flatten)]
+    engine: crate::run::EngineArgs,
 }
 
 /// Runs `moirai sim`; returns the exit code.
@@ -109,24 +132,42 @@ fn execute(args: SimArgs) -> Result<(), SimError> {
             args.workload
         )));
     };
-    if args.workload != "syn" {
-        return Err(SimError::Config(format!(
-            "workload '{}' is not simulated yet; use syn (with its flags after --, e.g. -- --lachesis)",
-            args.workload
-        )));
-    }
-    let words = std::iter::once("syn".to_string()).chain(args.extra.iter().cloned());
-    let run = SynRun::try_parse_from(words).map_err(|e| SimError::Config(format!("after --: {e}")))?;
-    let syn = syn_config(&run.syn).map_err(SimError::Config)?;
+    let (syn, engine) = match args.workload.as_str() {
+        "syn" => {
+            let words = std::iter::once("syn".to_string()).chain(args.extra.iter().cloned());
+            let run = SynRun::try_parse_from(words).map_err(|e| SimError::Config(format!("after --: {e}")))?;
+            (Some(syn_config(&run.syn).map_err(SimError::Config)?), run.syn.engine)
+        }
+        "linear-road" => {
+            let words = std::iter::once("linear-road".to_string()).chain(args.extra.iter().cloned());
+            let run = LinearRoadRun::try_parse_from(words).map_err(|e| SimError::Config(format!("after --: {e}")))?;
+            if run.shape != "lachesis" {
+                return Err(SimError::Config(format!(
+                    "linear-road --shape {} is not simulated; use -- --shape lachesis (the Lachesis evaluation's shape)",
+                    run.shape
+                )));
+            }
+            (None, run.engine)
+        }
+        other => {
+            return Err(SimError::Config(format!(
+                "workload '{other}' is not simulated yet; use syn (with its flags after --, e.g. -- --lachesis) \
+                 or linear-road -- --shape lachesis"
+            )))
+        }
+    };
     let mut base = SimConfig::new(args.cores, args.duration);
     base.warmup = args.warmup;
     base.seed = args.seed;
     base.policy_period_ns = args.policy_period.as_nanos() as u64;
-    base.channel_capacity = run.syn.engine.channel_capacity;
-    base.batch_size = run.syn.engine.batch_size;
+    base.channel_capacity = engine.channel_capacity;
+    base.batch_size = engine.batch_size;
     base.cfs.context_switch_ns = args.context_switch_ns.unwrap_or(base.cfs.context_switch_ns);
     base.cfs.wakeup_ns = args.wakeup_ns.unwrap_or(base.cfs.wakeup_ns);
     base.tuple_overhead_ns = args.tuple_overhead_ns.unwrap_or(base.tuple_overhead_ns);
+    base.wakeup_cpu_ns = args.wakeup_cpu_ns.unwrap_or(base.wakeup_cpu_ns);
+    base.notify_ns = args.notify_ns.unwrap_or(base.notify_ns);
+    base.cost_dist = args.cost_dist.parse().map_err(|e| SimError::Config(format!("--cost-dist: {e}")))?;
     base.validate()?;
     let sweep = Sweep {
         workload: args.workload.clone(),
@@ -139,10 +180,13 @@ fn execute(args: SimArgs) -> Result<(), SimError> {
         command_line: std::env::args().collect(),
         extra_args: args.extra,
     };
-    let model_at = |rate: f64| {
-        let config = moirai_workloads::syn::SynConfig { rate: rate / syn.queries.max(1) as f64, ..syn.clone() };
-        let params = serde_json::to_value(&config).unwrap_or_default();
-        Ok((Model::syn(&config, 0)?, params))
+    let model_at = |rate: f64| match &syn {
+        Some(syn) => {
+            let config = moirai_workloads::syn::SynConfig { rate: rate / syn.queries.max(1) as f64, ..syn.clone() };
+            let params = serde_json::to_value(&config).unwrap_or_default();
+            Ok((Model::syn(&config, 0)?, params))
+        }
+        None => Ok((Model::linear_road_lachesis(rate)?, serde_json::json!({ "shape": "lachesis" }))),
     };
     let total = sweep.rates.len() * sweep.reps as usize * sweep.configurations.len();
     eprintln!("moirai sim: {total} points of {:?} simulated each on {} cores", args.duration, sweep.base.cores);

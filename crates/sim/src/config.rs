@@ -8,6 +8,21 @@ use crate::cfs::CfsParams;
 use crate::event::Nanos;
 use crate::SimError;
 
+/// Context switch, ns: `perf bench sched pipe` on one core, half a round trip less two pipe
+/// syscalls (`docs/sim.md`).
+pub const MEASURED_CONTEXT_SWITCH_NS: Nanos = 2_600;
+/// CPU a woken thread spends besides the switch: a sink's CPU per wake-up at cost 0 (4.5 µs)
+/// less the context switch.
+pub const MEASURED_WAKEUP_CPU_NS: Nanos = 1_900;
+/// CPU the waker spends per thread it wakes: an operator's CPU per wake-up less the sink's.
+pub const MEASURED_NOTIFY_NS: Nanos = 5_400;
+/// Channel and batch handling per tuple and hop: a 5-operator pipeline at cost 0 as fast as it
+/// goes, CPU per tuple / 7 threads.
+pub const MEASURED_TUPLE_OVERHEAD_NS: Nanos = 12;
+/// From a wake-up to the woken thread running (fitted: the p50 latency per hop of a 20-operator
+/// pipeline at 2000 tuples/s, less the woken thread's own CPU).
+pub const MEASURED_WAKEUP_NS: Nanos = 7_500;
+
 /// How a run is simulated: the machine, the engine's settings, the scheduler, the clock.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct SimConfig {
@@ -17,6 +32,22 @@ pub struct SimConfig {
     pub cfs: CfsParams,
     /// CPU time every tuple costs besides its operator's own (channel and batch handling).
     pub tuple_overhead_ns: Nanos,
+    /// CPU time a thread spends per wake-up besides the context switch: leaving and entering its
+    /// futex wait, the empty poll before it sleeps again. Charged to the woken thread when it
+    /// next runs.
+    pub wakeup_cpu_ns: Nanos,
+    /// CPU time a thread spends per sleeping thread it wakes (the futex wake, with the
+    /// inter-processor interrupt to an idle core). Charged to the waker after its step.
+    pub notify_ns: Nanos,
+    /// The shortest a rate-limited source sleeps (the engine's `MIN_SLEEP_NS`): a source with
+    /// nothing due wakes no earlier than this after its last step, and takes all that is due then.
+    pub source_min_sleep_ns: Nanos,
+    /// How late a sleeping thread's timer fires (Linux's default timer slack for a normal thread,
+    /// `/proc/PID/timerslack_ns`): a source wakes this long after its next tuple is due.
+    pub timer_slack_ns: Nanos,
+    /// How each tuple's operator cost is drawn around the operator's mean.
+    #[serde(serialize_with = "display_cost")]
+    pub cost_dist: CostDist,
     /// Capacity of each channel, tuples.
     pub channel_capacity: usize,
     /// Most tuples per step.
@@ -45,14 +76,89 @@ fn display<S: serde::Serializer>(t: &Threading, s: S) -> Result<S::Ok, S::Error>
     s.collect_str(t)
 }
 
+fn display_cost<S: serde::Serializer>(d: &CostDist, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(d)
+}
+
+/// How the CPU cost of one tuple is drawn around its operator's mean cost `c` (the per-tuple
+/// overhead is added undrawn). Every law has mean `c`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum CostDist {
+    /// Every tuple costs `c` (the default; draws nothing).
+    Const,
+    /// Exponential with mean `c` (coefficient of variation 1).
+    Exp,
+    /// Log-normal with mean `c` and this coefficient of variation (standard deviation / mean).
+    LogNormal(f64),
+}
+
+impl CostDist {
+    /// A tuple's cost for an operator of mean cost `mean`, drawn from `rng` (at least 0).
+    pub fn draw(&self, mean: Nanos, rng: &mut fastrand::Rng) -> Nanos {
+        match *self {
+            CostDist::Const => mean,
+            CostDist::Exp => (mean as f64 * -(1.0 - rng.f64()).ln()).round() as Nanos,
+            CostDist::LogNormal(cv) => {
+                // ln X ~ N(mu, sigma²) with E[X] = 1: sigma² = ln(1 + cv²), mu = −sigma²/2.
+                let sigma2 = (1.0 + cv * cv).ln();
+                let z = standard_normal(rng);
+                (mean as f64 * (z * sigma2.sqrt() - sigma2 / 2.0).exp()).round() as Nanos
+            }
+        }
+    }
+}
+
+/// A standard normal draw (Box–Muller).
+fn standard_normal(rng: &mut fastrand::Rng) -> f64 {
+    let (u, v) = (1.0 - rng.f64(), rng.f64());
+    (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+}
+
+impl std::fmt::Display for CostDist {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CostDist::Const => f.write_str("const"),
+            CostDist::Exp => f.write_str("exp"),
+            CostDist::LogNormal(cv) => write!(f, "lognormal:{cv}"),
+        }
+    }
+}
+
+impl std::str::FromStr for CostDist {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<CostDist, String> {
+        let bad = || format!("cost distribution '{s}': use const, exp or lognormal:CV (e.g. lognormal:0.5)");
+        match s.split_once(':') {
+            None if s == "const" => Ok(CostDist::Const),
+            None if s == "exp" => Ok(CostDist::Exp),
+            Some(("lognormal", cv)) => match cv.parse::<f64>() {
+                Ok(cv) if cv.is_finite() && (0.0..=10.0).contains(&cv) => Ok(CostDist::LogNormal(cv)),
+                _ => Err(bad()),
+            },
+            _ => Err(bad()),
+        }
+    }
+}
+
 impl SimConfig {
-    /// A dedicated-thread run on `cores` cores for `duration`, with the engine's defaults and the
-    /// kernel's CFS defaults for that many cores.
+    /// A dedicated-thread run on `cores` cores for `duration`, with the engine's defaults, the
+    /// kernel's CFS tunables for that many cores, and the machine costs measured on the lab's
+    /// 2-core VM (`docs/sim.md`, "Calibrating against this machine").
     pub fn new(cores: usize, duration: Duration) -> SimConfig {
         SimConfig {
             cores,
-            cfs: CfsParams::for_cores(cores),
-            tuple_overhead_ns: 100,
+            cfs: CfsParams {
+                context_switch_ns: MEASURED_CONTEXT_SWITCH_NS,
+                wakeup_ns: MEASURED_WAKEUP_NS,
+                ..CfsParams::for_cores(cores)
+            },
+            tuple_overhead_ns: MEASURED_TUPLE_OVERHEAD_NS,
+            wakeup_cpu_ns: MEASURED_WAKEUP_CPU_NS,
+            notify_ns: MEASURED_NOTIFY_NS,
+            source_min_sleep_ns: 50_000,
+            timer_slack_ns: 50_000,
+            cost_dist: CostDist::Const,
             channel_capacity: 8192,
             batch_size: 512,
             duration_ns: duration.as_nanos() as Nanos,

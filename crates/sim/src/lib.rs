@@ -45,13 +45,15 @@ mod config;
 pub mod event;
 pub mod hone;
 pub mod lab;
+mod linear_road;
 pub mod model;
 mod observe;
 mod policy;
 pub mod sim;
 
+pub use linear_road::LACHESIS_COSTS;
 pub use model::{Model, NodeCost, Rate};
-pub use sim::{SimConfig, Simulation};
+pub use sim::{CostDist, SimConfig, Simulation};
 
 /// Why a simulation cannot run. Each message names what was wrong and how to fix it.
 #[derive(Debug, thiserror::Error)]

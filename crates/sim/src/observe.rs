@@ -160,6 +160,7 @@ impl Simulation<'_> {
         put("drained_s", drained_s.into());
         put("events", events.into());
         put("context_switches", self.context_switches.into());
+        put("wakeups", self.wakeups.into());
         put("policy_errors", self.policy_errors.0.into());
         if let Some(e) = &self.policy_errors.1 {
             put("last_policy_error", e.clone().into());

@@ -10,10 +10,10 @@
 //!
 //! **Steps.** A thread on a core runs one *step* of an operator at a time, like the engine's
 //! non-blocking `step`: up to `batch_size` tuples, no more than fit in the thread's remaining
-//! slice (at least one), each costing the operator's `cost_ns` plus `tuple_overhead_ns`. The
-//! step's outputs become visible to the consumers when the step ends (the engine sends batches);
-//! a sink's tuple leaves at the end of its own processing within the step, which is its egress
-//! time. Selectivity and blocking are drawn per tuple from the run's seeded generator.
+//! slice (at least one), each costing the operator's `cost_ns` (drawn by `cost_dist`) plus
+//! `tuple_overhead_ns`. The step's outputs become visible to the consumers when the step ends
+//! (the engine sends batches); a sink's tuple leaves at the end of its own processing within the
+//! step, which is its egress time. Selectivity and blocking are drawn per tuple from the run's seeded generator.
 //!
 //! **Threads.** Under `dedicated` every physical operator has a thread, a CFS entity that sleeps
 //! when its operator cannot run and is woken (after `wakeup_ns`) when it can. Under `dynamic:N`
@@ -32,8 +32,13 @@
 //!
 //! Limits: step granularity (a preemption or wake-up preemption takes effect at the end of the
 //! running step, which never outlasts the thread's slice); the middleware acts at the instant of
-//! its period, with no sampling delay; costs are constant per operator (no distribution, no
-//! cache effects besides the context-switch cost).
+//! its period, with no sampling delay; a wake-up costs the same whether a core was idle or busy
+//! (no cache effects besides the costs of switching, waking and notifying).
+//!
+//! **Costs of a hop** (`docs/sim.md`, measured): a woken thread pays a context switch and
+//! `wakeup_cpu_ns` when it next runs; the thread whose step woke it pays `notify_ns` per woken
+//! thread after the step, before its core does anything else; a tuple's cost is drawn by
+//! `cost_dist` around its operator's mean.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -46,7 +51,10 @@ use moirai_engine::user_level::PRIORITY_LEVELS;
 use moirai_engine::Threading;
 
 use crate::cfs::{Entity, RunQueue};
-pub use crate::config::SimConfig;
+pub use crate::config::{
+    CostDist, SimConfig, MEASURED_CONTEXT_SWITCH_NS, MEASURED_NOTIFY_NS, MEASURED_TUPLE_OVERHEAD_NS,
+    MEASURED_WAKEUP_CPU_NS, MEASURED_WAKEUP_NS,
+};
 use crate::event::{EventQueue, Nanos};
 use crate::model::{Model, Rate};
 use crate::observe::Measure;
@@ -101,8 +109,10 @@ pub(crate) struct SourceState {
 
 pub(crate) struct Op {
     pub kind: NodeKind,
-    /// CPU per tuple, overhead included (at least 1 ns).
+    /// Mean CPU per tuple, overhead included (at least 1 ns).
     pub cost: Nanos,
+    /// The operator's own mean CPU per tuple (what `cost_dist` draws around).
+    pub work: Nanos,
     pub selectivity: f64,
     pub block: Option<(f64, Nanos)>,
     pub source: Option<SourceState>,
@@ -147,6 +157,8 @@ pub(crate) struct Thread {
     pub slice_end: Nanos,
     pub turn: Option<Turn>,
     pub cpu_ns: u64,
+    /// It was woken and has not run since: it owes the wake-up's CPU (`wakeup_cpu_ns`).
+    pub woken: bool,
 }
 
 /// The ready queue of a pool.
@@ -174,8 +186,10 @@ struct Step {
     tuples: usize,
     /// Output tuples (channel, intended time, ingress), pushed at the end.
     outputs: Vec<(usize, Nanos, Nanos)>,
-    /// What a sink consumed: (intended time, ingress) of its i-th tuple.
-    consumed: Vec<(Nanos, Nanos)>,
+    /// What a sink consumed: (intended time, ingress, egress) of its i-th tuple.
+    consumed: Vec<(Nanos, Nanos, Nanos)>,
+    /// CPU the step's tuples took.
+    ran: Nanos,
     emitted: u64,
     sleep: Option<Nanos>,
 }
@@ -186,6 +200,10 @@ struct Core {
     last: Option<usize>,
     resched: bool,
     step: Option<Step>,
+    /// The core pays the notifications of its last step until then (`notify_ns` each).
+    busy_until: Nanos,
+    /// Sleeping threads the core's current step woke (each costs `notify_ns`).
+    notified: u64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -222,6 +240,8 @@ pub struct Simulation<'m> {
     in_flight: u64,
     steps_running: usize,
     pub(crate) context_switches: u64,
+    /// Sleeping threads woken (by a tuple, a drained channel, a timer or the end of a sleep).
+    pub(crate) wakeups: u64,
     /// Policy rounds that failed (skipped), with the last reason.
     pub(crate) policy_errors: (u64, Option<String>),
     /// Every nice value the middleware set, by thread, last one (for tests and reports).
@@ -250,6 +270,7 @@ impl<'m> Simulation<'m> {
             .map(|(i, o)| Op {
                 kind: o.kind,
                 cost: (o.cost_ns + config.tuple_overhead_ns).max(1),
+                work: o.cost_ns,
                 selectivity: if o.kind == NodeKind::Sink { 0.0 } else { o.selectivity },
                 block: o.block,
                 source: (o.kind == NodeKind::Source).then(|| SourceState {
@@ -313,6 +334,7 @@ impl<'m> Simulation<'m> {
             in_flight: 0,
             steps_running: 0,
             context_switches: 0,
+            wakeups: 0,
             policy_errors: (0, None),
             nices: Vec::new(),
             config,
@@ -354,7 +376,15 @@ impl<'m> Simulation<'m> {
         let mut e = Entity::new(0);
         self.rq.place_new(&mut e);
         self.entities.push(e);
-        self.threads.push(Thread { op, state: State::Sleeping, waiting: true, slice_end: 0, turn: None, cpu_ns: 0 });
+        self.threads.push(Thread {
+            op,
+            state: State::Sleeping,
+            waiting: true,
+            slice_end: 0,
+            turn: None,
+            cpu_ns: 0,
+            woken: false,
+        });
         if op.is_none() {
             let t = self.threads.len() - 1;
             self.pool.as_mut().expect("workers belong to a pool").idle.push(t);
@@ -472,10 +502,13 @@ impl<'m> Simulation<'m> {
         if s.timer || s.poisson.is_some() || self.now >= duration || self.due(op) > 0 {
             return;
         }
+        // The engine's source sleeps until its next tuple is due, at least `source_min_sleep_ns`,
+        // and its timer fires `timer_slack_ns` late; then it takes all that is due.
         let at = s.rate.time_of(s.taken);
         if at < duration {
             self.ops[op].source.as_mut().expect("a source").timer = true;
-            self.events.push(at.max(self.now + 1), Event::SourceDue(op));
+            let at = at.max(self.now + self.config.source_min_sleep_ns.max(1)) + self.config.timer_slack_ns;
+            self.events.push(at, Event::SourceDue(op));
         }
     }
 
@@ -491,6 +524,7 @@ impl<'m> Simulation<'m> {
                 self.threads[t].waiting = false;
                 self.threads[t].state = State::Waking;
                 self.events.push(self.now + self.config.cfs.wakeup_ns, Event::Wake { thread: t, from });
+                self.woke_one(from);
             }
             return;
         }
@@ -509,6 +543,15 @@ impl<'m> Simulation<'m> {
             self.threads[w].waiting = false;
             self.threads[w].state = State::Waking;
             self.events.push(self.now + self.config.cfs.wakeup_ns, Event::Wake { thread: w, from });
+            self.woke_one(from);
+        }
+    }
+
+    /// Counts a wake-up; the step running on `from` (if any) pays its notification.
+    fn woke_one(&mut self, from: Option<usize>) {
+        self.wakeups += 1;
+        if let Some(c) = from {
+            self.cores[c].notified += 1;
         }
     }
 
@@ -536,9 +579,11 @@ impl<'m> Simulation<'m> {
             tuples: 0,
             outputs: Vec::new(),
             consumed: Vec::new(),
+            ran: 0,
             emitted: 0,
             sleep: None,
         });
+        let (work, overhead, dist) = (self.ops[op].work, cost - self.ops[op].work, self.config.cost_dist);
         step.thread = thread;
         step.op = op;
         step.start = start;
@@ -546,6 +591,7 @@ impl<'m> Simulation<'m> {
         step.outputs.clear();
         step.consumed.clear();
         step.emitted = 0;
+        step.ran = 0;
         step.sleep = None;
         let mut route: Vec<usize> = Vec::new();
         let model = self.model;
@@ -581,10 +627,14 @@ impl<'m> Simulation<'m> {
             if !fits {
                 break;
             }
-            let i = step.tuples as u64;
+            step.ran += match dist {
+                CostDist::Const => cost,
+                _ => (dist.draw(work, &mut self.rng) + overhead).max(1),
+            };
+            let done = start + step.ran;
             let (sent, ingress) = match self.ops[op].source.as_mut() {
                 Some(s) => {
-                    let ingress = start + (i + 1) * cost;
+                    let ingress = done;
                     let sent = match (&mut s.poisson, s.rate) {
                         (Some((arrived, _, _)), _) => arrived.pop_front().expect("a due arrival"),
                         (None, Rate::Unlimited) => ingress,
@@ -620,7 +670,7 @@ impl<'m> Simulation<'m> {
             }
             step.emitted += copies;
             if self.ops[op].kind == NodeKind::Sink {
-                step.consumed.push((sent, ingress));
+                step.consumed.push((sent, ingress, done));
             }
             step.tuples += 1;
             if let Some((p, max)) = self.ops[op].block {
@@ -634,7 +684,7 @@ impl<'m> Simulation<'m> {
             self.cores[core].step = Some(step);
             return false;
         }
-        let end = start + step.tuples as u64 * cost;
+        let end = start + step.ran;
         self.cores[core].step = Some(step);
         self.steps_running += 1;
         self.events.push(end, Event::StepEnd(core));
@@ -653,16 +703,15 @@ impl<'m> Simulation<'m> {
         let step = self.cores[core].step.take().expect("a step ends on its core");
         self.steps_running -= 1;
         let (op, thread) = (step.op, step.thread);
-        let cost = self.ops[op].cost;
-        let ran = step.tuples as u64 * cost;
+        let ran = step.ran;
         for &(c, sent, ingress) in &step.outputs {
             let ch = &mut self.channels[c];
             ch.reserved -= 1;
             ch.queue.push_back(Stamp { sent, ingress, queued: now });
             ch.pushed += 1;
         }
-        for (i, &(sent, ingress)) in step.consumed.iter().enumerate() {
-            self.measure.egress(step.start + (i as u64 + 1) * cost, sent, ingress);
+        for &(sent, ingress, egress) in &step.consumed {
+            self.measure.egress(egress, sent, ingress);
         }
         let o = &mut self.ops[op];
         if o.kind != NodeKind::Source {
@@ -683,6 +732,16 @@ impl<'m> Simulation<'m> {
         }
         if self.ops[op].source.is_some() {
             self.arm_source(op);
+        }
+        // The step's thread pays for the sleeping threads it woke (at its start or its end)
+        // before the core does anything else.
+        let notified = std::mem::take(&mut self.cores[core].notified) * self.config.notify_ns;
+        if notified > 0 {
+            self.cores[core].busy_until = now + notified;
+            self.threads[thread].cpu_ns += notified;
+            self.ops[op].cpu_ns += notified;
+            self.rq.charge(&mut self.entities[thread], notified);
+            self.measure.cpu(now, now + notified);
         }
         if let Some(s) = sleep {
             // A blocking operator sleeps in its thread (a pool worker keeps its turn meanwhile).
@@ -710,6 +769,7 @@ impl<'m> Simulation<'m> {
             return;
         }
         self.threads[thread].state = State::Runnable;
+        self.threads[thread].woken = true;
         self.rq.wake(thread, &mut self.entities[thread]);
         if let Some(core) = self.idle_cores.pop() {
             self.dispatch(core);
@@ -725,7 +785,8 @@ impl<'m> Simulation<'m> {
     /// Gives `core` a thread with work, or leaves it idle.
     fn dispatch(&mut self, core: usize) {
         loop {
-            let mut start = self.now;
+            let base = self.now.max(self.cores[core].busy_until);
+            let mut start = base;
             let thread = match self.cores[core].current {
                 Some(t) => t,
                 None => {
@@ -733,11 +794,23 @@ impl<'m> Simulation<'m> {
                         self.idle_cores.push(core);
                         return;
                     };
-                    if self.cores[core].last != Some(t) {
+                    // A woken thread always switches in (from the idle task at least) and pays
+                    // its wake-up's CPU.
+                    let woken = std::mem::take(&mut self.threads[t].woken);
+                    if self.cores[core].last != Some(t) || woken {
                         start += self.config.cfs.context_switch_ns;
                         self.context_switches += 1;
-                        self.measure.cpu(self.now, start);
                     }
+                    if woken && self.config.wakeup_cpu_ns > 0 {
+                        let w = self.config.wakeup_cpu_ns;
+                        start += w;
+                        self.threads[t].cpu_ns += w;
+                        if let Some(op) = self.threads[t].op {
+                            self.ops[op].cpu_ns += w;
+                        }
+                        self.rq.charge(&mut self.entities[t], w);
+                    }
+                    self.measure.cpu(base, start);
                     self.cores[core].current = Some(t);
                     self.cores[core].last = Some(t);
                     self.threads[t].state = State::Running;

@@ -67,6 +67,8 @@ fn a_single_queue_with_poisson_arrivals_waits_as_md1_says() {
     config.cfs.context_switch_ns = 0;
     config.cfs.wakeup_ns = 0;
     config.tuple_overhead_ns = 0;
+    config.wakeup_cpu_ns = 0;
+    config.notify_ns = 0;
     config.batch_size = 1;
     config.warmup = 0.05;
     let mut sim = Simulation::new(&model, config).unwrap();

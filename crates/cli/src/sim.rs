@@ -77,6 +77,9 @@ pub struct SimArgs {
     /// How a tuple's cost is drawn around its operator's mean: const, exp or lognormal:CV.
     #[arg(long, default_value = "const")]
     cost_dist: String,
+    /// Linux's fair scheduler to model: cfs (before 6.6) or eevdf (6.6 and later).
+    #[arg(long, default_value = "cfs")]
+    scheduler: String,
     /// The workload's arguments, as `moirai run <WORKLOAD>` takes them (e.g. -- --lachesis).
     #[arg(last = true, value_name = "RUN ARGS")]
     extra: Vec<String>,
@@ -168,6 +171,7 @@ fn execute(args: SimArgs) -> Result<(), SimError> {
     base.wakeup_cpu_ns = args.wakeup_cpu_ns.unwrap_or(base.wakeup_cpu_ns);
     base.notify_ns = args.notify_ns.unwrap_or(base.notify_ns);
     base.cost_dist = args.cost_dist.parse().map_err(|e| SimError::Config(format!("--cost-dist: {e}")))?;
+    base.cfs.scheduler = args.scheduler.parse().map_err(|e| SimError::Config(format!("--scheduler: {e}")))?;
     base.validate()?;
     let sweep = Sweep {
         workload: args.workload.clone(),

@@ -47,7 +47,7 @@ fn a_simulated_sweep_writes_the_labs_files_and_repeats_itself() {
 fn bad_input_is_refused_with_exit_code_2_and_the_fix() {
     let out = OutDir::new("sim-bad");
     let dir = out.0.to_str().unwrap();
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 8] = [
         (&["sim", "syn", "--compare", "os"], "needs --rates"),
         (&["sim", "syn", "--rates", "1k", "--out", dir, "--cores", "0"], "--cores 0"),
         (&["sim", "syn", "--rates", "1k", "--out", dir, "--compare", "flink:os"], "not Flink"),
@@ -55,6 +55,7 @@ fn bad_input_is_refused_with_exit_code_2_and_the_fix() {
         (&["sim", "syn", "--rates", "1k", "--out", dir, "--", "--rate", "5"], "--rate cannot be passed"),
         (&["sim", "ysb", "--rates", "1k", "--out", dir], "not simulated yet"),
         (&["sim", "linear-road", "--rates", "1k", "--out", dir], "use -- --shape lachesis"),
+        (&["sim", "syn", "--rates", "1k", "--out", dir, "--scheduler", "bfs"], "use cfs (Linux before 6.6) or eevdf"),
     ];
     for (args, needle) in cases {
         let o = moirai(args);

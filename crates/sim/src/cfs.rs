@@ -13,10 +13,25 @@
 //!   kernel's GENTLE_FAIR_SLEEPERS), and preempts the thread running on the waker's core if its
 //!   `vruntime` is smaller by more than the wake-up granularity (scaled by its weight).
 //!
+//! **EEVDF** (Linux ≥ 6.6, [`FairScheduler::Eevdf`]) keeps the weights and the virtual runtime
+//! but decides differently:
+//!
+//! - **Pick**: among the *eligible* entities — virtual runtime at most the load-weighted average
+//!   `V` of the runnable ones (lag ≥ 0) — the one with the earliest virtual deadline
+//!   `vruntime + base_slice · 1024 / weight`; a new deadline is set when a slice is used up.
+//! - **Slice**: a fixed `base_slice` (0.75 ms × `1 + log₂ min(C, 8)`), not the latency cut by
+//!   the number of threads.
+//! - **Wake-up**: a thread keeps the lag it had when it went to sleep (clamped to two slices, and
+//!   scaled by `(W + w) / W` as the kernel's `place_entity` does): `vruntime = V − lag`. No sleeper
+//!   credit.
+//! - **No wake-up preemption mid-slice**: with the kernel's defaults (RUN_TO_PARITY, equal slices)
+//!   the running thread finishes its slice before a woken one with an earlier deadline runs.
+//! - **Renice** keeps the lag and the remaining slice in real time (`reweight_entity`).
+//!
 //! Limits, on purpose: there is **one run queue for all cores** (ideal load balancing: a runnable
-//! thread runs on any core that frees up, with no migration cost and no affinity), no group
-//! scheduling (cgroup shares are not modelled yet), and EEVDF (Linux ≥ 6.6) is not modelled —
-//! its slices are similar, its lag placement differs. Times are integer nanoseconds.
+//! thread runs on any core that frees up, with no migration cost and no affinity), and no group
+//! scheduling (cgroup shares are not modelled yet). EEVDF's pick scans the eligible entities in
+//! order of virtual runtime (the kernel keeps an augmented tree). Times are integer nanoseconds.
 
 use std::collections::BTreeSet;
 
@@ -42,9 +57,35 @@ pub fn weight(nice: i32) -> u64 {
     NICE_TO_WEIGHT[(nice.clamp(-20, 19) + 20) as usize]
 }
 
+/// Which of Linux's fair schedulers the run queue follows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FairScheduler {
+    /// CFS (Linux < 6.6): smallest virtual runtime first, sleeper credit, wake-up preemption.
+    #[default]
+    Cfs,
+    /// EEVDF (Linux ≥ 6.6): earliest eligible virtual deadline first, lag kept across sleeps.
+    Eevdf,
+}
+
+impl std::str::FromStr for FairScheduler {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "cfs" => Ok(FairScheduler::Cfs),
+            "eevdf" => Ok(FairScheduler::Eevdf),
+            other => Err(format!("unknown scheduler '{other}': use cfs (Linux before 6.6) or eevdf (6.6 and later)")),
+        }
+    }
+}
+
 /// The scheduler's tunables and the costs of switching, in nanoseconds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct CfsParams {
+    /// CFS or EEVDF.
+    pub scheduler: FairScheduler,
+    /// EEVDF's slice (`sched_base_slice`).
+    pub base_slice_ns: Nanos,
     /// Targeted scheduling latency: every runnable thread runs once within it (`sched_latency`).
     pub latency_ns: Nanos,
     /// Shortest slice (`sched_min_granularity`).
@@ -65,6 +106,8 @@ impl CfsParams {
     pub fn for_cores(cores: usize) -> CfsParams {
         let factor = 1 + (cores.clamp(1, 8) as u64).ilog2() as u64;
         CfsParams {
+            scheduler: FairScheduler::Cfs,
+            base_slice_ns: 750_000 * factor,
             latency_ns: 6_000_000 * factor,
             min_granularity_ns: 750_000 * factor,
             wakeup_granularity_ns: 1_000_000 * factor,
@@ -87,12 +130,16 @@ pub struct Entity {
     pub on_rq: bool,
     /// Whether it waits in the run queue's tree (runnable, not running).
     pub queued: bool,
+    /// EEVDF: its virtual deadline.
+    pub deadline: u64,
+    /// EEVDF: its lag (`V − vruntime`) when it last went to sleep.
+    pub vlag: i64,
 }
 
 impl Entity {
     /// A new entity at `nice`, not yet runnable.
     pub fn new(nice: i32) -> Entity {
-        Entity { nice, weight: weight(nice), vruntime: 0, on_rq: false, queued: false }
+        Entity { nice, weight: weight(nice), vruntime: 0, on_rq: false, queued: false, deadline: 0, vlag: 0 }
     }
 }
 
@@ -104,6 +151,10 @@ pub struct RunQueue {
     min_vruntime: u64,
     /// Sum of the weights of runnable and running entities.
     load: u64,
+    /// Sum of weight × vruntime over the runnable and running entities (EEVDF's average).
+    weighted_vruntime: u128,
+    /// The average when the run queue last had entities (EEVDF places newcomers there).
+    last_avg: u64,
     /// Runnable and running entities.
     nr: usize,
     cores: usize,
@@ -113,7 +164,16 @@ pub struct RunQueue {
 impl RunQueue {
     /// An empty run queue for `cores` cores.
     pub fn new(cores: usize, params: CfsParams) -> RunQueue {
-        RunQueue { tree: BTreeSet::new(), min_vruntime: 0, load: 0, nr: 0, cores: cores.max(1), params }
+        RunQueue {
+            tree: BTreeSet::new(),
+            min_vruntime: 0,
+            load: 0,
+            weighted_vruntime: 0,
+            last_avg: 0,
+            nr: 0,
+            cores: cores.max(1),
+            params,
+        }
     }
 
     /// The tunables.
@@ -131,25 +191,72 @@ impl RunQueue {
         !self.tree.is_empty()
     }
 
-    /// A new entity starts at `min_vruntime`.
-    pub fn place_new(&self, e: &mut Entity) {
-        e.vruntime = self.min_vruntime;
+    fn eevdf(&self) -> bool {
+        self.params.scheduler == FairScheduler::Eevdf
     }
 
-    /// Makes a sleeping entity `id` runnable, with sleeper credit.
+    /// EEVDF's `V`: the load-weighted average vruntime of the runnable and running entities.
+    pub fn avg_vruntime(&self) -> u64 {
+        match self.load {
+            0 => self.last_avg,
+            load => (self.weighted_vruntime / load as u128) as u64,
+        }
+    }
+
+    /// A slice in `e`'s virtual time.
+    fn virtual_slice(&self, e: &Entity) -> u64 {
+        self.params.base_slice_ns * NICE_0_WEIGHT / e.weight
+    }
+
+    /// A new entity starts at `min_vruntime` (CFS) or with no lag at the average (EEVDF).
+    pub fn place_new(&self, e: &mut Entity) {
+        e.vruntime = if self.eevdf() { self.avg_vruntime() } else { self.min_vruntime };
+        e.vlag = 0;
+    }
+
+    /// Makes a sleeping entity `id` runnable: with sleeper credit (CFS) or at the lag it left
+    /// with (EEVDF).
     pub fn wake(&mut self, id: usize, e: &mut Entity) {
         debug_assert!(!e.on_rq);
-        let floor = self.min_vruntime.saturating_sub(self.params.latency_ns / 2);
-        e.vruntime = e.vruntime.max(floor);
+        if self.eevdf() {
+            let avg = self.avg_vruntime() as i128;
+            // Joining shifts the average towards the newcomer; the kernel inflates the lag so that
+            // the lag it keeps afterwards is the one it left with.
+            let lag = match self.load {
+                0 => e.vlag as i128,
+                load => e.vlag as i128 * (load + e.weight) as i128 / load as i128,
+            };
+            e.vruntime = (avg - lag).max(0) as u64;
+            e.deadline = e.vruntime + self.virtual_slice(e);
+        } else {
+            let floor = self.min_vruntime.saturating_sub(self.params.latency_ns / 2);
+            e.vruntime = e.vruntime.max(floor);
+        }
         e.on_rq = true;
         self.load += e.weight;
+        self.weighted_vruntime += e.weight as u128 * e.vruntime as u128;
         self.nr += 1;
         self.insert(id, e);
     }
 
-    /// Takes the entity with the smallest vruntime to run it.
+    /// Takes the next entity to run: the smallest vruntime (CFS), or the earliest deadline among
+    /// the eligible ones (EEVDF; the smallest vruntime if none is eligible).
     pub fn pick(&mut self, entities: &mut [Entity]) -> Option<usize> {
-        let (v, id) = self.tree.pop_first()?;
+        let (v, id) = if self.eevdf() {
+            let avg = self.avg_vruntime();
+            let first = *self.tree.first()?;
+            let best = self
+                .tree
+                .iter()
+                .take_while(|&&(v, _)| v <= avg)
+                .min_by_key(|&&(_, id)| (entities[id].deadline, id))
+                .copied()
+                .unwrap_or(first);
+            self.tree.remove(&best);
+            best
+        } else {
+            self.tree.pop_first()?
+        };
         entities[id].queued = false;
         self.min_vruntime = self.min_vruntime.max(v);
         Some(id)
@@ -160,29 +267,57 @@ impl RunQueue {
         self.insert(id, e);
     }
 
-    /// A running entity goes to sleep: it leaves the load.
+    /// A running entity goes to sleep: it leaves the load (EEVDF: keeping its lag, at most two
+    /// slices either way, as the kernel clamps it).
     pub fn sleep(&mut self, e: &mut Entity) {
         debug_assert!(e.on_rq && !e.queued);
+        if self.eevdf() {
+            let limit = (2 * self.virtual_slice(e)) as i64;
+            e.vlag = (self.avg_vruntime() as i64 - e.vruntime as i64).clamp(-limit, limit);
+        }
         e.on_rq = false;
         self.load -= e.weight;
+        self.weighted_vruntime -= e.weight as u128 * e.vruntime as u128;
         self.nr -= 1;
+        if self.load == 0 {
+            self.last_avg = e.vruntime;
+        }
     }
 
-    /// Charges `delta` ns of CPU to a running entity.
-    pub fn charge(&self, e: &mut Entity, delta: Nanos) {
-        e.vruntime += delta * NICE_0_WEIGHT / e.weight;
+    /// Charges `delta` ns of CPU to a running entity (EEVDF: a used-up slice gets a new deadline).
+    pub fn charge(&mut self, e: &mut Entity, delta: Nanos) {
+        let dv = delta * NICE_0_WEIGHT / e.weight;
+        e.vruntime += dv;
+        if e.on_rq {
+            self.weighted_vruntime += e.weight as u128 * dv as u128;
+        }
+        if self.eevdf() && e.vruntime >= e.deadline {
+            e.deadline = e.vruntime + self.virtual_slice(e);
+        }
     }
 
-    /// Changes an entity's nice value (as `setpriority` does): its weight and the load change,
-    /// its vruntime does not.
+    /// Changes an entity's nice value (as `setpriority` does): its weight and the load change;
+    /// its vruntime does not (CFS), or it keeps its lag and remaining slice in real time (EEVDF).
     pub fn renice(&mut self, id: usize, e: &mut Entity, nice: i32) {
         let w = weight(nice);
-        if e.on_rq {
-            self.load = self.load - e.weight + w;
-        }
         let queued = e.queued;
         if queued {
             self.tree.remove(&(e.vruntime, id));
+        }
+        if e.on_rq {
+            let avg = self.avg_vruntime() as i128;
+            self.weighted_vruntime -= e.weight as u128 * e.vruntime as u128;
+            if self.eevdf() {
+                let scale = |x: i128| x * e.weight as i128 / w as i128;
+                let lag = scale(avg - e.vruntime as i128);
+                let left = scale(e.deadline as i128 - e.vruntime as i128);
+                e.vruntime = (avg - lag).max(0) as u64;
+                e.deadline = (e.vruntime as i128 + left).max(0) as u64;
+            }
+            self.load = self.load - e.weight + w;
+            self.weighted_vruntime += w as u128 * e.vruntime as u128;
+        } else if self.eevdf() {
+            e.vlag = (e.vlag as i128 * e.weight as i128 / w as i128) as i64;
         }
         e.nice = nice;
         e.weight = w;
@@ -193,6 +328,11 @@ impl RunQueue {
 
     /// How long `e` may run now before it is preempted.
     pub fn slice(&self, e: &Entity) -> Nanos {
+        if self.eevdf() {
+            // Until its virtual deadline, in real time.
+            let left = e.deadline.saturating_sub(e.vruntime).max(1);
+            return (left as u128 * e.weight as u128 / NICE_0_WEIGHT as u128).max(1) as Nanos;
+        }
         let p = &self.params;
         let per_core = self.nr.div_ceil(self.cores) as u64;
         let nr_latency = (p.latency_ns / p.min_granularity_ns.max(1)).max(1);
@@ -203,8 +343,12 @@ impl RunQueue {
         ((period as u128 * e.weight as u128 / load as u128) as Nanos).max(p.min_granularity_ns)
     }
 
-    /// Whether a woken entity should preempt the running `current` (kernel `wakeup_preempt_entity`).
+    /// Whether a woken entity should preempt the running `current` (kernel `wakeup_preempt_entity`;
+    /// never mid-slice under EEVDF with the kernel's defaults).
     pub fn should_preempt(&self, woken: &Entity, current: &Entity) -> bool {
+        if self.eevdf() {
+            return false;
+        }
         let gran = self.params.wakeup_granularity_ns * NICE_0_WEIGHT / woken.weight;
         woken.vruntime + gran < current.vruntime
     }
@@ -223,7 +367,11 @@ mod tests {
     /// the way the simulator drives the run queue (pick, run a slice, charge, put back); returns
     /// each one's CPU time.
     fn busy(nices: &[i32], cores: usize, horizon: Nanos) -> Vec<Nanos> {
-        let params = CfsParams { context_switch_ns: 0, ..CfsParams::for_cores(cores) };
+        busy_under(FairScheduler::Cfs, nices, cores, horizon)
+    }
+
+    fn busy_under(scheduler: FairScheduler, nices: &[i32], cores: usize, horizon: Nanos) -> Vec<Nanos> {
+        let params = CfsParams { scheduler, context_switch_ns: 0, ..CfsParams::for_cores(cores) };
         let mut rq = RunQueue::new(cores, params);
         let mut es: Vec<Entity> = nices.iter().map(|&n| Entity::new(n)).collect();
         for (id, e) in es.iter_mut().enumerate() {
@@ -265,6 +413,42 @@ mod tests {
         let want = 1.25f64.powi(10);
         assert!((ratio / want - 1.0).abs() < 0.01, "ratio {ratio}, want {want} within 1 %");
         assert_eq!(cpu.iter().sum::<u64>(), 20_000_000_000, "the core never idles");
+    }
+
+    #[test]
+    fn eevdf_shares_a_core_by_weight_too() {
+        let cpu = busy_under(FairScheduler::Eevdf, &[0, 10], 1, 20_000_000_000);
+        let ratio = cpu[0] as f64 / cpu[1] as f64;
+        let want = 1.25f64.powi(10);
+        assert!((ratio / want - 1.0).abs() < 0.01, "ratio {ratio}, want {want} within 1 %");
+        let cpu = busy_under(FairScheduler::Eevdf, &[0, 0, 0, 0], 2, 10_000_000_000);
+        for &c in &cpu {
+            assert!((c as f64 / 5e9 - 1.0).abs() < 0.01, "{cpu:?}");
+        }
+    }
+
+    #[test]
+    fn eevdf_slices_are_the_base_slice_and_a_sleeper_keeps_its_lag_not_a_credit() {
+        let p = CfsParams { scheduler: FairScheduler::Eevdf, ..CfsParams::for_cores(2) };
+        assert_eq!(p.base_slice_ns, 1_500_000, "0.75 ms × (1 + log2 2)");
+        let mut rq = RunQueue::new(1, p);
+        let mut es = vec![Entity::new(0), Entity::new(0)];
+        for e in es.iter_mut() {
+            rq.place_new(e);
+        }
+        rq.wake(0, &mut es[0]);
+        assert_eq!(rq.slice(&es[0]), 1_500_000, "a slice is the base slice");
+        // Entity 0 runs 100 ms while entity 1 sleeps with no lag: it comes back at the average
+        // (entity 0's vruntime), not 3 ms behind it as CFS's sleeper credit would put it.
+        assert_eq!(rq.pick(&mut es), Some(0));
+        rq.charge(&mut es[0], 100_000_000);
+        rq.wake(1, &mut es[1]);
+        assert_eq!(es[1].vruntime, es[0].vruntime);
+        assert!(!rq.should_preempt(&es[1], &es[0]), "no preemption mid-slice");
+        // A reniced runnable entity keeps its lag in real time: at the average it stays there.
+        rq.renice(1, &mut es[1], 5);
+        assert_eq!(es[1].vruntime, es[0].vruntime);
+        assert_eq!(rq.pick(&mut es), Some(1));
     }
 
     #[test]

@@ -180,7 +180,7 @@ proptest! {
     /// Tuples in = tuples out + queued, with nothing dropped or duplicated, on every channel and
     /// at every operator, whatever the graph, partitioning, selectivity and threading.
     #[test]
-    fn no_tuple_is_lost_or_duplicated((graph, sel) in random_graph(), pool in 0usize..3, cores in 1usize..4, capacity in 1usize..64) {
+    fn no_tuple_is_lost_or_duplicated((graph, sel) in random_graph(), pool in 0usize..3, cores in 1usize..4, capacity in 1usize..64, eevdf in proptest::bool::ANY) {
         let selectivity: std::collections::BTreeMap<String, f64> =
             graph.nodes.iter().zip(&sel).map(|(n, &s)| (n.name.clone(), s)).collect();
         let model = Model::from_graph(vec!["q".into()], graph, false, |_, name, kind| {
@@ -198,6 +198,9 @@ proptest! {
             _ => "policy:qs:2:period=10ms".parse().unwrap(),
         };
         config.drain_limit_ns = 100_000_000_000;
+        if eevdf {
+            config.cfs.scheduler = moirai_sim::cfs::FairScheduler::Eevdf;
+        }
         let mut sim = Simulation::new(&model, config).unwrap();
         let events = sim.run();
         let channels = sim.channel_counts();
@@ -286,4 +289,11 @@ fn the_middleware_s_queue_size_policy_renices_the_threads() {
     let mut os = Simulation::new(&model, SimConfig::new(1, Duration::from_secs(1))).unwrap();
     os.run();
     assert!(os.nices().iter().all(|&n| n == 0));
+    // The same under the EEVDF model: reniced threads keep their lag and the run goes on.
+    let mut eevdf_config = SimConfig::new(1, Duration::from_secs(3));
+    eevdf_config.os_policy = Some("qs".into());
+    eevdf_config.cfs.scheduler = moirai_sim::cfs::FairScheduler::Eevdf;
+    let mut eevdf = Simulation::new(&model, eevdf_config).unwrap();
+    eevdf.run();
+    assert!(eevdf.nices().contains(&-20), "{:?}", eevdf.nices());
 }

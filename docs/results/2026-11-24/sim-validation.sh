@@ -19,6 +19,10 @@ $M sim syn --rates 30000,34000,38600,45000,51400,57900 --compare $CONFIGS --core
   --out $R/sim-validation-sim -- --lachesis
 python3 $R/sim-validation-table.py $R/sim-validation-bench-low,$R/sim-validation-bench-high $R/sim-validation-sim \
   > $R/sim-validation-table.md
+$M sim syn --rates 30000,34000,38600,45000,51400,57900 --compare $CONFIGS --cores 2 --duration 10s --reps 2 \
+  --scheduler eevdf --out $R/sim-validation-sim-eevdf -- --lachesis
+python3 $R/sim-validation-table.py $R/sim-validation-bench-low,$R/sim-validation-bench-high $R/sim-validation-sim-eevdf \
+  > $R/sim-validation-table-eevdf.md
 $M sim linear-road --rates 1000000,1200000,1400000,1600000,1800000,2000000 --compare os,qs --cores 2 --duration 8s \
   --out $R/sim-validation-lr -- --shape lachesis
 python3 $R/sim-validation-table.py $R/lr-moirai,$R/lr-moirai-high $R/sim-validation-lr > $R/sim-validation-lr-table.md

@@ -172,6 +172,21 @@ impl SimConfig {
         }
     }
 
+    /// As [`SimConfig::new`], on an ideal machine: switches, wake-ups, notifications, per-tuple
+    /// overhead and source timers cost nothing, so only the operators' own costs and the
+    /// scheduler remain (for checks against queueing theory, or one cost at a time).
+    pub fn ideal(cores: usize, duration: Duration) -> SimConfig {
+        let mut c = SimConfig::new(cores, duration);
+        c.cfs.context_switch_ns = 0;
+        c.cfs.wakeup_ns = 0;
+        c.tuple_overhead_ns = 0;
+        c.wakeup_cpu_ns = 0;
+        c.notify_ns = 0;
+        c.source_min_sleep_ns = 0;
+        c.timer_slack_ns = 0;
+        c
+    }
+
     /// Checks the values; the error names the setting and the fix.
     pub fn validate(&self) -> Result<(), SimError> {
         let bad = |m: String| Err(SimError::Config(m));

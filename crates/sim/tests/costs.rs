@@ -28,26 +28,13 @@ fn pipeline(ops: usize, rate: f64, cost_ns: u64) -> Model {
     .unwrap()
 }
 
-/// A config with every machine cost zero but those a test sets.
-fn bare(cores: usize, duration: Duration) -> SimConfig {
-    let mut c = SimConfig::new(cores, duration);
-    c.cfs.context_switch_ns = 0;
-    c.cfs.wakeup_ns = 0;
-    c.tuple_overhead_ns = 0;
-    c.wakeup_cpu_ns = 0;
-    c.notify_ns = 0;
-    c.source_min_sleep_ns = 0;
-    c.timer_slack_ns = 0;
-    c
-}
-
 #[test]
 fn at_a_low_rate_every_tuple_pays_a_wake_up_per_thread_and_a_notification_per_hop() {
     // 1000 tuples/s through 5 operators: each tuple wakes all 7 threads (the source by its
     // timer), and 6 of those wake-ups are notifications by the upstream thread.
     let (ops, rate) = (5, 1000.0);
     let model = pipeline(ops, rate, 0);
-    let mut config = bare(2, Duration::from_secs(2));
+    let mut config = SimConfig::ideal(2, Duration::from_secs(2));
     config.cfs.context_switch_ns = 2_000;
     config.wakeup_cpu_ns = 3_000;
     config.notify_ns = 4_000;
@@ -75,7 +62,7 @@ fn notifications_are_charged_to_the_waker_and_delay_its_next_step() {
     // The same pipeline with only the notification's cost: the source and operators pay, the
     // sink (which wakes nobody) does not.
     let model = pipeline(2, 1000.0, 0);
-    let mut config = bare(2, Duration::from_secs(1));
+    let mut config = SimConfig::ideal(2, Duration::from_secs(1));
     config.notify_ns = 7_000;
     let mut sim = Simulation::new(&model, config).unwrap();
     sim.run();
@@ -97,7 +84,7 @@ fn a_source_sleeps_at_least_its_minimum_and_its_timer_fires_late() {
     // second and takes some 100 tuples each time: the wake-ups per second bound the source,
     // not the rate.
     let model = pipeline(1, 1_000_000.0, 0);
-    let mut config = bare(2, Duration::from_secs(1));
+    let mut config = SimConfig::ideal(2, Duration::from_secs(1));
     config.source_min_sleep_ns = 50_000;
     config.timer_slack_ns = 50_000;
     let mut sim = Simulation::new(&model, config.clone()).unwrap();
@@ -144,7 +131,7 @@ fn a_cost_distribution_keeps_the_load_and_raises_the_queueing() {
     // waits grow (as M/M/1 against M/D/1 would say).
     let model = pipeline(1, 60_000.0, 10_000);
     let run = |dist| {
-        let mut config = bare(3, Duration::from_secs(2));
+        let mut config = SimConfig::ideal(3, Duration::from_secs(2));
         config.batch_size = 1;
         config.cost_dist = dist;
         let mut sim = Simulation::new(&model, config).unwrap();

@@ -63,12 +63,7 @@ fn a_single_queue_with_poisson_arrivals_waits_as_md1_says() {
     let model = md1(rate, d);
     // Every thread on a core of its own, no switching or wake-up costs, one tuple per step: the
     // server is exactly a deterministic server behind a FIFO queue.
-    let mut config = SimConfig::new(3, Duration::from_secs(2));
-    config.cfs.context_switch_ns = 0;
-    config.cfs.wakeup_ns = 0;
-    config.tuple_overhead_ns = 0;
-    config.wakeup_cpu_ns = 0;
-    config.notify_ns = 0;
+    let mut config = SimConfig::ideal(3, Duration::from_secs(2));
     config.batch_size = 1;
     config.warmup = 0.05;
     let mut sim = Simulation::new(&model, config).unwrap();

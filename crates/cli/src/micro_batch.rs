@@ -271,7 +271,7 @@ pub fn run_ysb(config: YsbConfig, args: &EngineArgs) -> i32 {
         let driver = driver_config(args)?;
         let report = moirai_microbatch::driver::run(&driver, &job)?;
         let mut sink = job.sink();
-        for output in report.outputs.values() {
+        for (_, output) in report.output_values() {
             let values = output.as_array().cloned().unwrap_or_default();
             sink.push(values).map_err(Error::Protocol)?;
         }
@@ -301,8 +301,8 @@ pub fn run_ysb(config: YsbConfig, args: &EngineArgs) -> i32 {
 /// the results committed before their window's end (closed by the end of a finite input).
 fn window_latency(report: &RunReport, interval_ms: u64) -> (Vec<f64>, u64) {
     let (mut latency, mut early) = (Vec::new(), 0);
-    for ((batch, _), output) in &report.outputs {
-        let Some(commit) = report.commit_ms.get(*batch as usize) else { continue };
+    for ((batch, _), output) in report.output_values() {
+        let Some(commit) = report.commit_ms.get(batch as usize) else { continue };
         let batch_end_ms = ((batch + 1) * interval_ms) as f64;
         for t in output.as_array().into_iter().flatten() {
             let end_ms = t[1]["end_ns"].as_u64().unwrap_or(0) as f64 / 1e6;
@@ -401,7 +401,7 @@ fn print(
     let commit = sorted(report.commit_ms.clone());
     let latency = latency_summary(e2e);
     let wall_s = report.wall_ms / 1e3;
-    let results: usize = report.outputs.values().map(|v| v.as_array().map_or(0, Vec::len)).sum();
+    let results: usize = report.output_values().map(|(_, v)| v.as_array().map_or(0, Vec::len)).sum();
     let mut summary = serde_json::json!({
         "workload": workload,
         "threading": "micro-batch",

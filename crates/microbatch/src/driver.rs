@@ -26,11 +26,12 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::aimd::{Aimd, AimdConfig, GroupChange};
 use crate::job::Job;
-use crate::protocol::{receive, send, MapTask, ReduceTask, ToDriver, ToExecutor};
+use crate::protocol::{receive, send, Completion, MapTask, ReduceTask, ToDriver, ToExecutor};
 use crate::wordcount::WindowCount;
 use crate::Error;
 
@@ -171,15 +172,22 @@ pub struct RunReport {
     pub group_changes: Vec<TimedChange>,
     /// Recoveries.
     pub recoveries: Vec<Recovery>,
-    /// The committed outputs: (micro-batch, sink partition) → what it emitted.
+    /// The committed outputs: (micro-batch, sink partition) → what it emitted, as the JSON
+    /// text the sink committed ([`RunReport::output_values`] parses them).
     #[serde(skip)]
-    pub outputs: BTreeMap<(u64, usize), Value>,
+    pub outputs: BTreeMap<(u64, usize), Box<RawValue>>,
 }
 
 impl RunReport {
+    /// The committed outputs parsed, by (micro-batch, sink partition); an output that is not
+    /// valid JSON (it cannot be: the executors wrote it) is `Null`.
+    pub fn output_values(&self) -> impl Iterator<Item = ((u64, usize), Value)> + '_ {
+        self.outputs.iter().map(|(k, v)| (*k, serde_json::from_str(v.get()).unwrap_or(Value::Null)))
+    }
+
     /// WordCount's outputs as window counts.
     fn word_counts(&self) -> impl Iterator<Item = WindowCount> + '_ {
-        self.outputs.values().flat_map(|v| serde_json::from_value::<Vec<WindowCount>>(v.clone()).unwrap_or_default())
+        self.outputs.values().flat_map(|v| serde_json::from_str::<Vec<WindowCount>>(v.get()).unwrap_or_default())
     }
 
     /// WordCount: count per word over all windows.
@@ -294,7 +302,7 @@ struct Driver<'a> {
     checkpoint: (Option<u64>, Vec<Value>),
     /// States reported for the checkpoint being taken.
     taking: BTreeMap<usize, Value>,
-    outputs: BTreeMap<(u64, usize), Value>,
+    outputs: BTreeMap<(u64, usize), Box<RawValue>>,
     /// Reduce partitions committed per micro-batch, and the commit time of complete ones.
     committed: BTreeMap<u64, usize>,
     commit_ms: BTreeMap<u64, f64>,
@@ -681,34 +689,36 @@ impl<'a> Driver<'a> {
         match message {
             ToDriver::Heartbeat | ToDriver::Hello { .. } => {}
             ToDriver::Failed { message } => return Err(Error::Protocol(format!("executor {id} failed: {message}"))),
-            ToDriver::MapDone { epoch, task, output, busy_ns, wait_ns } => {
-                if epoch == self.epoch {
-                    self.maps_left = self.maps_left.saturating_sub(1);
-                    self.work[id].0 += busy_ns;
-                    self.work[id].1 += wait_ns;
-                    if let Some(output) = output {
-                        self.commit(task.batch, task.partition, output);
-                    }
-                }
-            }
-            ToDriver::ReduceDone { epoch, task, output, state, busy_ns, wait_ns } => {
+            ToDriver::Completed { epoch, tasks, busy_ns, wait_ns } => {
                 if epoch != self.epoch {
                     return Ok(());
                 }
-                self.reduces_left = self.reduces_left.saturating_sub(1);
                 self.work[id].0 += busy_ns;
                 self.work[id].1 += wait_ns;
-                if let Some(state) = state {
-                    self.taking.insert(task.partition, state);
+                for completion in tasks {
+                    match completion {
+                        Completion::Map { task, output } => {
+                            self.maps_left = self.maps_left.saturating_sub(1);
+                            if let Some(output) = output {
+                                self.commit(task.batch, task.partition, output);
+                            }
+                        }
+                        Completion::Reduce { task, output, state } => {
+                            self.reduces_left = self.reduces_left.saturating_sub(1);
+                            if let Some(state) = state {
+                                self.taking.insert(task.partition, state);
+                            }
+                            self.commit(task.batch, task.partition, output);
+                        }
+                    }
                 }
-                self.commit(task.batch, task.partition, output);
             }
         }
         Ok(())
     }
 
     /// The sink: commits a reduce task's output once per (micro-batch, partition).
-    fn commit(&mut self, batch: u64, partition: usize, output: Value) {
+    fn commit(&mut self, batch: u64, partition: usize, output: Box<RawValue>) {
         if self.outputs.contains_key(&(batch, partition)) {
             return;
         }

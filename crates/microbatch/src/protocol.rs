@@ -9,6 +9,7 @@ use std::io::{self, BufRead, Write};
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 /// A map task: run the input of source partition `partition` that falls into micro-batch
@@ -88,39 +89,47 @@ pub enum ToDriver {
     },
     /// Liveness, every heartbeat interval.
     Heartbeat,
-    /// A map task finished (its outputs are pushed).
-    MapDone {
-        /// Epoch of the task.
+    /// Tasks finished since the executor's previous report. An executor reports when it runs
+    /// out of ready work (before it waits), so one report covers every task it ran back to back:
+    /// one message per stage under per-batch scheduling, and as few as one per group under group
+    /// scheduling when micro-batches run back to back.
+    Completed {
+        /// Epoch of the tasks.
         epoch: u64,
-        /// The task.
-        task: MapTask,
-        /// The output for the sink, when the job is a single stage.
-        output: Option<Value>,
+        /// The tasks, in the order they ran.
+        tasks: Vec<Completion>,
         /// Time the executor spent running tasks since its previous report, ns.
         busy_ns: u64,
         /// Time the executor spent waiting for a micro-batch's input to arrive (its interval to
         /// pass) since its previous report, ns.
         wait_ns: u64,
     },
-    /// A reduce task finished: the windows it closed, for the sink.
-    ReduceDone {
-        /// Epoch of the task.
-        epoch: u64,
-        /// The task.
-        task: ReduceTask,
-        /// What this micro-batch emits in this partition, for the sink.
-        output: Value,
-        /// The partition's state after the task, when the task is a checkpoint.
-        state: Option<Value>,
-        /// Time the executor spent running tasks since its previous report, ns.
-        busy_ns: u64,
-        /// Time spent waiting for input since its previous report, ns.
-        wait_ns: u64,
-    },
     /// The executor cannot go on (bad input, a lost driver); the message says why.
     Failed {
         /// What went wrong.
         message: String,
+    },
+}
+
+/// A finished task, in a [`ToDriver::Completed`] report.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum Completion {
+    /// A map task finished (its outputs are pushed).
+    Map {
+        /// The task.
+        task: MapTask,
+        /// The output for the sink, when the job is a single stage, as the JSON text the sink
+        /// commits (the driver keeps it unparsed).
+        output: Option<Box<RawValue>>,
+    },
+    /// A reduce task finished: the windows it closed, for the sink.
+    Reduce {
+        /// The task.
+        task: ReduceTask,
+        /// What this micro-batch emits in this partition, for the sink, as JSON text.
+        output: Box<RawValue>,
+        /// The partition's state after the task, when the task is a checkpoint.
+        state: Option<Value>,
     },
 }
 
@@ -142,10 +151,16 @@ pub struct MapOutput {
 
 /// Writes `message` as one JSON line and flushes.
 pub fn send<T: Serialize>(out: &mut impl Write, message: &T) -> io::Result<()> {
+    out.write_all(&encode(message)?)?;
+    out.flush()
+}
+
+/// `message` as one JSON line, `\n` included: what [`send`] writes, for a caller that writes
+/// several lines and flushes once (the shuffle's pushes, before the executor waits).
+pub fn encode<T: Serialize>(message: &T) -> io::Result<Vec<u8>> {
     let mut line = serde_json::to_vec(message).map_err(io::Error::other)?;
     line.push(b'\n');
-    out.write_all(&line)?;
-    out.flush()
+    Ok(line)
 }
 
 /// Reads one JSON line; `Ok(None)` at the end of the stream.

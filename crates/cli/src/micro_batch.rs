@@ -415,6 +415,7 @@ fn print(
         "latency_ms": latency,
         "e2e_latency_ms": latency,
         "threads": config.executors,
+        "cpu_cores": report.cpu_cores(),
         "executors": config.executors,
         "scheduling": config.scheduling,
         "paced": config.paced,
@@ -467,6 +468,7 @@ fn print(
         percentile(&commit, 1.0)
     );
     println!("coordination      mean overhead {:.3}", summary["mean_overhead"].as_f64().unwrap_or(0.0));
+    println!("cpu               {:.2} cores (the driver and its executors)", report.cpu_cores());
     for c in &report.group_changes {
         println!(
             "group change      at {:.1} s: {} -> {} (overhead {:.3})",

@@ -324,9 +324,9 @@ fn the_command_line_runs_micro_batches_and_refuses_what_it_cannot_run() {
     let (code, out, err) = moirai(&[
         "ysb",
         "--events",
-        "2000",
+        "20000",
         "--rate",
-        "10000",
+        "20000",
         "--window-ms",
         "50",
         "--threading",
@@ -337,6 +337,11 @@ fn the_command_line_runs_micro_batches_and_refuses_what_it_cannot_run() {
     let v: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
     assert_eq!(v["check"], "window counts equal a naive count", "{v}");
     assert!(v["window_latency_ms"]["count"].as_u64() > Some(0), "{v}");
+    // One second of YSB at 20k/s keeps the driver and two executors measurably busy, and no more
+    // than the machine's cores (with a margin for /proc's 10 ms clock ticks).
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let cpu = v["cpu_cores"].as_f64().unwrap_or(-1.0);
+    assert!(cpu > 0.01 && cpu < cores + 0.5, "the driver and executors' CPU: {cpu} cores of {cores}");
 
     let refused: [(&[&str], &str); 7] = [
         (

@@ -172,6 +172,9 @@ pub struct RunReport {
     pub group_changes: Vec<TimedChange>,
     /// Recoveries.
     pub recoveries: Vec<Recovery>,
+    /// CPU time of the driver's and the executors' processes over the run (`wall_ms`), ns; an
+    /// executor lost mid-run counts up to its last reading (taken at every group's end).
+    pub cpu_ns: u64,
     /// The committed outputs: (micro-batch, sink partition) → what it emitted, as the JSON
     /// text the sink committed ([`RunReport::output_values`] parses them).
     #[serde(skip)]
@@ -216,6 +219,11 @@ impl RunReport {
     /// Compute time per micro-batch, ms.
     pub fn compute_ms_per_batch(&self) -> f64 {
         self.compute_ms / self.batches.max(1) as f64
+    }
+
+    /// Cores the driver and executors kept busy on average over the run.
+    pub fn cpu_cores(&self) -> f64 {
+        self.cpu_ns as f64 / (self.wall_ms * 1e6).max(1.0)
     }
 
     /// Time per micro-batch: wall time over micro-batches, ms.
@@ -311,6 +319,8 @@ struct Driver<'a> {
     /// Busy and input-wait time reported per executor in the current group, ns.
     work: Vec<(u64, u64)>,
     killed: bool,
+    /// CPU time of each process at the run's start and at its last reading (driver last), ns.
+    cpu: Vec<(u64, u64)>,
     report: RunReport,
 }
 
@@ -423,6 +433,7 @@ impl<'a> Driver<'a> {
             reduces_left: 0,
             work: vec![(0, 0); config.executors],
             killed: false,
+            cpu: vec![(0, 0); config.executors + 1],
             report: RunReport {
                 batches: job.batches(),
                 decisions: 0,
@@ -436,6 +447,7 @@ impl<'a> Driver<'a> {
                 group_sizes: Vec::new(),
                 group_changes: Vec::new(),
                 recoveries: Vec::new(),
+                cpu_ns: 0,
                 outputs: BTreeMap::new(),
             },
         };
@@ -474,6 +486,7 @@ impl<'a> Driver<'a> {
             _ => None,
         };
         self.start = Instant::now();
+        self.read_cpu(true);
         let mut next = 0;
         while next < self.batches {
             let group = match self.config.scheduling {
@@ -493,6 +506,7 @@ impl<'a> Driver<'a> {
             }
             self.report.groups += 1;
             self.report.group_sizes.push(end - next);
+            self.read_cpu(false);
             let overhead = self.overhead(started.elapsed());
             self.report.overheads.push(overhead);
             if let Some(change) = aimd.as_mut().and_then(|a| a.observe(overhead)) {
@@ -511,10 +525,26 @@ impl<'a> Driver<'a> {
             next = end;
         }
         self.report.wall_ms = self.ms_since_start();
+        self.read_cpu(false);
+        self.report.cpu_ns = self.cpu.iter().map(|(start, last)| last.saturating_sub(*start)).sum();
         self.report.decisions = self.decisions;
         self.report.commit_ms = self.commit_ms.values().copied().collect();
         self.report.outputs = std::mem::take(&mut self.outputs);
         Ok(self.report.clone())
+    }
+
+    /// Reads the CPU time of the live executors and of the driver (at the start: both readings).
+    fn read_cpu(&mut self, start: bool) {
+        let pids = self.links.iter().map(|l| l.as_ref().map(|l| l.process.pid()));
+        let pids = pids.chain([Some(std::process::id())]);
+        for (reading, pid) in self.cpu.iter_mut().zip(pids.collect::<Vec<_>>()) {
+            if let Some(ns) = pid.and_then(|pid| moirai_os::proc::process_cpu_ns(pid).ok()) {
+                if start {
+                    reading.0 = ns;
+                }
+                reading.1 = ns;
+            }
+        }
     }
 
     /// The group's coordination overhead: the share of its wall time the most occupied executor

@@ -218,8 +218,9 @@ fn duration(args: &EngineArgs) -> Duration {
 }
 
 fn job(config: WordCountConfig, args: &EngineArgs) -> Result<WordCountJob, moirai_microbatch::Error> {
-    let duration = if config.sentences > 0 { None } else { Some(duration(args)) };
-    let job = WordCountJob::new(config, interval(args), duration)?;
+    let endless = if config.sentences > 0 { None } else { Some(duration(args)) };
+    let ramp = args.ramp_to.map(|to| (to, duration(args)));
+    let job = WordCountJob::with_ramp(config, interval(args), endless, ramp)?;
     Ok(if args.single_stage { job.single_stage() } else { job })
 }
 
@@ -229,6 +230,13 @@ fn ysb_job(mut config: YsbConfig, args: &EngineArgs) -> Result<(QueryJob, YsbHan
     use moirai_microbatch::Error;
     if args.single_stage {
         return Err(Error::Config("--single-stage is WordCount's; YSB's stages are its query's".into()));
+    }
+    if args.ramp_to.is_some() {
+        return Err(Error::Config(
+            "--ramp-to: YSB's events carry event times drawn at the constant --rate, so micro-batch mode runs it at \
+             a constant rate; drop --ramp-to (WordCount ramps in micro-batch mode)"
+                .into(),
+        ));
     }
     config.origin_ns = Some(0);
     let (mut queries, handle) = ysb::queries(&config).map_err(|e| Error::Config(e.to_string()))?;

@@ -42,7 +42,7 @@ pub struct EngineArgs {
     /// Ramp the offered rate linearly from --rate to this many tuples/s over the whole
     /// --duration (the papers' increasing-rate runs).
     #[arg(long)]
-    ramp_to: Option<f64>,
+    pub(crate) ramp_to: Option<f64>,
     /// How long the sources produce (e.g. 5s, 1m; at most 30days) [default: 5s; a Linear Road
     /// --input runs to its end unless given].
     #[arg(long, value_parser = humantime::parse_duration)]

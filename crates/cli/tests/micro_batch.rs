@@ -148,7 +148,8 @@ fn a_killed_executor_changes_nothing_in_the_committed_output() {
     let r = &failed.recoveries[0];
     assert_eq!((r.executor, r.from_batch), (1, 8), "replayed from the checkpoint after micro-batch 7");
     assert_eq!(
-        committed(&failed), committed(&clean),
+        committed(&failed),
+        committed(&clean),
         "every (micro-batch, partition) output committed once, as without failure"
     );
     assert_eq!(failed.counts(), clean.counts());
@@ -343,7 +344,9 @@ fn the_command_line_runs_micro_batches_and_refuses_what_it_cannot_run() {
     let cpu = v["cpu_cores"].as_f64().unwrap_or(-1.0);
     assert!(cpu > 0.01 && cpu < cores + 0.5, "the driver and executors' CPU: {cpu} cores of {cores}");
 
-    let refused: [(&[&str], &str); 7] = [
+    let refused: [(&[&str], &str); 9] = [
+        (&["ysb", "--events", "100", "--rate", "1000", "--ramp-to", "2000", "--threading", "micro-batch"], "--ramp-to"),
+        (&["wordcount", "--rate", "100", "--ramp-to=-5", "--threading", "micro-batch"], "--ramp-to"),
         (
             &["linear-road", "--rate", "1000", "--duration", "1s", "--threading", "micro-batch"],
             "operator 'vehicles': a keyed process",

@@ -421,7 +421,7 @@ impl Stages {
         let head = self.chain(&self.reduce_chain, partition, tail);
         let (e, window) = self.shuffle.expect("reduce_side needs a shuffle");
         let wire = self.wire(self.query.edges[e].edge.from).clone();
-        ReduceSide { head, wire, out, window, log: Vec::new(), watermark: None }
+        ReduceSide { head, wire, out, window, log: Vec::new(), unsent: 0, watermark: None }
     }
 
     /// The query's sink, fed with committed outputs.
@@ -486,6 +486,8 @@ pub struct ReduceSide {
     window: Window,
     /// Input tuples that still belong to an open window: the checkpoint of the partition's state.
     log: Vec<Value>,
+    /// How many of `log`'s last entries no checkpoint holds yet ([`ReduceSide::log_since`]).
+    unsent: usize,
     watermark: Option<u64>,
 }
 
@@ -493,6 +495,7 @@ impl ReduceSide {
     /// Adds tuples (on the wire) to the open windows.
     pub fn push(&mut self, values: Vec<Value>) -> Result<(), String> {
         self.log.extend(values.iter().cloned());
+        self.unsent += values.len();
         self.wire.push(&mut self.head, values)
     }
 
@@ -503,7 +506,12 @@ impl ReduceSide {
             self.wire.control(&mut self.head).watermark(watermark);
             let w = self.window;
             // A tuple is needed while its latest window is open.
-            self.log.retain(|v| event_ns(v).is_none_or(|t| t - t % w.slide_ns + w.size_ns > watermark));
+            let open = |v: &Value| event_ns(v).is_none_or(|t| t - t % w.slide_ns + w.size_ns > watermark);
+            let mut unsent = self.log.split_off(self.log.len() - self.unsent);
+            self.log.retain(open);
+            unsent.retain(open);
+            self.unsent = unsent.len();
+            self.log.append(&mut unsent);
         }
         self.take()
     }
@@ -512,6 +520,7 @@ impl ReduceSide {
     pub fn finish(&mut self) -> Vec<Value> {
         self.wire.control(&mut self.head).finish();
         self.log.clear();
+        self.unsent = 0;
         self.take()
     }
 
@@ -524,13 +533,26 @@ impl ReduceSide {
         (self.watermark, &self.log)
     }
 
+    /// An incremental checkpoint: the watermark and the input that arrived since the previous
+    /// call (or restore) and still belongs to an open window. The previous checkpoint's log
+    /// followed by this one holds every tuple of the full [`log`](Self::log), and perhaps
+    /// tuples of windows closed since, which a [`restore`](Self::restore) drops again.
+    pub fn log_since(&mut self) -> (Option<u64>, Vec<Value>) {
+        let since = self.log[self.log.len() - self.unsent..].to_vec();
+        self.unsent = 0;
+        (self.watermark, since)
+    }
+
     /// Restores a checkpoint into this (fresh) partition; the window results this replays were
-    /// emitted before the checkpoint and are dropped.
+    /// emitted before the checkpoint and are dropped (also those of windows the log still holds
+    /// tuples of but the watermark had closed). Afterwards no input is unsent: the checkpoint
+    /// holds it.
     pub fn restore(&mut self, watermark: Option<u64>, log: Vec<Value>) -> Result<(), String> {
         self.push(log)?;
         if let Some(w) = watermark {
             self.watermark(w);
         }
+        self.unsent = 0;
         Ok(())
     }
 }
@@ -645,6 +667,48 @@ mod tests {
         // Window [0, 10 ms) holds 0..10; its even numbers by key x % 4: {0, 4, 8} and {2, 6}.
         assert_eq!(&got[..2], &[(0, 0, 12.0), (0, 2, 8.0)]);
         assert_eq!(got.iter().map(|g| g.2).sum::<f64>(), (0..40).filter(|x| x % 2 == 0).sum::<u64>() as f64);
+    }
+
+    #[test]
+    fn incremental_checkpoints_add_up_to_the_state_and_restore_it() {
+        let q = Query::new("q");
+        numbers(&q, 60)
+            .serde()
+            .key_by(|x: &u64| x % 2)
+            .window("count", Window::tumbling(Duration::from_millis(15)), Agg::count())
+            .serde()
+            .discard("out");
+        let stages = Rc::new(q.build().unwrap().stages().unwrap());
+        let mut map = [stages.map_side(0), stages.map_side(1)];
+        let mut original = stages.reduce_side(0);
+        // A checkpoint after every micro-batch of 10 ms: each holds only what arrived since the
+        // previous one; together they hold at least the full log (and tuples of closed windows).
+        let mut merged = Vec::new();
+        let mut last_watermark = None;
+        for b in 0..4u64 {
+            for m in &mut map {
+                original.push(m.run(b * 10_000_000, (b + 1) * 10_000_000).buckets.remove(0)).unwrap();
+            }
+            original.watermark((b + 1) * 10_000_000 - 2_000_000);
+            let (watermark, since) = original.log_since();
+            assert!(since.len() <= original.log().1.len(), "a delta is never more than the open input");
+            merged.extend(since);
+            last_watermark = watermark;
+        }
+        let full = original.log().1.to_vec();
+        assert!(merged.len() > full.len(), "the deltas also hold tuples of windows closed since");
+        assert!(full.iter().all(|v| merged.contains(v)), "every tuple of the state is in some delta");
+        assert!(original.log_since().1.is_empty(), "nothing new since the last checkpoint");
+        let mut restored = stages.reduce_side(0);
+        restored.restore(last_watermark, merged).unwrap();
+        assert_eq!(restored.log().1, full, "a restore drops the closed windows' tuples again");
+        assert!(restored.log_since().1.is_empty(), "a restored partition has nothing unsent");
+        for m in &mut map {
+            let bucket = m.run(40_000_000, 60_000_000).buckets.remove(0);
+            original.push(bucket.clone()).unwrap();
+            restored.push(bucket).unwrap();
+        }
+        assert_eq!(restored.finish(), original.finish(), "the same windows after the restore");
     }
 
     #[test]

@@ -292,6 +292,8 @@ pub fn run(config: &DriverConfig, job: &dyn Job) -> Result<RunReport, Error> {
 
 struct Driver<'a> {
     config: &'a DriverConfig,
+    /// The job, for merging incremental checkpoints.
+    job: &'a dyn Job,
     batches: u64,
     interval_ms: u64,
     maps: usize,
@@ -325,7 +327,7 @@ struct Driver<'a> {
 }
 
 impl<'a> Driver<'a> {
-    fn start(config: &'a DriverConfig, job: &dyn Job) -> Result<Self, Error> {
+    fn start(config: &'a DriverConfig, job: &'a dyn Job) -> Result<Self, Error> {
         let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| Error::Io("bind the driver port".into(), e))?;
         let addr = listener.local_addr().map_err(|e| Error::Io("read the driver port".into(), e))?;
         let mut processes = Vec::new();
@@ -412,6 +414,7 @@ impl<'a> Driver<'a> {
         let (maps, reduces) = (job.map_partitions(), job.reduce_partitions());
         let mut driver = Driver {
             config,
+            job,
             batches: job.batches(),
             interval_ms: job.interval_ms(),
             maps,
@@ -670,7 +673,13 @@ impl<'a> Driver<'a> {
             if taken.len() != self.reduces {
                 return Err(Error::Protocol(format!("checkpoint after micro-batch {b} misses partitions")));
             }
-            self.checkpoint = (Some(b), taken.into_values().collect());
+            // A partition's checkpoint may hold only what changed since its previous one.
+            let mut states = Vec::with_capacity(self.reduces);
+            for (r, next) in taken {
+                let previous = std::mem::take(&mut self.checkpoint.1[r]);
+                states.push(self.job.merge_checkpoint(r, previous, next)?);
+            }
+            self.checkpoint = (Some(b), states);
         }
         Ok(None)
     }

@@ -34,8 +34,17 @@ pub trait Job {
     /// Runs reduce task (`batch`, `partition`) over the map outputs of every map partition (in
     /// map-partition order); returns its output for the sink.
     fn reduce(&mut self, batch: u64, partition: usize, inputs: Vec<Value>) -> Result<Value, Error>;
-    /// Reduce partition `partition`'s state, for a checkpoint.
-    fn checkpoint(&self, partition: usize) -> Value;
+    /// Reduce partition `partition`'s state, for a checkpoint: the whole state, or what changed
+    /// since this process's previous checkpoint of it (or restore), which
+    /// [`merge_checkpoint`](Self::merge_checkpoint) adds to the previous checkpoint.
+    fn checkpoint(&mut self, partition: usize) -> Value;
+    /// The driver's side of [`checkpoint`](Self::checkpoint): the partition's state after
+    /// `previous` (`Value::Null`: none yet) and then `next`. By default a checkpoint is the whole
+    /// state and replaces the previous one.
+    fn merge_checkpoint(&self, partition: usize, previous: Value, next: Value) -> Result<Value, Error> {
+        let _ = (partition, previous);
+        Ok(next)
+    }
     /// Forgets every reduce partition's state and takes these (`Value::Null`: empty).
     fn restore(&mut self, states: Vec<(usize, Value)>) -> Result<(), Error>;
 }

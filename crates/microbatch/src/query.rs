@@ -70,6 +70,9 @@ impl QueryJob {
     }
 }
 
+/// The fewest tuples a merged checkpoint log holds before the driver compacts it.
+const COMPACT_AT: usize = 4096;
+
 fn protocol(e: String) -> Error {
     Error::Protocol(e)
 }
@@ -126,14 +129,41 @@ impl Job for QueryJob {
         Ok(Value::Array(out))
     }
 
-    fn checkpoint(&self, partition: usize) -> Value {
-        match self.reduces.get(&partition) {
+    /// Incremental: the watermark and the input since the partition's previous checkpoint.
+    fn checkpoint(&mut self, partition: usize) -> Value {
+        match self.reduces.get_mut(&partition) {
             Some(side) => {
-                let (watermark, log) = side.log();
+                let (watermark, log) = side.log_since();
                 json!({ "watermark": watermark, "log": log })
             }
             None => Value::Null,
         }
+    }
+
+    /// The previous log followed by the new one, at the new watermark. When the log has grown to
+    /// twice what its last compaction kept (and at least `COMPACT_AT` tuples), it is compacted:
+    /// restored into a fresh partition, which drops the tuples of closed windows — amortised, a
+    /// tuple is copied a constant number of times however long its window stays open.
+    fn merge_checkpoint(&self, partition: usize, mut previous: Value, mut next: Value) -> Result<Value, Error> {
+        if previous.is_null() || next.is_null() {
+            return Ok(if next.is_null() { previous } else { next });
+        }
+        let mut log = match previous["log"].take() {
+            Value::Array(log) => log,
+            _ => Vec::new(),
+        };
+        if let Value::Array(more) = next["log"].take() {
+            log.extend(more);
+        }
+        let watermark = next["watermark"].as_u64();
+        let kept = previous["kept"].as_u64().unwrap_or(0) as usize;
+        if log.len() < COMPACT_AT.max(2 * kept) {
+            return Ok(json!({ "watermark": watermark, "log": log, "kept": kept }));
+        }
+        let mut side = self.stages.reduce_side(partition);
+        side.restore(watermark, log).map_err(protocol)?;
+        let (_, log) = side.log();
+        Ok(json!({ "watermark": watermark, "log": log, "kept": log.len() }))
     }
 
     fn restore(&mut self, states: Vec<(usize, Value)>) -> Result<(), Error> {
@@ -145,5 +175,66 @@ impl Job for QueryJob {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use moirai_engine::{Agg, Query, Source, Window};
+
+    use super::*;
+
+    /// Numbers 0..n at 20 000/s over 2 partitions, counted per key (x % 2) in 500 ms windows.
+    fn job(n: u64) -> QueryJob {
+        let q = Query::new("q");
+        q.source("numbers", Source::new(move |i, p| (0..n).filter(move |x| x % p as u64 == i as u64)).rate(20_000.0))
+            .parallelism(2)
+            .serde()
+            .key_by(|x: &u64| x % 2)
+            .window("count", Window::tumbling(Duration::from_millis(500)), Agg::count())
+            .serde()
+            .discard("out");
+        QueryJob::new(q.build().unwrap(), Duration::from_millis(10), Some(n), Duration::ZERO).unwrap()
+    }
+
+    fn run_batch(job: &mut QueryJob, b: u64) -> Vec<Value> {
+        let maps: Vec<Vec<Value>> = (0..job.map_partitions()).map(|m| job.map(b, m).unwrap()).collect();
+        (0..job.reduce_partitions())
+            .map(|r| job.reduce(b, r, maps.iter().map(|buckets| buckets[r].clone()).collect()).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn merged_incremental_checkpoints_stay_bounded_and_restore_the_state() {
+        let n = 30_000;
+        let mut original = job(n);
+        let batches = original.batches();
+        let mut driver = vec![Value::Null; original.reduce_partitions()];
+        let (mut largest, mut full, mut compacted) = (0, 0, false);
+        // A checkpoint after every micro-batch until the middle, merged as the driver merges.
+        for b in 0..batches / 2 {
+            run_batch(&mut original, b);
+            for (r, state) in driver.iter_mut().enumerate() {
+                full = full.max(original.reduces.get(&r).map_or(0, |side| side.log().1.len()));
+                let next = original.checkpoint(r);
+                *state = original.merge_checkpoint(r, std::mem::take(state), next).unwrap();
+                let len = state["log"].as_array().map_or(0, Vec::len);
+                largest = largest.max(len);
+                compacted |= state["kept"].as_u64().is_some_and(|k| k > 0);
+            }
+        }
+        // The merged log is compacted, and stays within twice the largest state (the open
+        // windows' input) plus the compaction threshold, however many checkpoints it took.
+        assert!(compacted, "the merged log was compacted at least once");
+        assert!(full >= 5_000, "a 500 ms window holds 5 000 tuples of a key: {full}");
+        assert!(largest <= 2 * full + COMPACT_AT, "the merged log stays bounded: {largest} tuples, state {full}");
+        // A fresh job restored from the merged checkpoints goes on as the original.
+        let mut restored = job(n);
+        restored.restore(driver.into_iter().enumerate().collect()).unwrap();
+        for b in batches / 2..batches {
+            assert_eq!(run_batch(&mut restored, b), run_batch(&mut original, b), "micro-batch {b}");
+        }
     }
 }

@@ -3,8 +3,9 @@
 //! description (its configuration: seed, sentences, vocabulary…).
 //!
 //! - **Micro-batches are event-time intervals of the open-loop source.** Source partition `m` of
-//!   `n` offers its `k`-th sentence at `k·n/rate` seconds after the start (its intended send
-//!   time, as the continuous engine paces it); micro-batch `b` holds the sentences whose intended
+//!   `n` offers its `k`-th sentence at the intended send time the continuous engine's source
+//!   would give it (`k·n/rate` seconds after the start at a constant rate, later on a ramp's
+//!   schedule, [`Offered::intended`]); micro-batch `b` holds the sentences whose intended
 //!   send time falls in `[b·I, (b+1)·I)`, `I` the batch interval. A paced run starts a
 //!   micro-batch's map tasks when its interval has passed on the wall clock (its data "has
 //!   arrived"), so the data, not the scheduler, sets the pace.
@@ -22,6 +23,7 @@ use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::time::Duration;
 
+use moirai_engine::source::Offered;
 use moirai_workloads::wordcount::{self, WordCountConfig, WordCountHandle};
 use rustc_hash::{FxHashMap, FxHasher};
 use serde_json::Value;
@@ -38,6 +40,8 @@ pub type PartitionState = BTreeMap<u64, BTreeMap<String, u64>>;
 /// WordCount as micro-batch tasks, with the input cursor of each source partition.
 pub struct WordCountJob {
     config: WordCountConfig,
+    /// Each source partition's schedule of intended send times.
+    offered: Offered,
     interval_ms: u64,
     batches: u64,
     handle: WordCountHandle,
@@ -59,6 +63,17 @@ impl WordCountJob {
     /// The job of `config`, cut into micro-batches of `interval`; an endless input runs for
     /// `duration`. Errors name the setting to fix.
     pub fn new(config: WordCountConfig, interval: Duration, duration: Option<Duration>) -> Result<Self, Error> {
+        Self::with_ramp(config, interval, duration, None)
+    }
+
+    /// The same, with the offered rate ramping linearly from `config.rate` to `ramp.0` tuples/s
+    /// over `ramp.1`, then staying there (`--ramp-to`, as the continuous engine ramps).
+    pub fn with_ramp(
+        config: WordCountConfig,
+        interval: Duration,
+        duration: Option<Duration>,
+        ramp: Option<(f64, Duration)>,
+    ) -> Result<Self, Error> {
         config.validate().map_err(|e| Error::Config(e.to_string()))?;
         if config.rate <= 0.0 {
             return Err(Error::Config(
@@ -78,11 +93,17 @@ impl WordCountJob {
         let interval_ms = interval.as_millis() as u64;
         let (_, handle) = wordcount::queries(&config).map_err(|e| Error::Config(e.to_string()))?;
         let n = config.parallelism;
+        let offered = match ramp {
+            None => Offered::Constant(config.rate),
+            Some((to, over)) => Offered::Ramp { from: config.rate, to, over },
+        };
+        offered.validate().map_err(|e| Error::Config(format!("--rate/--ramp-to: {e}")))?;
+        let offered = offered.split(n);
         let batches = if config.sentences > 0 {
             (0..n)
                 .map(|m| {
                     let count = config.sentences / n as u64 + u64::from((m as u64) < config.sentences % n as u64);
-                    count.checked_sub(1).map_or(0, |last| event_ms(&config, last) / interval_ms + 1)
+                    count.checked_sub(1).map_or(0, |last| event_ms(&offered, last) / interval_ms + 1)
                 })
                 .max()
                 .unwrap_or(0)
@@ -100,6 +121,7 @@ impl WordCountJob {
         let cursors = (0..n).map(|m| Cursor { sentences: Box::new(handle.instance_sentences(m)), next: 0 }).collect();
         Ok(WordCountJob {
             config,
+            offered,
             interval_ms,
             batches,
             handle,
@@ -166,10 +188,21 @@ impl WordCountJob {
         self.config.rate
     }
 
-    /// Index of the first sentence of source partition `partition` in micro-batch `batch`.
+    /// Index of the first sentence of a source partition in micro-batch `batch`: the first
+    /// whose intended send time is at or after the micro-batch's start.
     fn first_sentence(&self, batch: u64) -> u64 {
-        let per_ms = self.config.rate / (self.config.parallelism as f64 * 1000.0);
-        ((batch * self.interval_ms) as f64 * per_ms).ceil() as u64
+        let start_ms = batch * self.interval_ms;
+        // Intended times are monotone in k: search for the first at or after the start.
+        let (mut lo, mut hi) = (0u64, self.offered.due(start_ms * 1_000_000).saturating_add(1));
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if event_ms(&self.offered, mid) < start_ms {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
     }
 
     /// Sentences of source partition `partition` in total (`u64::MAX` when endless).
@@ -208,7 +241,7 @@ impl WordCountJob {
         let window_ms = self.config.window_ms;
         let mut buckets: Vec<FxHashMap<(u64, &str), u64>> = vec![FxHashMap::default(); r];
         for (k, sentence) in (from..).zip(&sentences) {
-            let t = event_ms(&self.config, k);
+            let t = event_ms(&self.offered, k);
             let window = t - t % window_ms;
             for word in sentence.split_whitespace() {
                 *buckets[reduce_partition(word, r)].entry((window, word)).or_insert(0) += 1;
@@ -287,7 +320,7 @@ impl Job for WordCountJob {
         Ok(value(&output))
     }
 
-    fn checkpoint(&self, partition: usize) -> Value {
+    fn checkpoint(&mut self, partition: usize) -> Value {
         self.states.get(&partition).map_or(Value::Null, value)
     }
 
@@ -301,9 +334,10 @@ impl Job for WordCountJob {
     }
 }
 
-/// Intended send time (ms since the start) of sentence `k` of a source partition.
-fn event_ms(config: &WordCountConfig, k: u64) -> u64 {
-    (k as f64 * config.parallelism as f64 * 1000.0 / config.rate) as u64
+/// Intended send time (ms since the start) of sentence `k` of a source partition whose schedule
+/// is `offered`: the continuous engine's event time of the sentence, in whole ms.
+fn event_ms(offered: &Offered, k: u64) -> u64 {
+    offered.intended(k) / 1_000_000
 }
 
 /// The reduce partition of a word: the same in every process (FxHash has no random seed).
@@ -350,6 +384,40 @@ mod tests {
         assert!(states.iter().all(BTreeMap::is_empty), "the last micro-batch closes every window");
         let reference = job.handle.reference().unwrap();
         assert_eq!(total.into_iter().collect::<std::collections::HashMap<_, _>>(), reference);
+    }
+
+    #[test]
+    fn on_a_ramp_micro_batches_follow_the_engines_schedule_and_grow() {
+        // 1000 → 5000 sentences/s over 1 s, then 5000/s: the engine's intended send times.
+        let over = Duration::from_secs(1);
+        let mut job = WordCountJob::with_ramp(
+            WordCountConfig { sentences: 6000, ..config() },
+            Duration::from_millis(100),
+            None,
+            Some((5000.0, over)),
+        )
+        .unwrap();
+        let offered = Offered::Ramp { from: 1000.0, to: 5000.0, over }.split(2);
+        let mut next = 0;
+        let mut sizes = Vec::new();
+        for b in 0..job.batches() {
+            let (from, to) = (job.first_sentence(b), job.first_sentence(b + 1).min(job.sentences_of(0)));
+            assert_eq!(from, next, "micro-batch {b} starts where the previous ended");
+            for k in from..to {
+                let ms = offered.intended(k) / 1_000_000;
+                assert!((b * 100..(b + 1) * 100).contains(&ms), "sentence {k} at {ms} ms is in micro-batch {b}");
+            }
+            sizes.push(to - from);
+            next = to;
+        }
+        assert_eq!(next, job.sentences_of(0), "every sentence of the partition in some micro-batch");
+        assert!(sizes[0] < sizes[5] && sizes[5] < sizes[10], "micro-batches grow with the rate: {sizes:?}");
+        assert_eq!(sizes[12], 250, "after the ramp 2500/s per partition: {sizes:?}");
+        // Each partition's map tasks see every one of its sentences once.
+        let words: u64 = (0..job.batches()).flat_map(|b| job.map(b, 1)).flatten().map(|(_, _, c)| c).sum();
+        assert!(words >= 3000, "partition 1's 3000 sentences hold at least a word each: {words}");
+        let e = WordCountJob::with_ramp(config(), Duration::from_millis(10), None, Some((-1.0, over)));
+        assert!(e.err().unwrap().to_string().contains("--ramp-to"), "a bad ramp names the flag");
     }
 
     #[test]

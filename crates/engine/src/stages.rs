@@ -421,7 +421,7 @@ impl Stages {
         let head = self.chain(&self.reduce_chain, partition, tail);
         let (e, window) = self.shuffle.expect("reduce_side needs a shuffle");
         let wire = self.wire(self.query.edges[e].edge.from).clone();
-        ReduceSide { head, wire, out, window, log: Vec::new(), unsent: 0, watermark: None }
+        ReduceSide { head, wire, out, window, log: Vec::new(), unsent: 0, held: 0, watermark: None }
     }
 
     /// The query's sink, fed with committed outputs.
@@ -486,8 +486,11 @@ pub struct ReduceSide {
     window: Window,
     /// Input tuples that still belong to an open window: the checkpoint of the partition's state.
     log: Vec<Value>,
-    /// How many of `log`'s last entries no checkpoint holds yet ([`ReduceSide::log_since`]).
+    /// How many of `log`'s last entries no checkpoint holds yet ([`ReduceSide::checkpoint`]).
     unsent: usize,
+    /// Tuples the checkpoints since the last whole one hold in all (the whole one included):
+    /// what a driver that appends incremental checkpoints keeps.
+    held: usize,
     watermark: Option<u64>,
 }
 
@@ -520,7 +523,7 @@ impl ReduceSide {
     pub fn finish(&mut self) -> Vec<Value> {
         self.wire.control(&mut self.head).finish();
         self.log.clear();
-        self.unsent = 0;
+        (self.unsent, self.held) = (0, 0);
         self.take()
     }
 
@@ -533,14 +536,23 @@ impl ReduceSide {
         (self.watermark, &self.log)
     }
 
-    /// An incremental checkpoint: the watermark and the input that arrived since the previous
-    /// call (or restore) and still belongs to an open window. The previous checkpoint's log
-    /// followed by this one holds every tuple of the full [`log`](Self::log), and perhaps
-    /// tuples of windows closed since, which a [`restore`](Self::restore) drops again.
-    pub fn log_since(&mut self) -> (Option<u64>, Vec<Value>) {
-        let since = self.log[self.log.len() - self.unsent..].to_vec();
+    /// A checkpoint of the partition: usually *incremental* — the input that arrived since the
+    /// previous checkpoint (or restore) and still belongs to an open window, to be appended to
+    /// the previous checkpoints' logs, which then hold every tuple of the [`log`](Self::log) and
+    /// perhaps tuples of windows closed since (a [`restore`](Self::restore) drops them again).
+    /// When those appended logs would hold more than twice the log (and at least
+    /// `min_whole` tuples), it is the *whole* log instead, which replaces them: a tuple is sent a
+    /// constant number of times, amortised, however long its window stays open.
+    pub fn checkpoint(&mut self, min_whole: usize) -> Checkpoint {
+        let since = self.log.len() - self.unsent;
         self.unsent = 0;
-        (self.watermark, since)
+        let appended = self.held + self.log.len() - since;
+        if appended > min_whole.max(2 * self.log.len()) {
+            self.held = self.log.len();
+            return Checkpoint { watermark: self.watermark, log: self.log.clone(), whole: true };
+        }
+        self.held = appended;
+        Checkpoint { watermark: self.watermark, log: self.log[since..].to_vec(), whole: false }
     }
 
     /// Restores a checkpoint into this (fresh) partition; the window results this replays were
@@ -552,9 +564,20 @@ impl ReduceSide {
         if let Some(w) = watermark {
             self.watermark(w);
         }
-        self.unsent = 0;
+        (self.unsent, self.held) = (0, self.log.len());
         Ok(())
     }
+}
+
+/// A reduce partition's checkpoint ([`ReduceSide::checkpoint`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Checkpoint {
+    /// The partition's watermark.
+    pub watermark: Option<u64>,
+    /// Input tuples on the wire: the whole log, or what arrived since the previous checkpoint.
+    pub log: Vec<Value>,
+    /// Whether `log` is the whole log (replacing the previous checkpoints) or to be appended.
+    pub whole: bool,
 }
 
 /// The query's sink in the driver's process.
@@ -690,19 +713,23 @@ mod tests {
                 original.push(m.run(b * 10_000_000, (b + 1) * 10_000_000).buckets.remove(0)).unwrap();
             }
             original.watermark((b + 1) * 10_000_000 - 2_000_000);
-            let (watermark, since) = original.log_since();
-            assert!(since.len() <= original.log().1.len(), "a delta is never more than the open input");
-            merged.extend(since);
-            last_watermark = watermark;
+            let c = original.checkpoint(usize::MAX);
+            assert!(!c.whole && c.log.len() <= original.log().1.len(), "a delta is never more than the open input");
+            merged.extend(c.log);
+            last_watermark = c.watermark;
         }
         let full = original.log().1.to_vec();
         assert!(merged.len() > full.len(), "the deltas also hold tuples of windows closed since");
         assert!(full.iter().all(|v| merged.contains(v)), "every tuple of the state is in some delta");
-        assert!(original.log_since().1.is_empty(), "nothing new since the last checkpoint");
+        assert!(original.checkpoint(usize::MAX).log.is_empty(), "nothing new since the last checkpoint");
+        // Past twice the log, the checkpoint is the whole log, and the next one a delta again.
+        let whole = original.checkpoint(0);
+        assert!(whole.whole && whole.log == full, "the whole log once the deltas hold more than twice it");
+        assert!(!original.checkpoint(0).whole, "then incremental again");
         let mut restored = stages.reduce_side(0);
         restored.restore(last_watermark, merged).unwrap();
         assert_eq!(restored.log().1, full, "a restore drops the closed windows' tuples again");
-        assert!(restored.log_since().1.is_empty(), "a restored partition has nothing unsent");
+        assert!(restored.checkpoint(usize::MAX).log.is_empty(), "a restored partition has nothing unsent");
         for m in &mut map {
             let bucket = m.run(40_000_000, 60_000_000).buckets.remove(0);
             original.push(bucket.clone()).unwrap();

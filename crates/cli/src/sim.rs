@@ -22,7 +22,8 @@ use crate::run::{syn_config, SynArgs};
     CONFIG is SCHEDULER[@THREADING][#TAG], as for `moirai bench`: os (the CFS model alone, a thread per \
     operator), qs/hr/fcfs/random (the middleware's policy setting nice values every --policy-period), \
     os@dynamic:N (a pool of N workers), qs@policy:N (the policy at the user level); without N, one worker \
-    per simulated core. The run is deterministic: the same arguments and --seed give the same files.")]
+    per simulated core. --nodes N simulates a cluster of N such machines, each with its own middleware, \
+    queries placed round-robin. The run is deterministic: the same arguments and --seed give the same files.")]
 pub struct SimArgs {
     /// Workload: syn (with the flags of `moirai run syn` after `--`), linear-road (`-- --shape
     /// lachesis`, with measured costs), or hone (Hone's slotted simulation of LBF against round
@@ -43,9 +44,18 @@ pub struct SimArgs {
     /// Configurations compared, comma-separated; the first is the baseline of ratios.
     #[arg(long, default_value = "os", value_name = "CONFIG,...")]
     compare: String,
-    /// Cores of the simulated machine.
+    /// Cores of the simulated machine (of each node with --nodes).
     #[arg(long, default_value_t = 2)]
     cores: usize,
+    /// Nodes of a simulated cluster, each with --cores cores and its own middleware; whole
+    /// queries are placed round-robin (query q on node q mod N).
+    #[arg(long, default_value_t = 1)]
+    nodes: usize,
+    /// How the middleware's schedule reaches the kernel: nice (per thread), cgroup (a cpu cgroup
+    /// per operator or group, cgroup v2 cpu.weight) or cgroup-v1 (cpu.shares), as `moirai
+    /// schedule --translator`; a configuration may set its own with /translator=cgroup.
+    #[arg(long, default_value = "nice")]
+    translator: String,
     /// Seed of the run's draws (selectivity, blocking); the workload's own --seed picks its queries.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -172,13 +182,17 @@ fn execute(args: SimArgs) -> Result<(), SimError> {
     base.notify_ns = args.notify_ns.unwrap_or(base.notify_ns);
     base.cost_dist = args.cost_dist.parse().map_err(|e| SimError::Config(format!("--cost-dist: {e}")))?;
     base.cfs.scheduler = args.scheduler.parse().map_err(|e| SimError::Config(format!("--scheduler: {e}")))?;
+    base.translator = args.translator.parse().map_err(|e| SimError::Config(format!("--translator: {e}")))?;
     base.validate()?;
+    let queries = syn.as_ref().map_or(1, |s| s.queries);
+    let placement = moirai_sim::cluster::placement(queries, args.nodes)?;
     let sweep = Sweep {
         workload: args.workload.clone(),
         rates: parse_rates(rates)?,
         configurations: parse_configurations(&args.compare)?,
         reps: args.reps,
         base,
+        nodes: args.nodes,
         criteria: Criteria { p99_bound_ms: args.p99_bound.as_secs_f64() * 1e3, ..Criteria::default() },
         out_dir: out.clone(),
         command_line: std::env::args().collect(),
@@ -188,14 +202,21 @@ fn execute(args: SimArgs) -> Result<(), SimError> {
         Some(syn) => {
             let config = moirai_workloads::syn::SynConfig { rate: rate / syn.queries.max(1) as f64, ..syn.clone() };
             let params = serde_json::to_value(&config).unwrap_or_default();
-            Ok((Model::syn(&config, 0)?, params))
+            let models = placement.iter().map(|part| Model::syn_part(&config, 0, part)).collect::<Result<_, _>>()?;
+            Ok((models, params))
         }
-        None => Ok((Model::linear_road_lachesis(rate)?, serde_json::json!({ "shape": "lachesis" }))),
+        None => Ok((vec![Model::linear_road_lachesis(rate)?], serde_json::json!({ "shape": "lachesis" }))),
     };
     let total = sweep.rates.len() * sweep.reps as usize * sweep.configurations.len();
-    eprintln!("moirai sim: {total} points of {:?} simulated each on {} cores", args.duration, sweep.base.cores);
-    let machine =
-        lab::simulated_machine(sweep.base.cores, moirai_bench::output::utc_iso8601(std::time::SystemTime::now()));
+    let machine = match args.nodes {
+        1 => format!("{} cores", sweep.base.cores),
+        n => format!("{n} nodes of {} cores", sweep.base.cores),
+    };
+    eprintln!("moirai sim: {total} points of {:?} simulated each on {machine}", args.duration);
+    let machine = lab::simulated_machine(
+        sweep.base.cores * sweep.nodes,
+        moirai_bench::output::utc_iso8601(std::time::SystemTime::now()),
+    );
     let mut done = 0;
     let finished = lab::run(&sweep, &model_at, &machine, |p| {
         done += 1;

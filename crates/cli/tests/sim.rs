@@ -47,7 +47,14 @@ fn a_simulated_sweep_writes_the_labs_files_and_repeats_itself() {
 fn bad_input_is_refused_with_exit_code_2_and_the_fix() {
     let out = OutDir::new("sim-bad");
     let dir = out.0.to_str().unwrap();
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 12] = [
+        (&["sim", "syn", "--rates", "1k", "--out", dir, "--nodes", "0"], "--nodes 0 must be from 1"),
+        (&["sim", "syn", "--rates", "1k", "--out", dir, "--nodes", "21", "--", "--lachesis"], "number of queries (20)"),
+        (
+            &["sim", "linear-road", "--rates", "1k", "--out", dir, "--nodes", "2", "--", "--shape", "lachesis"],
+            "--nodes 2",
+        ),
+        (&["sim", "syn", "--rates", "1k", "--out", dir, "--translator", "rt"], "use nice, cgroup"),
         (&["sim", "syn", "--compare", "os"], "needs --rates"),
         (&["sim", "syn", "--rates", "1k", "--out", dir, "--cores", "0"], "--cores 0"),
         (&["sim", "syn", "--rates", "1k", "--out", dir, "--compare", "flink:os"], "not Flink"),
@@ -64,4 +71,39 @@ fn bad_input_is_refused_with_exit_code_2_and_the_fix() {
         assert!(stderr.contains(needle), "{args:?}: '{stderr}' should say '{needle}'");
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
+}
+
+#[test]
+fn a_cluster_sweep_writes_one_merged_point_per_configuration_and_repeats_itself() {
+    let out = OutDir::new("sim-nodes");
+    let dir = out.0.to_str().unwrap();
+    let args = [
+        "sim",
+        "syn",
+        "--rates",
+        "4k",
+        "--compare",
+        "os,qs/translator=cgroup",
+        "--duration",
+        "1s",
+        "--nodes",
+        "4",
+        "--out",
+        dir,
+        "--",
+        "--lachesis",
+    ];
+    let first = moirai(&args);
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    assert!(String::from_utf8_lossy(&first.stderr).contains("4 nodes of 2 cores"));
+    let csv = std::fs::read_to_string(out.0.join("results.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 2, "{csv}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.0.join("results.json")).unwrap()).unwrap();
+    assert_eq!(json["machine"]["nproc"], 8, "4 nodes × 2 cores");
+    assert_eq!(json["points"][0]["run"]["nodes"], 4);
+    assert_eq!(json["points"][1]["run"]["model"]["translator"], "cgroup");
+    let again = moirai(&args);
+    assert!(again.status.success());
+    assert_eq!(std::fs::read_to_string(out.0.join("results.csv")).unwrap(), csv);
 }

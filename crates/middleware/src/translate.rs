@@ -88,6 +88,26 @@ pub fn nice_values(
     targets.into_iter().zip(nices).collect()
 }
 
+/// The cpu cgroup weight of every group `schedule` makes, and every thread with its group, as a
+/// [`CgroupTranslator`] computes them: one group per group of a grouping schedule (per operator
+/// of a single-priority one), the groups' priorities normalised into `range` — the pure part of
+/// [`CgroupTranslator::apply`], for callers that write nothing (the simulator).
+pub fn cgroup_weights(
+    schedule: &Schedule,
+    cluster: &Cluster,
+    normalization: Normalization,
+    range: WeightRange,
+) -> (BTreeMap<String, u64>, Vec<Target>) {
+    let targets = targets(schedule, cluster);
+    let mut groups: BTreeMap<String, f64> = BTreeMap::new();
+    for t in &targets {
+        groups.insert(t.group.clone(), t.priority);
+    }
+    let priorities: Vec<f64> = groups.values().copied().collect();
+    let weights = to_weights(&priorities, normalization, range);
+    (groups.into_keys().zip(weights).collect(), targets)
+}
+
 /// What a translator did in one round.
 #[derive(Clone, Debug, Default)]
 pub struct Applied {
@@ -218,19 +238,10 @@ impl CgroupTranslator {
 
     /// Places threads and sets weights as `schedule` asks.
     pub fn apply(&mut self, schedule: &Schedule, cluster: &Cluster, log: &mut RestoreLog) -> Applied {
-        let targets = targets(schedule, cluster);
-        let mut groups: BTreeMap<String, f64> = BTreeMap::new();
-        for t in &targets {
-            groups.insert(t.group.clone(), t.priority);
-        }
-        let names: Vec<String> = groups.keys().cloned().collect();
-        let priorities: Vec<f64> = groups.values().copied().collect();
-        let weights = to_weights(&priorities, self.normalization, self.range);
+        let (weight_of, targets) = cgroup_weights(schedule, cluster, self.normalization, self.range);
         let mut applied = Applied::default();
-        let mut weight_of = HashMap::new();
-        for (group, weight) in names.iter().zip(weights) {
+        for (group, &weight) in &weight_of {
             let dir = self.dir_name(group);
-            weight_of.insert(group.clone(), weight);
             if let Err(e) = self.tree.ensure_group(log, &dir) {
                 applied.errors.push(format!("group {dir}: {e}"));
                 continue;

@@ -28,10 +28,23 @@
 //!   the running thread finishes its slice before a woken one with an earlier deadline runs.
 //! - **Renice** keeps the lag and the remaining slice in real time (`reweight_entity`).
 //!
+//! **cpu cgroups** ([`RunQueue::add_group`], [`CpuGroup`]): a thread may be placed in a group
+//! with a weight — cgroup v2 `cpu.weight` (1..=10000, 100 as nice 0) or v1 `cpu.shares`
+//! (2..=262144, 1024 as nice 0), turned into the kernel's group weight as the kernel does
+//! ([`group_weight`]). The group is one entity of the root with that weight; its threads share
+//! the group's time by their nice weights. In the kernel each core has its own per-group entity
+//! whose weight is the group's weight times the share of the group's load on that core
+//! (`calc_group_shares`); with one run queue for all cores this is one *hierarchical weight* per
+//! thread: `group weight · w / Σ w` over the group's runnable threads, recomputed whenever one of
+//! them wakes, sleeps or is reniced ([`RunQueue::regroup`]). A group with no runnable thread
+//! weighs nothing. One level of groups under the root (the middleware's translator makes no
+//! deeper one); weights are kept in the kernel's fixed point (`scale_load`, 10 more bits) so a
+//! group's weight split over its threads does not round away.
+//!
 //! Limits, on purpose: there is **one run queue for all cores** (ideal load balancing: a runnable
-//! thread runs on any core that frees up, with no migration cost and no affinity), and no group
-//! scheduling (cgroup shares are not modelled yet). EEVDF's pick scans the eligible entities in
-//! order of virtual runtime (the kernel keeps an augmented tree). Times are integer nanoseconds.
+//! thread runs on any core that frees up, with no migration cost and no affinity). EEVDF's pick
+//! scans the eligible entities in order of virtual runtime (the kernel keeps an augmented tree).
+//! Times are integer nanoseconds.
 
 use std::collections::BTreeSet;
 
@@ -55,6 +68,46 @@ pub const NICE_0_WEIGHT: u64 = 1024;
 /// The CFS weight of a nice value (clamped to −20..=19).
 pub fn weight(nice: i32) -> u64 {
     NICE_TO_WEIGHT[(nice.clamp(-20, 19) + 20) as usize]
+}
+
+/// Extra bits of the load weights the run queue computes with (the kernel's `scale_load` on
+/// 64-bit machines): a group's weight split among its threads keeps its precision.
+pub const LOAD_SHIFT: u32 = 10;
+
+/// The load weight of nice 0 (`NICE_0_LOAD`).
+const NICE_0_LOAD: u64 = NICE_0_WEIGHT << LOAD_SHIFT;
+
+/// How a cpu cgroup's weight is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CgroupVersion {
+    /// cgroup v1: `cpu.shares`, 2..=262144, 1024 as nice 0.
+    V1,
+    /// cgroup v2: `cpu.weight`, 1..=10000, 100 as nice 0.
+    V2,
+}
+
+/// The kernel's group weight (`tg->shares`, unscaled) of a cgroup's `cpu.shares` (v1) or
+/// `cpu.weight` (v2): v2 weights become `round(weight · 1024 / 100)`
+/// (`sched_weight_from_cgroup`), and both are clamped to the kernel's `[MIN_SHARES, MAX_SHARES]`
+/// = [2, 262144].
+pub fn group_weight(version: CgroupVersion, value: u64) -> u64 {
+    let shares = match version {
+        CgroupVersion::V1 => value,
+        CgroupVersion::V2 => (value.clamp(1, 10_000) * 1024 + 50) / 100,
+    };
+    shares.clamp(2, 1 << 18)
+}
+
+/// A cpu cgroup under the root: one entity of the root with `weight`, shared by its threads.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CpuGroup {
+    /// The kernel's group weight ([`group_weight`]).
+    pub weight: u64,
+    /// The entities placed in it.
+    pub members: Vec<usize>,
+    /// Sum of the nice weights of its runnable and running members.
+    runnable: u64,
 }
 
 /// Which of Linux's fair schedulers the run queue follows.
@@ -124,6 +177,11 @@ pub struct Entity {
     pub nice: i32,
     /// Its weight, from the nice value.
     pub weight: u64,
+    /// The weight it weighs with in the run queue, in fixed point ([`LOAD_SHIFT`]): its nice
+    /// weight, or its share of its group's weight.
+    pub load: u64,
+    /// The cpu cgroup it is in, if any.
+    pub group: Option<usize>,
     /// Its virtual runtime.
     pub vruntime: u64,
     /// Whether it counts in the load: runnable or running.
@@ -139,7 +197,18 @@ pub struct Entity {
 impl Entity {
     /// A new entity at `nice`, not yet runnable.
     pub fn new(nice: i32) -> Entity {
-        Entity { nice, weight: weight(nice), vruntime: 0, on_rq: false, queued: false, deadline: 0, vlag: 0 }
+        let weight = weight(nice);
+        Entity {
+            nice,
+            weight,
+            load: weight << LOAD_SHIFT,
+            group: None,
+            vruntime: 0,
+            on_rq: false,
+            queued: false,
+            deadline: 0,
+            vlag: 0,
+        }
     }
 }
 
@@ -149,7 +218,7 @@ pub struct RunQueue {
     tree: BTreeSet<(u64, usize)>,
     /// A floor under every runnable vruntime, never decreasing.
     min_vruntime: u64,
-    /// Sum of the weights of runnable and running entities.
+    /// Sum of the load weights of runnable and running entities.
     load: u64,
     /// Sum of weight × vruntime over the runnable and running entities (EEVDF's average).
     weighted_vruntime: u128,
@@ -159,6 +228,8 @@ pub struct RunQueue {
     nr: usize,
     cores: usize,
     params: CfsParams,
+    /// cpu cgroups under the root.
+    groups: Vec<CpuGroup>,
 }
 
 impl RunQueue {
@@ -173,6 +244,7 @@ impl RunQueue {
             nr: 0,
             cores: cores.max(1),
             params,
+            groups: Vec::new(),
         }
     }
 
@@ -205,7 +277,7 @@ impl RunQueue {
 
     /// A slice in `e`'s virtual time.
     fn virtual_slice(&self, e: &Entity) -> u64 {
-        self.params.base_slice_ns * NICE_0_WEIGHT / e.weight
+        self.params.base_slice_ns * NICE_0_LOAD / e.load
     }
 
     /// A new entity starts at `min_vruntime` (CFS) or with no lag at the average (EEVDF).
@@ -218,13 +290,17 @@ impl RunQueue {
     /// with (EEVDF).
     pub fn wake(&mut self, id: usize, e: &mut Entity) {
         debug_assert!(!e.on_rq);
+        if let Some(g) = e.group {
+            self.groups[g].runnable += e.weight;
+            e.load = self.share(g, e.weight);
+        }
         if self.eevdf() {
             let avg = self.avg_vruntime() as i128;
             // Joining shifts the average towards the newcomer; the kernel inflates the lag so that
             // the lag it keeps afterwards is the one it left with.
             let lag = match self.load {
                 0 => e.vlag as i128,
-                load => e.vlag as i128 * (load + e.weight) as i128 / load as i128,
+                load => e.vlag as i128 * (load + e.load) as i128 / load as i128,
             };
             e.vruntime = (avg - lag).max(0) as u64;
             e.deadline = e.vruntime + self.virtual_slice(e);
@@ -233,8 +309,8 @@ impl RunQueue {
             e.vruntime = e.vruntime.max(floor);
         }
         e.on_rq = true;
-        self.load += e.weight;
-        self.weighted_vruntime += e.weight as u128 * e.vruntime as u128;
+        self.load += e.load;
+        self.weighted_vruntime += e.load as u128 * e.vruntime as u128;
         self.nr += 1;
         self.insert(id, e);
     }
@@ -276,9 +352,12 @@ impl RunQueue {
             e.vlag = (self.avg_vruntime() as i64 - e.vruntime as i64).clamp(-limit, limit);
         }
         e.on_rq = false;
-        self.load -= e.weight;
-        self.weighted_vruntime -= e.weight as u128 * e.vruntime as u128;
+        self.load -= e.load;
+        self.weighted_vruntime -= e.load as u128 * e.vruntime as u128;
         self.nr -= 1;
+        if let Some(g) = e.group {
+            self.groups[g].runnable -= e.weight;
+        }
         if self.load == 0 {
             self.last_avg = e.vruntime;
         }
@@ -286,10 +365,10 @@ impl RunQueue {
 
     /// Charges `delta` ns of CPU to a running entity (EEVDF: a used-up slice gets a new deadline).
     pub fn charge(&mut self, e: &mut Entity, delta: Nanos) {
-        let dv = delta * NICE_0_WEIGHT / e.weight;
+        let dv = (delta as u128 * NICE_0_LOAD as u128 / e.load as u128) as u64;
         e.vruntime += dv;
         if e.on_rq {
-            self.weighted_vruntime += e.weight as u128 * dv as u128;
+            self.weighted_vruntime += e.load as u128 * dv as u128;
         }
         if self.eevdf() && e.vruntime >= e.deadline {
             e.deadline = e.vruntime + self.virtual_slice(e);
@@ -298,32 +377,131 @@ impl RunQueue {
 
     /// Changes an entity's nice value (as `setpriority` does): its weight and the load change;
     /// its vruntime does not (CFS), or it keeps its lag and remaining slice in real time (EEVDF).
+    /// In a group, only its share of the group changes; call [`RunQueue::regroup`] after it.
     pub fn renice(&mut self, id: usize, e: &mut Entity, nice: i32) {
         let w = weight(nice);
+        let load = match e.group {
+            Some(g) => {
+                if e.on_rq {
+                    self.groups[g].runnable = self.groups[g].runnable - e.weight + w;
+                }
+                self.share(g, w)
+            }
+            None => w << LOAD_SHIFT,
+        };
+        e.nice = nice;
+        e.weight = w;
+        self.reload(id, e, load);
+    }
+
+    /// Gives an entity a new load weight, keeping the queue's sums (see [`RunQueue::renice`]).
+    fn reload(&mut self, id: usize, e: &mut Entity, load: u64) {
+        if load == e.load {
+            return;
+        }
         let queued = e.queued;
         if queued {
             self.tree.remove(&(e.vruntime, id));
         }
         if e.on_rq {
             let avg = self.avg_vruntime() as i128;
-            self.weighted_vruntime -= e.weight as u128 * e.vruntime as u128;
+            self.weighted_vruntime -= e.load as u128 * e.vruntime as u128;
             if self.eevdf() {
-                let scale = |x: i128| x * e.weight as i128 / w as i128;
+                let scale = |x: i128| x * e.load as i128 / load as i128;
                 let lag = scale(avg - e.vruntime as i128);
                 let left = scale(e.deadline as i128 - e.vruntime as i128);
                 e.vruntime = (avg - lag).max(0) as u64;
                 e.deadline = (e.vruntime as i128 + left).max(0) as u64;
             }
-            self.load = self.load - e.weight + w;
-            self.weighted_vruntime += w as u128 * e.vruntime as u128;
+            self.load = self.load - e.load + load;
+            self.weighted_vruntime += load as u128 * e.vruntime as u128;
         } else if self.eevdf() {
-            e.vlag = (e.vlag as i128 * e.weight as i128 / w as i128) as i64;
+            e.vlag = (e.vlag as i128 * e.load as i128 / load as i128) as i64;
         }
-        e.nice = nice;
-        e.weight = w;
+        e.load = load;
         if queued {
             self.tree.insert((e.vruntime, id));
         }
+    }
+
+    /// A new cpu cgroup under the root with the kernel's group weight `weight`
+    /// ([`group_weight`]); returns its id.
+    pub fn add_group(&mut self, weight: u64) -> usize {
+        self.groups.push(CpuGroup { weight: weight.max(1), members: Vec::new(), runnable: 0 });
+        self.groups.len() - 1
+    }
+
+    /// The groups, by id.
+    pub fn groups(&self) -> &[CpuGroup] {
+        &self.groups
+    }
+
+    /// Sets a group's weight (as writing `cpu.weight` or `cpu.shares` does): its runnable
+    /// threads' shares change at once.
+    pub fn set_group_weight(&mut self, group: usize, weight: u64, entities: &mut [Entity]) {
+        if self.groups[group].weight != weight.max(1) {
+            self.groups[group].weight = weight.max(1);
+            self.spread(group, entities);
+        }
+    }
+
+    /// Moves entity `id` into `group` (or back to the root with `None`), as writing its tid to
+    /// the group's `cgroup.threads` does; both groups' shares are spread anew.
+    pub fn move_to_group(&mut self, id: usize, group: Option<usize>, entities: &mut [Entity]) {
+        let from = entities[id].group;
+        if from == group {
+            return;
+        }
+        let on_rq = entities[id].on_rq;
+        let w = entities[id].weight;
+        if let Some(g) = from {
+            self.groups[g].members.retain(|&m| m != id);
+            if on_rq {
+                self.groups[g].runnable -= w;
+            }
+        }
+        entities[id].group = group;
+        let load = match group {
+            Some(g) => {
+                self.groups[g].members.push(id);
+                if on_rq {
+                    self.groups[g].runnable += w;
+                }
+                self.share(g, w)
+            }
+            None => w << LOAD_SHIFT,
+        };
+        self.reload(id, &mut entities[id], load);
+        for g in [from, group].into_iter().flatten() {
+            self.spread(g, entities);
+        }
+    }
+
+    /// After entity `id` woke, slept or was reniced: its group's weight is spread anew over the
+    /// group's runnable threads (nothing to do at the root).
+    pub fn regroup(&mut self, id: usize, entities: &mut [Entity]) {
+        if let Some(g) = entities[id].group {
+            self.spread(g, entities);
+        }
+    }
+
+    /// Gives every runnable member of `group` its share of the group's weight.
+    fn spread(&mut self, group: usize, entities: &mut [Entity]) {
+        for i in 0..self.groups[group].members.len() {
+            let m = self.groups[group].members[i];
+            if entities[m].on_rq {
+                let load = self.share(group, entities[m].weight);
+                self.reload(m, &mut entities[m], load);
+            }
+        }
+    }
+
+    /// The load weight of a thread of nice weight `w` in `group`: the group's weight times the
+    /// thread's share of the group's runnable weight (all of it when it is alone).
+    fn share(&self, group: usize, w: u64) -> u64 {
+        let g = &self.groups[group];
+        let runnable = g.runnable.max(w);
+        ((((g.weight as u128) << LOAD_SHIFT) * w as u128 / runnable as u128) as u64).max(1)
     }
 
     /// How long `e` may run now before it is preempted.
@@ -331,7 +509,7 @@ impl RunQueue {
         if self.eevdf() {
             // Until its virtual deadline, in real time.
             let left = e.deadline.saturating_sub(e.vruntime).max(1);
-            return (left as u128 * e.weight as u128 / NICE_0_WEIGHT as u128).max(1) as Nanos;
+            return (left as u128 * e.load as u128 / NICE_0_LOAD as u128).max(1) as Nanos;
         }
         let p = &self.params;
         let per_core = self.nr.div_ceil(self.cores) as u64;
@@ -339,8 +517,8 @@ impl RunQueue {
         let period = if per_core > nr_latency { per_core * p.min_granularity_ns } else { p.latency_ns };
         // The load one core carries: the whole load spread over the cores in use.
         let cores_in_use = self.nr.clamp(1, self.cores) as u64;
-        let load = (self.load / cores_in_use).max(e.weight);
-        ((period as u128 * e.weight as u128 / load as u128) as Nanos).max(p.min_granularity_ns)
+        let load = (self.load / cores_in_use).max(e.load);
+        ((period as u128 * e.load as u128 / load as u128) as Nanos).max(p.min_granularity_ns)
     }
 
     /// Whether a woken entity should preempt the running `current` (kernel `wakeup_preempt_entity`;
@@ -349,7 +527,7 @@ impl RunQueue {
         if self.eevdf() {
             return false;
         }
-        let gran = self.params.wakeup_granularity_ns * NICE_0_WEIGHT / woken.weight;
+        let gran = self.params.wakeup_granularity_ns * NICE_0_LOAD / woken.load;
         woken.vruntime + gran < current.vruntime
     }
 
@@ -393,6 +571,126 @@ mod tests {
             clocks[core] = now + ran;
             rq.put_prev(id, &mut es[id]);
         }
+    }
+
+    /// As [`busy_under`], with cpu cgroups: `threads` are (nice, group index into `groups`, which
+    /// are the groups' kernel weights); only threads with `busy` set are ever runnable.
+    fn busy_in_groups(
+        scheduler: FairScheduler,
+        threads: &[(i32, Option<usize>, bool)],
+        groups: &[u64],
+        cores: usize,
+        horizon: Nanos,
+    ) -> Vec<Nanos> {
+        let params = CfsParams { scheduler, context_switch_ns: 0, ..CfsParams::for_cores(cores) };
+        let mut rq = RunQueue::new(cores, params);
+        let gs: Vec<usize> = groups.iter().map(|&w| rq.add_group(w)).collect();
+        let mut es: Vec<Entity> = threads.iter().map(|&(n, _, _)| Entity::new(n)).collect();
+        for (id, &(_, g, busy)) in threads.iter().enumerate() {
+            rq.place_new(&mut es[id]);
+            rq.move_to_group(id, g.map(|g| gs[g]), &mut es);
+            if busy {
+                rq.wake(id, &mut es[id]);
+                rq.regroup(id, &mut es);
+            }
+        }
+        let mut cpu = vec![0; threads.len()];
+        let mut clocks = vec![0u64; cores];
+        loop {
+            let (core, &now) = clocks.iter().enumerate().min_by_key(|(_, &t)| t).expect("a core");
+            if now >= horizon {
+                return cpu;
+            }
+            let id = rq.pick(&mut es).expect("always runnable");
+            let ran = rq.slice(&es[id]).min(horizon - now);
+            rq.charge(&mut es[id], ran);
+            cpu[id] += ran;
+            clocks[core] = now + ran;
+            rq.put_prev(id, &mut es[id]);
+        }
+    }
+
+    #[test]
+    fn group_weights_are_the_kernels_for_v1_shares_and_v2_weights() {
+        assert_eq!(group_weight(CgroupVersion::V1, 1024), 1024);
+        assert_eq!(group_weight(CgroupVersion::V1, 100), 100);
+        assert_eq!(group_weight(CgroupVersion::V1, 1), 2, "MIN_SHARES");
+        assert_eq!(group_weight(CgroupVersion::V1, 1 << 20), 1 << 18, "MAX_SHARES");
+        assert_eq!(group_weight(CgroupVersion::V2, 100), 1024, "cpu.weight 100 is nice 0");
+        assert_eq!(group_weight(CgroupVersion::V2, 1), 10, "round(1024 / 100)");
+        assert_eq!(group_weight(CgroupVersion::V2, 10_000), 102_400);
+    }
+
+    #[test]
+    fn two_groups_share_the_cpu_by_their_weights_not_by_their_thread_counts() {
+        for scheduler in [FairScheduler::Cfs, FairScheduler::Eevdf] {
+            for cores in [1, 2] {
+                // cpu.shares 1024 and 100, three busy threads each.
+                let threads: Vec<_> = (0..6).map(|i| (0, Some(i / 3), true)).collect();
+                let cpu = busy_in_groups(scheduler, &threads, &[1024, 100], cores, 20_000_000_000);
+                let (a, b) = (cpu[..3].iter().sum::<u64>() as f64, cpu[3..].iter().sum::<u64>() as f64);
+                let want = 1024.0 / 100.0;
+                assert!((a / b / want - 1.0).abs() < 0.01, "{scheduler:?} on {cores}: {a} / {b}, want {want}");
+                assert_eq!(cpu.iter().sum::<u64>(), 20_000_000_000 * cores as u64, "no core idles");
+            }
+        }
+        // The same through cgroup v2 weights (100 and 10 → 1024 and 102).
+        let (a, b) = (group_weight(CgroupVersion::V2, 100), group_weight(CgroupVersion::V2, 10));
+        let threads: Vec<_> = (0..6).map(|i| (0, Some(i / 3), true)).collect();
+        let cpu = busy_in_groups(FairScheduler::Cfs, &threads, &[a, b], 1, 20_000_000_000);
+        let ratio = cpu[..3].iter().sum::<u64>() as f64 / cpu[3..].iter().sum::<u64>() as f64;
+        assert!((ratio / (a as f64 / b as f64) - 1.0).abs() < 0.01, "{ratio}");
+        // Without groups, the six threads would share equally: the groups make the difference.
+        let flat = busy_in_groups(FairScheduler::Cfs, &[(0, None, true); 6], &[], 1, 6_000_000_000);
+        assert!(flat.iter().all(|&c| (c as f64 / 1e9 - 1.0).abs() < 0.01), "{flat:?}");
+    }
+
+    #[test]
+    fn inside_a_group_nice_splits_the_group_s_share() {
+        for scheduler in [FairScheduler::Cfs, FairScheduler::Eevdf] {
+            // Group 0 (weight 1024) holds nice 0 and nice 10; group 1 (1024) one thread.
+            let threads = [(0, Some(0), true), (10, Some(0), true), (0, Some(1), true)];
+            let cpu = busy_in_groups(scheduler, &threads, &[1024, 1024], 1, 40_000_000_000);
+            let ratio = cpu[0] as f64 / cpu[1] as f64;
+            let want = 1.25f64.powi(10);
+            assert!((ratio / want - 1.0).abs() < 0.01, "{scheduler:?}: {ratio}, want {want}");
+            let group_0 = (cpu[0] + cpu[1]) as f64 / cpu[2] as f64;
+            assert!((group_0 - 1.0).abs() < 0.01, "{scheduler:?}: the groups halve the core: {cpu:?}");
+        }
+    }
+
+    #[test]
+    fn an_idle_group_takes_nothing_and_a_root_thread_weighs_against_whole_groups() {
+        // Group 1 (weight 100 000) has a thread that never runs: group 0 gets the core alone.
+        let threads = [(0, Some(0), true), (0, Some(0), true), (0, Some(1), false)];
+        let cpu = busy_in_groups(FairScheduler::Cfs, &threads, &[100, 100_000], 1, 10_000_000_000);
+        assert_eq!((cpu[0] + cpu[1], cpu[2]), (10_000_000_000, 0));
+        assert!((cpu[0] as f64 / cpu[1] as f64 - 1.0).abs() < 0.01, "{cpu:?}");
+        // A nice-0 thread at the root against a group of weight 1024 with four threads: half each.
+        let threads = [(0, None, true), (0, Some(0), true), (0, Some(0), true), (0, Some(0), true), (0, Some(0), true)];
+        let cpu = busy_in_groups(FairScheduler::Cfs, &threads, &[1024], 1, 10_000_000_000);
+        assert!((cpu[0] as f64 / 5e9 - 1.0).abs() < 0.01, "{cpu:?}");
+    }
+
+    #[test]
+    fn a_member_that_sleeps_gives_its_share_to_the_rest_of_its_group() {
+        let mut rq = RunQueue::new(1, CfsParams::for_cores(1));
+        let g = rq.add_group(1024);
+        let mut es = vec![Entity::new(0), Entity::new(0), Entity::new(0)];
+        for id in 0..3 {
+            rq.move_to_group(id, Some(g), &mut es);
+            rq.wake(id, &mut es[id]);
+            rq.regroup(id, &mut es);
+        }
+        assert_eq!(es.iter().map(|e| e.load).sum::<u64>(), (1024 << LOAD_SHIFT) - 1, "the group weighs 1024");
+        let id = rq.pick(&mut es).unwrap();
+        rq.sleep(&mut es[id]);
+        rq.regroup(id, &mut es);
+        let awake: Vec<u64> = (0..3).filter(|&i| i != id).map(|i| es[i].load).collect();
+        assert_eq!(awake, vec![512 << LOAD_SHIFT; 2]);
+        rq.renice(0, &mut es[0], 10);
+        rq.move_to_group(2, None, &mut es);
+        assert_eq!(es[2].load, 1024 << LOAD_SHIFT, "back at the root, its own weight");
     }
 
     #[test]

@@ -64,6 +64,10 @@ pub struct SimConfig {
     /// The middleware's policy at the OS level (nice values), if any. Under a pool threading model
     /// it changes nothing: no thread belongs to one operator, and the middleware leaves them alone.
     pub os_policy: Option<String>,
+    /// How the middleware's schedule reaches the simulated kernel: nice values, or cpu cgroups
+    /// with weights (`moirai schedule --translator`).
+    #[serde(serialize_with = "display_translator")]
+    pub translator: Translator,
     /// How often the middleware's policy runs.
     pub policy_period_ns: Nanos,
     /// How long the queries may drain after the sources stop before the run is cut.
@@ -74,6 +78,48 @@ pub struct SimConfig {
 
 fn display<S: serde::Serializer>(t: &Threading, s: S) -> Result<S::Ok, S::Error> {
     s.collect_str(t)
+}
+
+fn display_translator<S: serde::Serializer>(t: &Translator, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(t)
+}
+
+/// How the middleware's schedule reaches the simulated kernel, as `moirai schedule
+/// --translator` says it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Translator {
+    /// A nice value per thread, ratio-normalised into −20..19 (the middleware's default).
+    #[default]
+    Nice,
+    /// A cpu cgroup per group of the schedule (per operator of a single-priority one) with a
+    /// weight, log-normalised over the version's whole range (`cpu.weight` 1..10000 for v2,
+    /// `cpu.shares` 2..262144 for v1), as `moirai schedule --translator cgroup` does.
+    Cgroup(crate::cfs::CgroupVersion),
+}
+
+impl std::fmt::Display for Translator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Translator::Nice => "nice",
+            Translator::Cgroup(crate::cfs::CgroupVersion::V2) => "cgroup",
+            Translator::Cgroup(crate::cfs::CgroupVersion::V1) => "cgroup-v1",
+        })
+    }
+}
+
+impl std::str::FromStr for Translator {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Translator, String> {
+        match s {
+            "nice" => Ok(Translator::Nice),
+            "cgroup" | "cgroup-v2" => Ok(Translator::Cgroup(crate::cfs::CgroupVersion::V2)),
+            "cgroup-v1" => Ok(Translator::Cgroup(crate::cfs::CgroupVersion::V1)),
+            other => {
+                Err(format!("unknown translator '{other}': use nice, cgroup (v2 cpu.weight) or cgroup-v1 (cpu.shares)"))
+            }
+        }
+    }
 }
 
 fn display_cost<S: serde::Serializer>(d: &CostDist, s: S) -> Result<S::Ok, S::Error> {
@@ -166,6 +212,7 @@ impl SimConfig {
             seed: 0,
             threading: Threading::Dedicated,
             os_policy: None,
+            translator: Translator::Nice,
             policy_period_ns: 1_000_000_000,
             drain_limit_ns: duration.as_nanos() as Nanos,
             sample_period_ns: 100_000_000,

@@ -20,8 +20,9 @@ use moirai_bench::summary::{summarise, Criteria, Summary};
 use moirai_bench::{Configuration, Point, SweepEnd, SweepSpec, System};
 use moirai_engine::Threading;
 
+use crate::cluster;
 use crate::model::Model;
-use crate::sim::{SimConfig, Simulation};
+use crate::sim::SimConfig;
 use crate::SimError;
 
 /// A simulated sweep.
@@ -37,6 +38,9 @@ pub struct Sweep {
     pub reps: u32,
     /// Everything else of a run: cores, CFS, duration, warm-up, seed, policy period.
     pub base: SimConfig,
+    /// Nodes of the simulated cluster, each with `base.cores` cores and its own middleware (1:
+    /// one machine).
+    pub nodes: usize,
     /// What "sustainable" means.
     pub criteria: Criteria,
     /// Where the files go.
@@ -47,8 +51,9 @@ pub struct Sweep {
     pub extra_args: Vec<String>,
 }
 
-/// The workload's model at an offered rate (tuples/s in total), with its parameters to record.
-pub type ModelAt<'a> = dyn Fn(f64) -> Result<(Model, serde_json::Value), SimError> + 'a;
+/// The workload's model at an offered rate (tuples/s in total) — one model per node of the
+/// cluster, each with that node's queries — with its parameters to record.
+pub type ModelAt<'a> = dyn Fn(f64) -> Result<(Vec<Model>, serde_json::Value), SimError> + 'a;
 
 /// What a sweep produced.
 pub struct Finished {
@@ -90,6 +95,16 @@ pub fn configure(c: &Configuration, base: &SimConfig) -> Result<SimConfig, SimEr
             t
         }
     };
+    let mut args = c.run_args.iter();
+    while let Some(arg) = args.next() {
+        if arg == "--translator" {
+            let value = args.next().map(String::as_str).unwrap_or("");
+            config.translator = value.parse().map_err(not)?;
+            if config.os_policy.is_none() {
+                return Err(not("/translator= needs a middleware policy (e.g. qs/translator=cgroup)".into()));
+            }
+        }
+    }
     config.validate()?;
     Ok(config)
 }
@@ -105,20 +120,25 @@ pub fn run_points(
         sweep.configurations.iter().map(|c| configure(c, &sweep.base)).collect::<Result<_, _>>()?;
     let mut points = Vec::new();
     for &rate in &sweep.rates {
-        let (model, params) = model_at(rate)?;
+        let (models, params) = model_at(rate)?;
+        if models.len() != sweep.nodes {
+            return Err(SimError::Model(format!(
+                "the workload gave {} node models for --nodes {}",
+                models.len(),
+                sweep.nodes
+            )));
+        }
         for rep in 1..=sweep.reps {
             for (c, config) in sweep.configurations.iter().zip(&configs) {
                 let config = SimConfig { seed: config.seed.wrapping_add(u64::from(rep - 1)), ..config.clone() };
-                let mut sim = Simulation::new(&model, config)?;
-                let events = sim.run();
-                let run = sim.summary(&sweep.workload, params.clone(), events);
+                let cluster = cluster::run(&models, &config, &sweep.workload, params.clone())?;
                 let point = Point {
                     configuration: c.label.clone(),
                     rate,
                     rep,
-                    wall_s: sim.now() as f64 / 1e9,
+                    wall_s: cluster.end as f64 / 1e9,
                     failure: None,
-                    run: Some(run),
+                    run: Some(cluster.summary),
                     middleware_cpu: None,
                 };
                 progress(&point);

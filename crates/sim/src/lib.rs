@@ -19,6 +19,8 @@
 //!   values), the engine's prioritizer at the user level.
 //! - `observe` — snapshots of the simulated counters as the engine gives them, and the run
 //!   summary the lab reads ([`moirai_bench::RunSummary`]).
+//! - [`cluster`] — `--nodes N`: whole queries round-robin over N nodes, each with its own
+//!   kernel and middleware, simulated one after another and merged into one summary.
 //! - [`lab`] — sweeps of rates × configurations written as `results.csv`, `results.json` and
 //!   `report.html` by the lab's own code.
 //! - [`hone`] — Hone's slotted simulation (its §4.4/§5.1): LBF against round robin over N queues.
@@ -41,6 +43,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cfs;
+pub mod cluster;
 mod config;
 pub mod event;
 pub mod hone;
@@ -53,7 +56,7 @@ pub mod sim;
 
 pub use linear_road::LACHESIS_COSTS;
 pub use model::{Model, NodeCost, Rate};
-pub use sim::{CostDist, SimConfig, Simulation};
+pub use sim::{CostDist, SimConfig, Simulation, Translator};
 
 /// Why a simulation cannot run. Each message names what was wrong and how to fix it.
 #[derive(Debug, thiserror::Error)]

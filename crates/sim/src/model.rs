@@ -266,7 +266,21 @@ impl Model {
     /// queries of [`syn::queries`], with the costs and selectivities [`syn::draw`] gives and each
     /// source offering `config.rate`. Sources cost `source_cost_ns` per tuple.
     pub fn syn(config: &SynConfig, source_cost_ns: Nanos) -> Result<Model, SimError> {
-        let queries = syn::queries(config).map_err(|e| SimError::Model(e.to_string()))?;
+        Model::syn_part(config, source_cost_ns, &(0..config.queries).collect::<Vec<_>>())
+    }
+
+    /// As [`Model::syn`], with only the queries numbered in `part` (a node's share of a cluster,
+    /// [`crate::cluster::placement`]); each keeps its name and its drawn costs.
+    pub fn syn_part(config: &SynConfig, source_cost_ns: Nanos, part: &[usize]) -> Result<Model, SimError> {
+        let mut queries = syn::queries(config).map_err(|e| SimError::Model(e.to_string()))?;
+        if let Some(&q) = part.iter().find(|&&q| q >= queries.len()) {
+            return Err(SimError::Model(format!("SYN has {} queries, not a query {q}", queries.len())));
+        }
+        let mut i = 0;
+        queries.retain(|_| {
+            i += 1;
+            part.contains(&(i - 1))
+        });
         let params = syn::draw(config).map_err(|e| SimError::Model(e.to_string()))?;
         let rate = if config.rate > 0.0 { Rate::Constant(config.rate) } else { Rate::Unlimited };
         let block_max = config.block_max_ms * 1_000_000;

@@ -14,8 +14,10 @@ use moirai_engine::metrics::{latency_histogram, LatencySummary, OperatorSnapshot
 use crate::event::Nanos;
 use crate::model::Model;
 use crate::sim::{Channel, SimConfig, Simulation, TID_BASE};
+use crate::SimError;
 
 /// Counters of the measured window.
+#[derive(Clone)]
 pub(crate) struct Measure {
     pub warm_end: Nanos,
     end: Nanos,
@@ -74,6 +76,23 @@ impl Measure {
         self.cpu_window_ns += b.saturating_sub(a);
     }
 
+    /// Adds another node's counters of the same window: counts add up, latency and queue
+    /// histograms merge (percentiles are taken of the merged distribution, never averaged).
+    fn merge(&mut self, other: &Measure) -> Result<(), SimError> {
+        let histogram = |e: hdrhistogram::errors::AdditionError| SimError::Config(format!("merging histograms: {e:?}"));
+        self.tuples_in += other.tuples_in;
+        self.tuples_out += other.tuples_out;
+        self.ingress_window += other.ingress_window;
+        self.egress_window += other.egress_window;
+        self.last_egress = self.last_egress.max(other.last_egress);
+        self.processing.add(&other.processing).map_err(histogram)?;
+        self.e2e.add(&other.e2e).map_err(histogram)?;
+        self.cpu_window_ns += other.cpu_window_ns;
+        self.queues.add(&other.queues).map_err(histogram)?;
+        self.per_operator.extend_from_slice(&other.per_operator);
+        Ok(())
+    }
+
     /// Samples every operator's queue length (within the measured window).
     pub fn sample_queues(&mut self, now: Nanos, channels: &[Channel], inputs: &[Vec<usize>]) {
         if now < self.warm_end || now >= self.end {
@@ -127,14 +146,77 @@ impl Simulation<'_> {
     /// `params` (the workload's parameters) are recorded with it, `events` is what [`Simulation::run`]
     /// returned.
     pub fn summary(&self, workload: &str, params: serde_json::Value, events: u64) -> RunSummary {
+        self.tally(events).summary(workload, params, &self.config)
+    }
+
+    /// What the run counted, to merge with other nodes' runs ([`Tally::merge`]).
+    pub(crate) fn tally(&self, events: u64) -> Tally {
+        Tally {
+            measure: self.measure.clone(),
+            operators: self.topology.physical.iter().map(|p| format!("{}/{}", p.query, p.name)).collect(),
+            end: self.now,
+            offered_rate: self.model.offered_rate(self.config.duration_ns),
+            threads: self.threads.len() as u64,
+            sources: self.ops.iter().filter(|o| o.kind == NodeKind::Source).count() as u64,
+            events,
+            context_switches: self.context_switches,
+            wakeups: self.wakeups,
+            policy_errors: self.policy_errors.clone(),
+            nodes: 1,
+        }
+    }
+}
+
+/// What one node's run (or several merged) counted: enough for a [`RunSummary`].
+#[derive(Clone)]
+pub(crate) struct Tally {
+    measure: Measure,
+    /// `query/operator` of every physical operator, in the order of `measure.per_operator`.
+    operators: Vec<String>,
+    /// Simulated time when the last node's run ended.
+    pub end: Nanos,
+    offered_rate: f64,
+    threads: u64,
+    sources: u64,
+    events: u64,
+    context_switches: u64,
+    wakeups: u64,
+    policy_errors: (u64, Option<String>),
+    nodes: usize,
+}
+
+impl Tally {
+    /// Adds another node's run of the same settings (duration, warm-up): counters add up,
+    /// histograms merge, the run ends when the last node's does.
+    pub fn merge(&mut self, other: &Tally) -> Result<(), SimError> {
+        self.measure.merge(&other.measure)?;
+        self.operators.extend(other.operators.iter().cloned());
+        self.end = self.end.max(other.end);
+        self.offered_rate += other.offered_rate;
+        self.threads += other.threads;
+        self.sources += other.sources;
+        self.events += other.events;
+        self.context_switches += other.context_switches;
+        self.wakeups += other.wakeups;
+        self.policy_errors.0 += other.policy_errors.0;
+        if other.policy_errors.1.is_some() {
+            self.policy_errors.1 = other.policy_errors.1.clone();
+        }
+        self.nodes += other.nodes;
+        Ok(())
+    }
+
+    /// The summary of the run(s) under `c` (the settings every node shared; its seed is the
+    /// cluster's).
+    pub fn summary(&self, workload: &str, params: serde_json::Value, c: &SimConfig) -> RunSummary {
         let m = &self.measure;
-        let c = &self.config;
         let measured_s = (m.end - m.warm_end) as f64 / 1e9;
-        let drained_s = self.now.saturating_sub(c.duration_ns) as f64 / 1e9;
+        let drained_s = self.end.saturating_sub(c.duration_ns) as f64 / 1e9;
         let egress_s = (m.last_egress.saturating_sub(m.warm_end) as f64 / 1e9).max(measured_s);
-        let per_operator: BTreeMap<String, f64> = (self.topology.physical.iter().zip(&m.per_operator))
-            .map(|(p, &(sum, n))| (format!("{}/{}", p.query, p.name), if n == 0 { 0.0 } else { sum as f64 / n as f64 }))
-            .collect();
+        let mut per_operator: BTreeMap<String, f64> = BTreeMap::new();
+        for (name, &(sum, n)) in self.operators.iter().zip(&m.per_operator) {
+            per_operator.insert(name.clone(), if n == 0 { 0.0 } else { sum as f64 / n as f64 });
+        }
         let q = &m.queues;
         let queue_len = QueueLen {
             samples: q.len(),
@@ -150,15 +232,16 @@ impl Simulation<'_> {
             extra.insert(k.to_string(), v);
         };
         put("simulated", true.into());
-        put("threading", self.config.threading.to_string().into());
-        put("scheduler", self.config.os_policy.clone().unwrap_or_else(|| "os".into()).into());
+        put("threading", c.threading.to_string().into());
+        put("scheduler", c.os_policy.clone().unwrap_or_else(|| "os".into()).into());
         put("cores", c.cores.into());
+        put("nodes", self.nodes.into());
         put("seed", c.seed.into());
         put("tuples_in", m.tuples_in.into());
         put("tuples_out", m.tuples_out.into());
         put("egress_s", egress_s.into());
         put("drained_s", drained_s.into());
-        put("events", events.into());
+        put("events", self.events.into());
         put("context_switches", self.context_switches.into());
         put("wakeups", self.wakeups.into());
         put("policy_errors", self.policy_errors.0.into());
@@ -171,21 +254,20 @@ impl Simulation<'_> {
                 extra.entry(k).or_insert(v);
             }
         }
-        let sources = self.ops.iter().filter(|o| o.kind == NodeKind::Source).count();
         RunSummary {
             workload: workload.to_string(),
-            offered_rate: self.model.offered_rate(c.duration_ns),
+            offered_rate: self.offered_rate,
             duration_s: c.duration_ns as f64 / 1e9,
             measured_s,
             ingress_tps: m.ingress_window as f64 / measured_s,
             egress_tps: m.egress_window as f64 / egress_s,
             latency_ms: latency(&m.processing),
             e2e_latency_ms: latency(&m.e2e),
-            threads: self.threads.len() as u64,
+            threads: self.threads,
             cpu_cores: m.cpu_window_ns as f64 / 1e9 / measured_s,
             queue_len,
             extra: {
-                extra.insert("sources".into(), sources.into());
+                extra.insert("sources".into(), self.sources.into());
                 extra
             },
         }

@@ -1,5 +1,5 @@
 //! The simulator's scheduling policies, on the simulated clock: the middleware at the OS level
-//! (its [`Controller`] and nice translator → CFS weights) and the policy executor's prioritizer at
+//! (its [`Controller`] and nice or cgroup translator → CFS weights or cpu cgroups) and the policy executor's prioritizer at
 //! the user level (→ ready-queue levels). Both observe the simulated counters through the engine's
 //! adapter, as they would observe a live engine.
 
@@ -8,8 +8,12 @@ use moirai_engine::user_level::levels;
 use moirai_engine::Prioritizer;
 use moirai_sched::{Capabilities, Controller, Observation, PolicyRun, Scope, ThreadRef};
 
+use moirai_sched::normalize::WeightRange;
+use moirai_sched::Normalization;
+
+use crate::cfs::{group_weight, CgroupVersion};
 use crate::event::Nanos;
-use crate::sim::{ns, Simulation, TID_BASE};
+use crate::sim::{ns, Simulation, Translator, TID_BASE};
 use crate::SimError;
 
 /// The middleware at the OS level: its controller and how it normalises to nice values.
@@ -43,20 +47,52 @@ impl Simulation<'_> {
         };
         for decision in controller.decide_all(&round) {
             match decision.schedule {
-                Ok(schedule) => {
-                    let normalization = moirai_sched::Normalization::Ratio;
-                    let values = moirai_middleware::translate::nice_values(
-                        &schedule,
-                        &round.cluster,
-                        normalization,
-                        moirai_sched::NiceRange::default(),
-                    );
-                    for (target, nice) in values {
-                        let t = (target.tid - TID_BASE) as usize;
-                        self.nices[t] = nice;
-                        self.rq.renice(t, &mut self.entities[t], nice);
+                Ok(schedule) => match self.config.translator {
+                    Translator::Nice => {
+                        let values = moirai_middleware::translate::nice_values(
+                            &schedule,
+                            &round.cluster,
+                            Normalization::Ratio,
+                            moirai_sched::NiceRange::default(),
+                        );
+                        for (target, nice) in values {
+                            let t = (target.tid - TID_BASE) as usize;
+                            self.nices[t] = nice;
+                            self.rq.renice(t, &mut self.entities[t], nice);
+                            self.rq.regroup(t, &mut self.entities);
+                        }
                     }
-                }
+                    Translator::Cgroup(version) => {
+                        let range = match version {
+                            CgroupVersion::V1 => WeightRange::CPU_SHARES,
+                            CgroupVersion::V2 => WeightRange::CPU_WEIGHT,
+                        };
+                        // `moirai schedule --translator cgroup` normalises logarithmically.
+                        let (weights, targets) = moirai_middleware::translate::cgroup_weights(
+                            &schedule,
+                            &round.cluster,
+                            Normalization::Logarithmic,
+                            range,
+                        );
+                        for (name, value) in &weights {
+                            let weight = group_weight(version, *value);
+                            let g = match self.cgroups.get(name) {
+                                Some(&g) => g,
+                                None => {
+                                    let g = self.rq.add_group(weight);
+                                    self.cgroups.insert(name.clone(), g);
+                                    g
+                                }
+                            };
+                            self.rq.set_group_weight(g, weight, &mut self.entities);
+                        }
+                        for target in targets {
+                            let t = (target.tid - TID_BASE) as usize;
+                            let g = self.cgroups.get(&target.group).copied();
+                            self.rq.move_to_group(t, g, &mut self.entities);
+                        }
+                    }
+                },
                 Err(e) => self.policy_errors = (self.policy_errors.0 + 1, Some(e.to_string())),
             }
         }

@@ -22,10 +22,12 @@
 //! executor — and keep one for a turn (a batch of steps, at most a quantum when one is set), as
 //! the engine's pools do.
 //!
-//! **Policies.** At the OS level (`qs`, `hr`, … as `moirai schedule` runs them) a [`Controller`]
+//! **Policies.** At the OS level (`qs`, `hr`, … as `moirai schedule` runs them) a [`Controller`](moirai_sched::Controller)
 //! runs the policy every period on the simulated clock and the middleware's nice translator
 //! ([`moirai_middleware::translate::nice_values`]) turns the schedule into nice values, which
-//! set the threads' CFS weights. At the user level (`policy:NAME`) the engine's own
+//! set the threads' CFS weights — or, with [`Translator::Cgroup`], its cgroup translator
+//! ([`moirai_middleware::translate::cgroup_weights`]) puts each group's threads in a simulated
+//! cpu cgroup with the translated weight. At the user level (`policy:NAME`) the engine's own
 //! [`PolicyPrioritizer`] ranks the operators into ready-queue levels. Both get their samples
 //! through the engine's adapter ([`moirai_engine::adapter`]) from snapshots of the simulated
 //! counters, exactly as from a live engine.
@@ -52,7 +54,7 @@ use moirai_engine::Threading;
 
 use crate::cfs::{Entity, RunQueue};
 pub use crate::config::{
-    CostDist, SimConfig, MEASURED_CONTEXT_SWITCH_NS, MEASURED_NOTIFY_NS, MEASURED_TUPLE_OVERHEAD_NS,
+    CostDist, SimConfig, Translator, MEASURED_CONTEXT_SWITCH_NS, MEASURED_NOTIFY_NS, MEASURED_TUPLE_OVERHEAD_NS,
     MEASURED_WAKEUP_CPU_NS, MEASURED_WAKEUP_NS,
 };
 use crate::event::{EventQueue, Nanos};
@@ -246,6 +248,8 @@ pub struct Simulation<'m> {
     pub(crate) policy_errors: (u64, Option<String>),
     /// Every nice value the middleware set, by thread, last one (for tests and reports).
     pub(crate) nices: Vec<i32>,
+    /// The cpu cgroups the middleware's cgroup translator made, by the schedule's group name.
+    pub(crate) cgroups: std::collections::BTreeMap<String, usize>,
 }
 
 impl<'m> Simulation<'m> {
@@ -337,6 +341,7 @@ impl<'m> Simulation<'m> {
             wakeups: 0,
             policy_errors: (0, None),
             nices: Vec::new(),
+            cgroups: std::collections::BTreeMap::new(),
             config,
         };
         if workers == 0 {
@@ -747,6 +752,7 @@ impl<'m> Simulation<'m> {
             // A blocking operator sleeps in its thread (a pool worker keeps its turn meanwhile).
             self.threads[thread].state = State::Sleeping;
             self.rq.sleep(&mut self.entities[thread]);
+            self.rq.regroup(thread, &mut self.entities);
             self.cores[core].current = None;
             self.events.push(now + s + self.config.cfs.wakeup_ns, Event::Wake { thread, from: None });
         } else if now >= self.threads[thread].slice_end || self.cores[core].resched {
@@ -771,6 +777,7 @@ impl<'m> Simulation<'m> {
         self.threads[thread].state = State::Runnable;
         self.threads[thread].woken = true;
         self.rq.wake(thread, &mut self.entities[thread]);
+        self.rq.regroup(thread, &mut self.entities);
         if let Some(core) = self.idle_cores.pop() {
             self.dispatch(core);
         } else if let Some(c) = from {
@@ -825,6 +832,7 @@ impl<'m> Simulation<'m> {
             self.threads[thread].state = State::Sleeping;
             self.threads[thread].waiting = true;
             self.rq.sleep(&mut self.entities[thread]);
+            self.rq.regroup(thread, &mut self.entities);
             self.cores[core].current = None;
             if self.threads[thread].op.is_none() {
                 self.pool.as_mut().expect("a worker's pool").idle.push(thread);
@@ -876,6 +884,16 @@ impl<'m> Simulation<'m> {
     /// The nice value the middleware last set on each thread (all 0 without a middleware).
     pub fn nices(&self) -> &[i32] {
         &self.nices
+    }
+
+    /// The cpu cgroups the middleware made: each group's name, kernel weight and threads.
+    pub fn cgroups(&self) -> Vec<(String, u64, Vec<usize>)> {
+        (self.cgroups.iter())
+            .map(|(name, &g)| {
+                let group = &self.rq.groups()[g];
+                (name.clone(), group.weight, group.members.clone())
+            })
+            .collect()
     }
 
     /// CPU time each thread got so far, ns.

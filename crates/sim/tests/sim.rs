@@ -87,6 +87,7 @@ fn lachesis_sweep(out: std::path::PathBuf, seed: u64) -> Sweep {
         configurations: parse_configurations("os,qs,qs@policy:2,os@dynamic:2").unwrap(),
         reps: 1,
         base,
+        nodes: 1,
         criteria: Criteria::default(),
         out_dir: out,
         command_line: vec!["moirai".into(), "sim".into()],
@@ -94,9 +95,9 @@ fn lachesis_sweep(out: std::path::PathBuf, seed: u64) -> Sweep {
     }
 }
 
-fn lachesis_at(rate: f64) -> Result<(Model, serde_json::Value), SimError> {
+fn lachesis_at(rate: f64) -> Result<(Vec<Model>, serde_json::Value), SimError> {
     let config = SynConfig { rate: rate / 20.0, blocking: true, ..SynConfig::lachesis() };
-    Ok((Model::syn(&config, 0)?, serde_json::to_value(&config).unwrap()))
+    Ok((vec![Model::syn(&config, 0)?], serde_json::to_value(&config).unwrap()))
 }
 
 #[test]
@@ -291,4 +292,92 @@ fn the_middleware_s_queue_size_policy_renices_the_threads() {
     let mut eevdf = Simulation::new(&model, eevdf_config).unwrap();
     eevdf.run();
     assert!(eevdf.nices().contains(&-20), "{:?}", eevdf.nices());
+}
+
+/// The Lachesis SYN at `rate` in all, its 20 queries placed on `nodes` nodes.
+fn lachesis_on(nodes: usize, rate: f64) -> Result<(Vec<Model>, serde_json::Value), SimError> {
+    let config = SynConfig { rate: rate / 20.0, blocking: true, ..SynConfig::lachesis() };
+    let models = (moirai_sim::cluster::placement(config.queries, nodes)?.iter())
+        .map(|part| Model::syn_part(&config, 0, part))
+        .collect::<Result<_, _>>()?;
+    Ok((models, serde_json::to_value(&config).unwrap()))
+}
+
+#[test]
+fn a_cluster_is_the_sum_of_its_nodes_and_repeats_itself_byte_for_byte() {
+    use moirai_sim::cluster::{self, node_seed};
+    let mut config = SimConfig::new(2, Duration::from_secs(2));
+    config.os_policy = Some("qs".into());
+    config.seed = 3;
+    let (models, _) = lachesis_on(4, 8_000.0).unwrap();
+    assert_eq!(models.iter().map(|m| m.topology.queries.len()).collect::<Vec<_>>(), vec![5; 4]);
+    let merged = cluster::run(&models, &config, "syn", serde_json::Value::Null).unwrap().summary;
+    // Each node alone, with its seed: the cluster's counts are their sums.
+    let (mut tuples_in, mut tuples_out, mut count, mut threads) = (0, 0, 0, 0);
+    let mut worst_p99: f64 = 0.0;
+    for (k, model) in models.iter().enumerate() {
+        let mut sim = Simulation::new(model, SimConfig { seed: node_seed(3, k), ..config.clone() }).unwrap();
+        let events = sim.run();
+        let s = sim.summary("syn", serde_json::Value::Null, events);
+        tuples_in += s.extra["tuples_in"].as_u64().unwrap();
+        tuples_out += s.extra["tuples_out"].as_u64().unwrap();
+        count += s.e2e_latency_ms.count;
+        threads += s.threads;
+        worst_p99 = worst_p99.max(s.e2e_latency_ms.p99);
+    }
+    assert!(tuples_in > 10_000, "{tuples_in}");
+    assert_eq!(merged.extra["tuples_in"].as_u64().unwrap(), tuples_in);
+    assert_eq!(merged.extra["tuples_out"].as_u64().unwrap(), tuples_out);
+    assert_eq!((merged.e2e_latency_ms.count, merged.threads), (count, threads));
+    assert_eq!(merged.extra["nodes"], 4);
+    // The merged p99 is read from the merged distribution: it lies between the nodes' p99s,
+    // never above the worst one (within the histogram's precision).
+    assert!(merged.e2e_latency_ms.p99 <= worst_p99 * 1.001, "{} vs {worst_p99}", merged.e2e_latency_ms.p99);
+    // One node of a one-node cluster is the plain run.
+    let (one, _) = lachesis_on(1, 8_000.0).unwrap();
+    let alone = {
+        let mut sim = Simulation::new(&one[0], config.clone()).unwrap();
+        let events = sim.run();
+        sim.summary("syn", serde_json::Value::Null, events)
+    };
+    assert_eq!(cluster::run(&one, &config, "syn", serde_json::Value::Null).unwrap().summary, alone);
+
+    // The lab's files, twice with the same seed: the same bytes.
+    let machine = lab::simulated_machine(8, "fixed".into());
+    let dir = TempDir::new("cluster");
+    let sweep = || Sweep { nodes: 4, rates: vec![8_000.0], ..lachesis_sweep(dir.0.clone(), 5) };
+    let at = |rate| lachesis_on(4, rate);
+    let read = || ["results.csv", "results.json"].map(|f| std::fs::read(dir.0.join(f)).expect("written"));
+    lab::run(&sweep(), &at, &machine, |_| {}).unwrap();
+    let first = read();
+    lab::run(&sweep(), &at, &machine, |_| {}).unwrap();
+    assert!(first == read(), "the same seed, the same bytes");
+}
+
+#[test]
+fn the_cgroup_translator_puts_each_operator_in_a_group_weighted_by_its_priority() {
+    // Two queries on one core past saturation, as above, with QS through cpu cgroups.
+    let config =
+        SynConfig { queries: 2, ops: 2, cost_ns: 20_000, rate: 12_000.0, variance_factor: 0, ..SynConfig::default() };
+    let model = Model::syn(&config, 0).unwrap();
+    let mut sim_config = SimConfig::new(1, Duration::from_secs(3));
+    sim_config.os_policy = Some("qs".into());
+    sim_config.translator = "cgroup".parse().unwrap();
+    let mut sim = Simulation::new(&model, sim_config.clone()).unwrap();
+    sim.run();
+    assert!(sim.nices().iter().all(|&n| n == 0), "no thread reniced: {:?}", sim.nices());
+    let groups = sim.cgroups();
+    assert_eq!(groups.len(), 8, "one group per physical operator: {groups:?}");
+    assert!(groups.iter().all(|(_, _, members)| members.len() == 1));
+    // Log-normalised over cpu.weight 1..10000: the longest queue gets 10000 (102400 in the
+    // kernel), the shortest 1 (10).
+    let weights: Vec<u64> = groups.iter().map(|g| g.1).collect();
+    assert_eq!(weights.iter().max(), Some(&102_400), "{groups:?}");
+    assert_eq!(weights.iter().min(), Some(&10), "{groups:?}");
+    // A configuration can ask for the cgroup translator on its own, and it is refused without a policy.
+    let configs = parse_configurations("qs/translator=cgroup-v1,os/translator=cgroup").unwrap();
+    let c = lab::configure(&configs[0], &SimConfig::new(1, Duration::from_secs(1))).unwrap();
+    assert_eq!(c.translator.to_string(), "cgroup-v1");
+    let e = lab::configure(&configs[1], &SimConfig::new(1, Duration::from_secs(1))).unwrap_err().to_string();
+    assert!(e.contains("needs a middleware policy"), "{e}");
 }

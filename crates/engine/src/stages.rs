@@ -692,16 +692,21 @@ mod tests {
         assert_eq!(got.iter().map(|g| g.2).sum::<f64>(), (0..40).filter(|x| x % 2 == 0).sum::<u64>() as f64);
     }
 
-    #[test]
-    fn incremental_checkpoints_add_up_to_the_state_and_restore_it() {
+    /// Numbers 0..n counted per key (x % 2) in tumbling 15 ms windows, cut into stages.
+    fn counted_in_windows(n: u64) -> Rc<Stages> {
         let q = Query::new("q");
-        numbers(&q, 60)
+        numbers(&q, n)
             .serde()
             .key_by(|x: &u64| x % 2)
             .window("count", Window::tumbling(Duration::from_millis(15)), Agg::count())
             .serde()
             .discard("out");
-        let stages = Rc::new(q.build().unwrap().stages().unwrap());
+        Rc::new(q.build().unwrap().stages().unwrap())
+    }
+
+    #[test]
+    fn incremental_checkpoints_add_up_to_the_state_and_restore_it() {
+        let stages = counted_in_windows(60);
         let mut map = [stages.map_side(0), stages.map_side(1)];
         let mut original = stages.reduce_side(0);
         // A checkpoint after every micro-batch of 10 ms: each holds only what arrived since the
@@ -740,14 +745,7 @@ mod tests {
 
     #[test]
     fn a_restored_reduce_partition_goes_on_as_the_original() {
-        let q = Query::new("q");
-        numbers(&q, 40)
-            .serde()
-            .key_by(|x: &u64| x % 2)
-            .window("count", Window::tumbling(Duration::from_millis(15)), Agg::count())
-            .serde()
-            .discard("out");
-        let stages = Rc::new(q.build().unwrap().stages().unwrap());
+        let stages = counted_in_windows(40);
         let mut map = [stages.map_side(0), stages.map_side(1)];
         let mut original = stages.reduce_side(0);
         let mut outputs = Vec::new();

@@ -10,6 +10,7 @@ use std::time::Duration;
 use clap::{Args, Parser};
 use moirai_bench::summary::Criteria;
 use moirai_bench::{parse_configurations, parse_rates};
+use moirai_sim::from_engine::{self, EngineSample, HopCosts};
 use moirai_sim::lab::{self, Sweep};
 use moirai_sim::{Model, SimConfig, SimError};
 
@@ -18,18 +19,31 @@ use crate::run::{syn_config, SynArgs};
 /// Options of `moirai sim`.
 #[derive(Args, Debug)]
 #[command(after_help = "Example:\n  moirai sim syn --rates 1k:5k:500 --compare os,qs,qs@policy:2 --cores 2 \
-    --duration 20s --out results/sim-syn -- --lachesis\n\n\
+    --duration 20s --out results/sim-syn -- --lachesis\n  \
+    moirai sim wordcount --rates 100k:300k:40k --out results/sim-wc -- --grouping pkg\n  \
+    moirai sim --from-engine http://127.0.0.1:9464 --sample-for 10s --compare os,qs --out results/sim-live\n\n\
     CONFIG is SCHEDULER[@THREADING][#TAG], as for `moirai bench`: os (the CFS model alone, a thread per \
     operator), qs/hr/fcfs/random (the middleware's policy setting nice values every --policy-period), \
     os@dynamic:N (a pool of N workers), qs@policy:N (the policy at the user level); without N, one worker \
     per simulated core. --nodes N simulates a cluster of N such machines, each with its own middleware, \
     queries placed round-robin. The run is deterministic: the same arguments and --seed give the same files.")]
 pub struct SimArgs {
-    /// Workload: syn (with the flags of `moirai run syn` after `--`), linear-road (`-- --shape
-    /// lachesis`, with measured costs), or hone (Hone's slotted simulation of LBF against round
-    /// robin, its Fig. 6a and 6b, printed as tables).
-    workload: String,
-    /// Offered rates in tuples/s: FROM:TO:STEP (e.g. 1k:5k:500) or a list (e.g. 1000,2000).
+    /// Workload: syn (with the flags of `moirai run syn` after `--`), wordcount (with `moirai run
+    /// wordcount`'s flags, measured costs), linear-road (`-- --shape lachesis`, with measured
+    /// costs), or hone (Hone's slotted simulation of LBF against round robin, its Fig. 6a and 6b,
+    /// printed as tables). None with --from-engine.
+    #[arg(required_unless_present = "from_engine")]
+    workload: Option<String>,
+    /// Simulate the queries of the moirai engine whose metrics endpoint is at this URL (e.g.
+    /// http://127.0.0.1:9464): its /topology, with each operator's cost and selectivity sampled
+    /// from its /metrics over --sample-for.
+    #[arg(long, value_name = "URL", conflicts_with = "workload")]
+    from_engine: Option<String>,
+    /// With --from-engine: how long to sample the engine's counters.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    sample_for: Duration,
+    /// Offered rates in tuples/s: FROM:TO:STEP (e.g. 1k:5k:500) or a list (e.g. 1000,2000). With
+    /// --from-engine, by default the rate its sources were measured at.
     #[arg(long)]
     rates: Option<String>,
     /// Simulated time of every point, warm-up included (e.g. 10s).
@@ -103,6 +117,21 @@ struct SynRun {
     syn: SynArgs,
 }
 
+/// The engine's settings at their defaults (for --from-engine).
+#[derive(Parser)]
+struct EngineDefaults {
+    #[command(flatten)]
+    engine: crate::run::EngineArgs,
+}
+
+/// WordCount's flags, parsed as `moirai run wordcount` parses them.
+#[derive(Parser)]
+#[command(name = "moirai sim wordcount --")]
+struct WordCountRun {
+    #[command(flatten)]
+    wordcount: crate::run::WordCountArgs,
+}
+
 /// Linear Road's flags that the simulator takes: the shape (only `lachesis` is modelled) and the
 /// engine's.
 #[derive(Parser)]
@@ -130,8 +159,21 @@ pub fn run(args: SimArgs) -> i32 {
     }
 }
 
+/// What a sweep simulates.
+enum Workload {
+    /// SYN as `moirai run syn` runs it.
+    Syn(moirai_workloads::syn::SynConfig),
+    /// Linear Road's Lachesis shape.
+    LinearRoad,
+    /// WordCount as `moirai run wordcount` runs it.
+    WordCount(moirai_workloads::wordcount::WordCountConfig),
+    /// A running engine, as sampled.
+    Engine(Box<EngineSample>),
+}
+
 fn execute(args: SimArgs) -> Result<(), SimError> {
-    if args.workload == "hone" {
+    let name = args.workload.clone().unwrap_or_else(|| "from-engine".into());
+    if name == "hone" {
         use moirai_sim::hone;
         println!("Hone §4.4, Fig. 6a: 10 queues, 10 000 slots of 100 µs, seed {}", args.seed);
         println!("{}", hone::table(&hone::figure_6a(args.seed)));
@@ -139,33 +181,52 @@ fn execute(args: SimArgs) -> Result<(), SimError> {
         println!("{}", hone::table(&hone::figure_6b(2000.0, args.seed)));
         return Ok(());
     }
-    let (Some(rates), Some(out)) = (&args.rates, &args.out) else {
+    let Some(out) = &args.out else {
         return Err(SimError::Config(format!(
-            "moirai sim {} needs --rates (e.g. --rates 1k:5k:1k) and --out (a directory for the results)",
-            args.workload
+            "moirai sim {name} needs --rates (e.g. --rates 1k:5k:1k) and --out (a directory for the results)"
         )));
     };
-    let (syn, engine) = match args.workload.as_str() {
-        "syn" => {
-            let words = std::iter::once("syn".to_string()).chain(args.extra.iter().cloned());
-            let run = SynRun::try_parse_from(words).map_err(|e| SimError::Config(format!("after --: {e}")))?;
-            (Some(syn_config(&run.syn).map_err(SimError::Config)?), run.syn.engine)
+    if args.rates.is_none() && args.from_engine.is_none() {
+        return Err(SimError::Config(format!(
+            "moirai sim {name} needs --rates (e.g. --rates 1k:5k:1k) and --out (a directory for the results)"
+        )));
+    }
+    let after = |e: clap::Error| SimError::Config(format!("after --: {e}"));
+    let words = |w: &str| std::iter::once(w.to_string()).chain(args.extra.iter().cloned()).collect::<Vec<_>>();
+    let (mut workload, engine) = match (name.as_str(), &args.from_engine) {
+        (_, Some(_)) => {
+            if !args.extra.is_empty() {
+                return Err(SimError::Config(
+                    "--from-engine takes no workload arguments after --: the engine's /topology describes the queries"
+                        .into(),
+                ));
+            }
+            // The engine's channel capacity and batch size are not in /topology: the defaults.
+            (None, EngineDefaults::try_parse_from(["from-engine"]).map_err(after)?.engine)
         }
-        "linear-road" => {
-            let words = std::iter::once("linear-road".to_string()).chain(args.extra.iter().cloned());
-            let run = LinearRoadRun::try_parse_from(words).map_err(|e| SimError::Config(format!("after --: {e}")))?;
+        ("syn", None) => {
+            let run = SynRun::try_parse_from(words("syn")).map_err(after)?;
+            (Some(Workload::Syn(syn_config(&run.syn).map_err(SimError::Config)?)), run.syn.engine)
+        }
+        ("wordcount" | "wc", None) => {
+            let run = WordCountRun::try_parse_from(words("wordcount")).map_err(after)?;
+            let config = crate::run::wordcount_config(&run.wordcount).map_err(SimError::Config)?;
+            (Some(Workload::WordCount(config)), run.wordcount.engine)
+        }
+        ("linear-road", None) => {
+            let run = LinearRoadRun::try_parse_from(words("linear-road")).map_err(after)?;
             if run.shape != "lachesis" {
                 return Err(SimError::Config(format!(
                     "linear-road --shape {} is not simulated; use -- --shape lachesis (the Lachesis evaluation's shape)",
                     run.shape
                 )));
             }
-            (None, run.engine)
+            (Some(Workload::LinearRoad), run.engine)
         }
-        other => {
+        (other, None) => {
             return Err(SimError::Config(format!(
-                "workload '{other}' is not simulated yet; use syn (with its flags after --, e.g. -- --lachesis) \
-                 or linear-road -- --shape lachesis"
+                "workload '{other}' is not simulated yet; use syn (with its flags after --, e.g. -- --lachesis), \
+                 wordcount, linear-road -- --shape lachesis, or --from-engine URL for a running engine"
             )))
         }
     };
@@ -184,11 +245,31 @@ fn execute(args: SimArgs) -> Result<(), SimError> {
     base.cfs.scheduler = args.scheduler.parse().map_err(|e| SimError::Config(format!("--scheduler: {e}")))?;
     base.translator = args.translator.parse().map_err(|e| SimError::Config(format!("--translator: {e}")))?;
     base.validate()?;
-    let queries = syn.as_ref().map_or(1, |s| s.queries);
+    if let Some(url) = &args.from_engine {
+        eprintln!("moirai sim: sampling {url} for {:?}", args.sample_for);
+        let sample = from_engine::sample(url, args.sample_for, HopCosts::of(&base))?;
+        println!("{}", sample.table());
+        // The model is checked against the engine's physical operators before anything runs.
+        sample.model(None)?;
+        workload = Some(Workload::Engine(Box::new(sample)));
+    }
+    let Some(workload) = workload else {
+        return Err(SimError::Config("nothing to simulate: name a workload or --from-engine URL".into()));
+    };
+    let rates = match (&args.rates, &workload) {
+        (Some(r), _) => parse_rates(r)?,
+        (None, Workload::Engine(sample)) => vec![(sample.rate().round()).max(1.0)],
+        (None, _) => unreachable!("checked above"),
+    };
+    // Whole queries go round-robin to the nodes; only SYN has several independent queries.
+    let queries = match &workload {
+        Workload::Syn(s) => s.queries,
+        _ => 1,
+    };
     let placement = moirai_sim::cluster::placement(queries, args.nodes)?;
     let sweep = Sweep {
-        workload: args.workload.clone(),
-        rates: parse_rates(rates)?,
+        workload: name.clone(),
+        rates,
         configurations: parse_configurations(&args.compare)?,
         reps: args.reps,
         base,
@@ -198,14 +279,25 @@ fn execute(args: SimArgs) -> Result<(), SimError> {
         command_line: std::env::args().collect(),
         extra_args: args.extra,
     };
-    let model_at = |rate: f64| match &syn {
-        Some(syn) => {
+    let model_at = |rate: f64| match &workload {
+        Workload::Syn(syn) => {
             let config = moirai_workloads::syn::SynConfig { rate: rate / syn.queries.max(1) as f64, ..syn.clone() };
             let params = serde_json::to_value(&config).unwrap_or_default();
             let models = placement.iter().map(|part| Model::syn_part(&config, 0, part)).collect::<Result<_, _>>()?;
             Ok((models, params))
         }
-        None => Ok((vec![Model::linear_road_lachesis(rate)?], serde_json::json!({ "shape": "lachesis" }))),
+        Workload::LinearRoad => {
+            Ok((vec![Model::linear_road_lachesis(rate)?], serde_json::json!({ "shape": "lachesis" })))
+        }
+        Workload::WordCount(config) => {
+            let config = moirai_workloads::wordcount::WordCountConfig { rate, ..config.clone() };
+            let params = serde_json::to_value(&config).unwrap_or_default();
+            Ok((vec![Model::wordcount(&config)?], params))
+        }
+        Workload::Engine(sample) => {
+            let params = serde_json::json!({ "from_engine": sample.url, "sampled_s": sample.window_s });
+            Ok((vec![sample.model(Some(rate))?], params))
+        }
     };
     let total = sweep.rates.len() * sweep.reps as usize * sweep.configurations.len();
     let machine = match args.nodes {

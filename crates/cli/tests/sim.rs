@@ -44,10 +44,31 @@ fn a_simulated_sweep_writes_the_labs_files_and_repeats_itself() {
 }
 
 #[test]
+fn wordcount_is_simulated_with_the_workloads_flags() {
+    let out = OutDir::new("sim-wordcount");
+    let dir = out.0.to_str().unwrap();
+    let args = ["sim", "wordcount", "--rates", "20k", "--duration", "2s", "--out", dir, "--", "--grouping", "key"];
+    let o = moirai(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.0.join("results.json")).unwrap()).unwrap();
+    let run = &json["points"][0]["run"];
+    assert_eq!(run["grouping"], "key");
+    assert_eq!(run["threads"], 12, "key grouping has no merge stage: 6 operators × 2 instances");
+    let ingress = run["ingress_tps"].as_f64().unwrap();
+    assert!((19_000.0..=21_000.0).contains(&ingress), "20k sentences/s taken in, not {ingress}");
+}
+
+#[test]
 fn bad_input_is_refused_with_exit_code_2_and_the_fix() {
     let out = OutDir::new("sim-bad");
     let dir = out.0.to_str().unwrap();
-    let cases: [(&[&str], &str); 12] = [
+    let exchange = ["--exchange", "lbf", "--link-capacity", "20000"];
+    let wordcount = |extra: &[&'static str]| -> Vec<&str> {
+        [&["sim", "wordcount", "--rates", "1k", "--out", dir, "--"][..], extra].concat()
+    };
+    let (with_exchange, straggler) = (wordcount(&exchange), wordcount(&["--straggler", "4"]));
+    let cases: [(&[&str], &str); 15] = [
         (&["sim", "syn", "--rates", "1k", "--out", dir, "--nodes", "0"], "--nodes 0 must be from 1"),
         (&["sim", "syn", "--rates", "1k", "--out", dir, "--nodes", "21", "--", "--lachesis"], "number of queries (20)"),
         (
@@ -63,6 +84,12 @@ fn bad_input_is_refused_with_exit_code_2_and_the_fix() {
         (&["sim", "ysb", "--rates", "1k", "--out", dir], "not simulated yet"),
         (&["sim", "linear-road", "--rates", "1k", "--out", dir], "use -- --shape lachesis"),
         (&["sim", "syn", "--rates", "1k", "--out", dir, "--scheduler", "bfs"], "use cfs (Linux before 6.6) or eevdf"),
+        (&with_exchange, "wordcount --exchange is not simulated"),
+        (&straggler, "wordcount --straggler is not simulated"),
+        (
+            &["sim", "--from-engine", "http://127.0.0.1:9", "--out", dir, "--", "--ops", "3"],
+            "takes no workload arguments",
+        ),
     ];
     for (args, needle) in cases {
         let o = moirai(args);

@@ -10,6 +10,7 @@
 //!
 //! - [`model`] — [`Model`]: the workload's queries planned by the engine's planner, with what each
 //!   operator costs ([`NodeCost`]): CPU per tuple, selectivity, blocking, a source's [`Rate`].
+//! - [`wordcount`] — WordCount's model: the generator's selectivities, measured costs.
 //! - [`event`] — the event queue, ordered by (time, sequence) on an integer nanosecond clock.
 //! - [`cfs`] — the Linux scheduler model: the kernel's nice→weight table, virtual runtime, slices,
 //!   wake-up placement and preemption, context-switch and wake-up costs.
@@ -23,6 +24,8 @@
 //!   kernel and middleware, simulated one after another and merged into one summary.
 //! - [`lab`] — sweeps of rates × configurations written as `results.csv`, `results.json` and
 //!   `report.html` by the lab's own code.
+//! - [`from_engine`] — a model of a running engine: its `/topology`, and each operator's cost and
+//!   selectivity from two reads of its `/metrics` (`moirai sim --from-engine URL`).
 //! - [`hone`] — Hone's slotted simulation (its §4.4/§5.1): LBF against round robin over N queues.
 //!
 //! ```
@@ -46,6 +49,7 @@ pub mod cfs;
 pub mod cluster;
 mod config;
 pub mod event;
+pub mod from_engine;
 pub mod hone;
 pub mod lab;
 mod linear_road;
@@ -53,10 +57,12 @@ pub mod model;
 mod observe;
 mod policy;
 pub mod sim;
+pub mod wordcount;
 
 pub use linear_road::LACHESIS_COSTS;
 pub use model::{Model, NodeCost, Rate};
 pub use sim::{CostDist, SimConfig, Simulation, Translator};
+pub use wordcount::WORDCOUNT_COSTS;
 
 /// Why a simulation cannot run. Each message names what was wrong and how to fix it.
 #[derive(Debug, thiserror::Error)]

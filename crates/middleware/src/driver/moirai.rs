@@ -32,6 +32,9 @@ pub struct EngineTopology {
     /// The threading model (`dedicated`, `dynamic:2`, ...; absent from older engines).
     #[serde(default)]
     pub threading: String,
+    /// Whether forward edges were fused (chaining).
+    #[serde(default)]
+    pub chaining: bool,
     /// Query names.
     pub queries: Vec<String>,
     /// Logical operators and streams.
@@ -60,6 +63,16 @@ pub struct EngineNode {
     pub name: String,
     /// `source`, `operator` or `sink`.
     pub kind: String,
+    /// Input ports (0 for a source, 2 for a join).
+    #[serde(default)]
+    pub ports: usize,
+    /// Instances (fission).
+    #[serde(default = "one")]
+    pub parallelism: usize,
+}
+
+fn one() -> usize {
+    1
 }
 
 /// A logical stream.
@@ -69,6 +82,15 @@ pub struct EngineEdge {
     pub from: usize,
     /// Consumer.
     pub to: usize,
+    /// The consumer's input port.
+    #[serde(default)]
+    pub port: usize,
+    /// `forward`, `rebalance`, `shuffle`, `key_by` or `broadcast`.
+    #[serde(default)]
+    pub partitioning: String,
+    /// A Hone exchange on this stream, as the engine describes it (absent: none).
+    #[serde(default)]
+    pub exchange: Option<serde_json::Value>,
 }
 
 /// A physical operator.

@@ -556,21 +556,7 @@ mod tests {
             rq.place_new(e);
             rq.wake(id, e);
         }
-        let mut cpu = vec![0; nices.len()];
-        // Each core's clock; the core that is furthest behind picks next.
-        let mut clocks = vec![0u64; cores];
-        loop {
-            let (core, &now) = clocks.iter().enumerate().min_by_key(|(_, &t)| t).expect("a core");
-            if now >= horizon {
-                return cpu;
-            }
-            let id = rq.pick(&mut es).expect("always runnable");
-            let ran = rq.slice(&es[id]).min(horizon - now);
-            rq.charge(&mut es[id], ran);
-            cpu[id] += ran;
-            clocks[core] = now + ran;
-            rq.put_prev(id, &mut es[id]);
-        }
+        run_busy(&mut rq, &mut es, cores, horizon)
     }
 
     /// As [`busy_under`], with cpu cgroups: `threads` are (nice, group index into `groups`, which
@@ -594,14 +580,20 @@ mod tests {
                 rq.regroup(id, &mut es);
             }
         }
-        let mut cpu = vec![0; threads.len()];
+        run_busy(&mut rq, &mut es, cores, horizon)
+    }
+
+    /// Runs the runnable entities on `cores` until `horizon`, slice by slice, as no thread ever
+    /// sleeps; returns the CPU each got. Each core has its clock; the one furthest behind picks.
+    fn run_busy(rq: &mut RunQueue, es: &mut [Entity], cores: usize, horizon: Nanos) -> Vec<Nanos> {
+        let mut cpu = vec![0; es.len()];
         let mut clocks = vec![0u64; cores];
         loop {
             let (core, &now) = clocks.iter().enumerate().min_by_key(|(_, &t)| t).expect("a core");
             if now >= horizon {
                 return cpu;
             }
-            let id = rq.pick(&mut es).expect("always runnable");
+            let id = rq.pick(es).expect("always runnable");
             let ran = rq.slice(&es[id]).min(horizon - now);
             rq.charge(&mut es[id], ran);
             cpu[id] += ran;

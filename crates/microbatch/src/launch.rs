@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use crate::gate::{Gate, Incidents};
 use crate::job::Job;
 use crate::limits::{WireLimits, HELLO, STALL_TIMEOUT};
-use crate::protocol::{self, receive, ToDriver};
+use crate::protocol::{self, receive, receive_by, ToDriver};
 use crate::secret::{Secrets, Token};
 use crate::Error;
 
@@ -154,11 +154,13 @@ pub(crate) fn start(config: Executors<'_>, job: &dyn Job, limits: WireLimits) ->
             continue;
         };
         let _ = a.stream.set_nodelay(true);
-        let _ = a.stream.set_read_timeout(Some(STALL_TIMEOUT));
         let reading = a.stream.try_clone().map_err(|e| Error::Io("clone a connection".into(), e))?;
         let mut reader = BufReader::new(reading);
-        let hello = receive::<ToDriver>(&mut reader, HELLO)
+        // The hello follows the token at once: whole within 10 s (checked every second).
+        let _ = a.stream.set_read_timeout(Some(Duration::from_secs(1)));
+        let hello = receive_by::<ToDriver>(&mut reader, HELLO, Some(Instant::now() + STALL_TIMEOUT))
             .map_err(|e| Error::Protocol(format!("executor {id} said no hello: {e}")))?;
+        let _ = a.stream.set_read_timeout(Some(STALL_TIMEOUT));
         let Some(ToDriver::Hello { id: said, shuffle_addr, job: built }) = hello else {
             return Err(Error::Protocol(format!("executor {id} did not start with hello")));
         };

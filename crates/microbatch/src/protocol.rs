@@ -9,6 +9,7 @@
 //! proves its token ([`crate::gate`]).
 
 use std::io::{self, BufRead, ErrorKind, Write};
+use std::time::Instant;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -183,12 +184,25 @@ pub fn encode<T: Serialize>(message: &T) -> io::Result<Vec<u8>> {
 /// (`TimedOut`: the stream's read timeout passed with part of a message read; with none read the
 /// connection is idle and reading goes on), the end of the stream inside a line.
 pub fn receive<T: DeserializeOwned>(input: &mut impl BufRead, limit: usize) -> io::Result<Option<T>> {
+    receive_by(input, limit, None)
+}
+
+/// [`receive`] for a message that must arrive — whole — by `deadline` (checked whenever the
+/// stream's read timeout passes): a connection's first message.
+pub fn receive_by<T: DeserializeOwned>(
+    input: &mut impl BufRead,
+    limit: usize,
+    deadline: Option<Instant>,
+) -> io::Result<Option<T>> {
     let mut line = Vec::new();
     loop {
         let chunk = match input.fill_buf() {
             Ok(chunk) => chunk,
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    return Err(io::Error::new(ErrorKind::TimedOut, "no whole message in time"));
+                }
                 if line.is_empty() {
                     continue;
                 }
@@ -294,5 +308,14 @@ mod tests {
         let e = receive::<ToDriver>(&mut reader, 1 << 10).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::TimedOut, "{e}");
         drop(writer.join());
+        // A first message with a deadline: an idle connection is not waited for past it.
+        let _idle = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (conn, _) = listener.accept().unwrap();
+        conn.set_read_timeout(Some(std::time::Duration::from_millis(50))).unwrap();
+        let started = Instant::now();
+        let deadline = Some(started + std::time::Duration::from_millis(200));
+        let e = receive_by::<ToDriver>(&mut io::BufReader::new(conn), 1 << 10, deadline).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::TimedOut, "{e}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
     }
 }

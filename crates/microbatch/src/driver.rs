@@ -27,12 +27,12 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::aimd::{Aimd, AimdConfig, GroupChange};
+use crate::aimd::{Aimd, AimdConfig};
 use crate::job::Job;
 use crate::launch::{self, Event, Executors, Link, Started};
 use crate::limits::{WireLimits, MAX_EXECUTORS};
 use crate::protocol::{encode, Completion, MapTask, ReduceTask, ToDriver, ToExecutor};
-use crate::wordcount::WindowCount;
+pub use crate::report::{Recovery, RunReport, TimedChange};
 use crate::Error;
 
 /// How tasks are handed out.
@@ -117,118 +117,6 @@ impl DriverConfig {
             }
         }
         Ok(())
-    }
-}
-
-/// A recovery from a lost executor.
-#[derive(Clone, Debug, Serialize)]
-pub struct Recovery {
-    /// When the loss was noticed, ms since the start.
-    pub at_ms: f64,
-    /// The lost executor.
-    pub executor: usize,
-    /// First micro-batch replayed (the one after the checkpoint).
-    pub from_batch: u64,
-    /// Micro-batches committed when the loss was noticed.
-    pub committed: u64,
-}
-
-/// A group size change in the run's timeline.
-#[derive(Clone, Debug, Serialize)]
-pub struct TimedChange {
-    /// When, ms since the start.
-    pub at_ms: f64,
-    /// The change.
-    #[serde(flatten)]
-    pub change: GroupChange,
-}
-
-/// What a micro-batch run did and produced.
-#[derive(Clone, Debug, Serialize)]
-pub struct RunReport {
-    /// Micro-batches of the job.
-    pub batches: u64,
-    /// Scheduling decisions (messages of tasks handed out, counted once per decision).
-    pub decisions: u64,
-    /// Groups run (per-batch scheduling: micro-batches).
-    pub groups: u64,
-    /// Wall time of the run, from the first decision to the last commit, ms.
-    pub wall_ms: f64,
-    /// Per micro-batch: commit time minus the end of its interval (paced) or minus the start
-    /// (unpaced), ms.
-    pub commit_ms: Vec<f64>,
-    /// Coordination overhead measured per group.
-    pub overheads: Vec<f64>,
-    /// Compute time: per group, the most occupied executor's time running tasks, summed, ms.
-    pub compute_ms: f64,
-    /// Coordination time: per group, its wall time less the least coordination-bound executor's
-    /// task and input-wait time (decisions, barriers, messages, the shuffle's latency), summed, ms.
-    pub coordination_ms: f64,
-    /// The driver's time making and sending decisions, summed, ms (part of the coordination).
-    pub decision_ms: f64,
-    /// Group size of each group.
-    pub group_sizes: Vec<u64>,
-    /// Group size changes (AIMD).
-    pub group_changes: Vec<TimedChange>,
-    /// Recoveries.
-    pub recoveries: Vec<Recovery>,
-    /// CPU time of the driver's and the executors' processes over the run (`wall_ms`), ns; an
-    /// executor lost mid-run counts up to its last reading (taken at every group's end).
-    pub cpu_ns: u64,
-    /// The committed outputs: (micro-batch, sink partition) → what it emitted, as the JSON
-    /// text the sink committed ([`RunReport::output_values`] parses them).
-    #[serde(skip)]
-    pub outputs: BTreeMap<(u64, usize), Box<RawValue>>,
-}
-
-impl RunReport {
-    /// The committed outputs parsed, by (micro-batch, sink partition); an output that is not
-    /// valid JSON (it cannot be: the executors wrote it) is `Null`.
-    pub fn output_values(&self) -> impl Iterator<Item = ((u64, usize), Value)> + '_ {
-        self.outputs.iter().map(|(k, v)| (*k, serde_json::from_str(v.get()).unwrap_or(Value::Null)))
-    }
-
-    /// WordCount's outputs as window counts.
-    fn word_counts(&self) -> impl Iterator<Item = WindowCount> + '_ {
-        self.outputs.values().flat_map(|v| serde_json::from_str::<Vec<WindowCount>>(v.get()).unwrap_or_default())
-    }
-
-    /// WordCount: count per word over all windows.
-    pub fn counts(&self) -> BTreeMap<String, u64> {
-        let mut counts = BTreeMap::new();
-        for (_, word, c) in self.word_counts() {
-            *counts.entry(word.clone()).or_insert(0) += c;
-        }
-        counts
-    }
-
-    /// WordCount: count per (window start ms, word).
-    pub fn window_counts(&self) -> BTreeMap<(u64, String), u64> {
-        let mut counts = BTreeMap::new();
-        for (w, word, c) in self.word_counts() {
-            *counts.entry((w, word)).or_insert(0) += c;
-        }
-        counts
-    }
-
-    /// Coordination time per micro-batch, ms.
-    pub fn coordination_ms_per_batch(&self) -> f64 {
-        self.coordination_ms / self.batches.max(1) as f64
-    }
-
-    /// Compute time per micro-batch, ms.
-    pub fn compute_ms_per_batch(&self) -> f64 {
-        self.compute_ms / self.batches.max(1) as f64
-    }
-
-    /// Cores the driver and executors kept busy on average over the run.
-    pub fn cpu_cores(&self) -> f64 {
-        self.cpu_ns as f64 / (self.wall_ms * 1e6).max(1.0)
-    }
-
-    /// Time per micro-batch: wall time over micro-batches, ms.
-    pub fn ms_per_batch(&self) -> f64 {
-        self.wall_ms / self.batches.max(1) as f64
     }
 }
 
@@ -351,19 +239,27 @@ impl<'a> Driver<'a> {
     fn send(&mut self, id: usize, message: &ToExecutor) -> Result<(), Error> {
         let line = encode(message).map_err(|e| Error::Protocol(format!("a message cannot be written: {e}")))?;
         if line.len() > self.limits.control {
-            return Err(Error::Protocol(format!(
-                "a message to executor {id} of {} bytes is longer than the wire's limit of {} bytes, derived from \
-                 the job's rate, batch interval, partitions and window",
-                line.len(),
-                self.limits.control
-            )));
+            return Err(self.too_long(id, line.len()));
         }
+        self.send_line(id, &line);
+        Ok(())
+    }
+
+    /// A message to executor `id` that the wire's limit does not allow (it would be refused).
+    fn too_long(&self, id: usize, bytes: usize) -> Error {
+        Error::Protocol(format!(
+            "a message to executor {id} of {bytes} bytes is longer than the wire's limit of {} bytes, derived from \
+             the job's rate, batch interval, partitions and window",
+            self.limits.control
+        ))
+    }
+
+    fn send_line(&mut self, id: usize, line: &[u8]) {
         if let Some(link) = self.links[id].as_mut() {
-            if link.writer.write_all(&line).and_then(|()| link.writer.flush()).is_err() {
+            if link.writer.write_all(line).and_then(|()| link.writer.flush()).is_err() {
                 link.last_seen = Instant::now() - self.config.heartbeat_timeout * 2;
             }
         }
-        Ok(())
     }
 
     /// Sends executor `id` its part of a decision: one message, or as many as the wire's limit
@@ -376,11 +272,14 @@ impl<'a> Driver<'a> {
         reducers: &[usize],
     ) -> Result<(), Error> {
         let tasks = ToExecutor::Tasks { epoch: self.epoch, map, reduce, reducers: reducers.to_vec() };
-        let fits = encode(&tasks).is_ok_and(|line| line.len() <= self.limits.control);
+        let line = encode(&tasks).map_err(|e| Error::Protocol(format!("a decision cannot be written: {e}")))?;
         let ToExecutor::Tasks { mut map, mut reduce, .. } = tasks else { unreachable!("built above") };
-        if fits || map.len() + reduce.len() <= 1 {
-            let tasks = ToExecutor::Tasks { epoch: self.epoch, map, reduce, reducers: reducers.to_vec() };
-            return self.send(id, &tasks);
+        if line.len() <= self.limits.control {
+            self.send_line(id, &line);
+            return Ok(());
+        }
+        if map.len() + reduce.len() <= 1 {
+            return Err(self.too_long(id, line.len()));
         }
         let (map_rest, reduce_rest) = (map.split_off(map.len() / 2), reduce.split_off(reduce.len() / 2));
         self.send_tasks(id, map, reduce, reducers)?;

@@ -17,7 +17,7 @@
 //! - [`driver`]: per-batch scheduling (a decision and a barrier per stage per micro-batch), group
 //!   scheduling with pre-scheduling (one decision per group), the exactly-once sink,
 //!   checkpoints at group boundaries, recovery from a lost executor; `launch` starts the
-//!   executors and admits their connections.
+//!   executors and admits their connections; [`report`] is what a run did and produced.
 //! - [`executor`]: the executor process's loop.
 //! - [`aimd`]: the pure AIMD controller of the group size.
 //!
@@ -35,6 +35,7 @@ mod launch;
 pub mod limits;
 pub mod protocol;
 pub mod query;
+pub mod report;
 pub mod secret;
 pub mod wordcount;
 

@@ -404,12 +404,12 @@ impl Executor {
     fn push(&mut self, owner: usize, line: &[u8]) {
         let Some(slot) = self.shuffle.get_mut(owner) else { return };
         if slot.is_none() {
-            if let Ok(s) = TcpStream::connect(&self.peers[owner]) {
+            if let Ok(mut s) = TcpStream::connect(&self.peers[owner]) {
                 let _ = s.set_nodelay(true);
-                let mut w = BufWriter::new(s);
-                // The proof goes first, in the same buffer as the first map output.
-                if w.write_all(&self.secrets.shuffle.proof()).is_ok() {
-                    *slot = Some(w);
+                // The proof goes out at once: the owner waits for it only a few seconds, and the
+                // buffered map outputs may wait until this executor runs out of work.
+                if s.write_all(&self.secrets.shuffle.proof()).is_ok() {
+                    *slot = Some(BufWriter::new(s));
                 }
             }
         }

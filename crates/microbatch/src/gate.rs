@@ -62,7 +62,6 @@ impl Gate {
     pub fn next(&mut self, wait: Duration) -> Option<Admitted> {
         let deadline = Instant::now() + wait;
         loop {
-            self.expire();
             let now = Instant::now();
             // Wake for the deadline, or for the first pending proof to time out.
             let first_due = self.pending.iter().map(|p| p.since + AUTH_TIMEOUT).min();
@@ -82,6 +81,8 @@ impl Gate {
             if fds[0].readable() {
                 self.accept();
             }
+            // After the reads: a proof that arrived while this thread was not running counts.
+            self.expire();
             if Instant::now() >= deadline {
                 return None;
             }

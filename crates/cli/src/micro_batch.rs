@@ -192,7 +192,15 @@ pub fn executor(args: ExecutorArgs) -> i32 {
             return 2;
         }
     };
-    match moirai_microbatch::executor::run(args.driver, args.id, job) {
+    // The run's tokens come from the driver on standard input, never on the command line.
+    let secrets = match moirai_microbatch::Secrets::read(&mut std::io::stdin().lock()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("moirai micro-batch-executor {}: {e}", args.id);
+            return 2;
+        }
+    };
+    match moirai_microbatch::executor::run(args.driver, args.id, job, secrets) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("moirai micro-batch-executor {}: {e}", args.id);

@@ -164,12 +164,15 @@ fn a_silent_executor_is_found_by_its_heartbeats() {
     let _serial = serial();
     let clean = run(2, Scheduling::Group(GroupSize::Fixed(4)), None);
     // SIGSTOP one executor 100 ms into the run: its connection stays open, only its heartbeats
-    // stop, so the driver must notice the silence.
+    // stop, so the driver must notice the silence. Into the run: once both executors have their
+    // heartbeat thread (main, shuffle acceptor, driver reader, heartbeat), i.e. said hello, which
+    // a loaded machine may take long to get to.
     let stopper = std::thread::spawn(|| {
         let deadline = Instant::now() + Duration::from_secs(30);
+        let threads = |pid: i32| std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count());
         loop {
             let pids = child_pids();
-            if pids.len() == 2 {
+            if pids.len() == 2 && pids.iter().all(|&p| threads(p) >= 4) {
                 std::thread::sleep(Duration::from_millis(100));
                 // SAFETY: kill(2) on a child of this process, which the driver reaps.
                 unsafe { libc::kill(pids[0], libc::SIGSTOP) };

@@ -1,370 +1,54 @@
 //! The metrics endpoint: `/metrics` (Prometheus text exposition) and `/topology` (JSON).
 //!
-//! A small, bounded HTTP/1.1 server on one thread of its own: a `poll(2)` loop over the listener
-//! and every open connection, so an idle client costs one descriptor and no thread. It reads
-//! counters and channel occupancy only when asked, so it costs nothing between scrapes. The
-//! format is documented in `docs/metrics-endpoint.md`, the contract the middleware relies on.
-//!
-//! Bounds, so that no client can take the endpoint down:
-//! - at most [`MAX_CONNECTIONS`] open connections, and never more than a quarter of the process's
-//!   descriptor limit (`RLIMIT_NOFILE`), so the engine keeps descriptors of its own; a new one
-//!   beyond closes the one idle longest;
-//! - a request head must arrive whole within [`HEAD_TIMEOUT`] and fit in [`MAX_HEAD`] bytes;
-//!   a keep-alive connection idle for [`IDLE_TIMEOUT`] is closed;
-//! - when the process runs out of file descriptors all the same (`EMFILE`/`ENFILE`), the loop
-//!   lowers its cap below what is open, closes the connection idle longest or pauses accepting
-//!   for a moment, and keeps serving; it says so on stderr at most once a minute (with how many
-//!   more times it happened), so a flood cannot fill a log or block on a full pipe;
-//! - responses go out in one write (head and body together) with `TCP_NODELAY`, so keep-alive
-//!   clients never wait for a delayed ACK.
+//! Served by the bounded poll-loop server of `moirai-http` (one thread, a connection cap below
+//! the descriptor limit, timeouts on every stalled message; see that crate); this file is what
+//! the paths answer. It reads counters and channel occupancy only when asked, so it costs
+//! nothing between scrapes. The format is documented in `docs/metrics-endpoint.md`, the contract
+//! the middleware relies on.
 
 use std::fmt::Write as _;
-use std::io::{ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::net::SocketAddr;
 use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+
+use moirai_http::{Request, Response, Server};
 
 use crate::channel::lock;
 use crate::engine::Shared;
 use crate::metrics::{names, LatencySummary};
 
-/// Most connections open at once.
-pub const MAX_CONNECTIONS: usize = 256;
-/// Longest request head, bytes.
-pub const MAX_HEAD: usize = 8192;
-/// How long a request head may take to arrive once it started.
-pub const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long a keep-alive connection may sit idle.
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
-/// How often the loop wakes to check timeouts and the stop flag.
-const TICK: Duration = Duration::from_millis(100);
-/// Least time between two reports of running out of descriptors.
-const REPORT_EVERY: Duration = Duration::from_secs(60);
-
-/// The connection cap for this process: [`MAX_CONNECTIONS`], at most a quarter of the soft
-/// descriptor limit (at least one).
-fn connection_cap() -> usize {
-    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: getrlimit with a valid, writable rlimit struct.
-    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0;
-    let quarter = if ok { usize::try_from(lim.rlim_cur / 4).unwrap_or(usize::MAX) } else { MAX_CONNECTIONS };
-    MAX_CONNECTIONS.min(quarter).max(1)
-}
-
 /// The running endpoint.
 pub(crate) struct MetricsServer {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-    addr: SocketAddr,
+    server: Server,
 }
 
 impl MetricsServer {
     pub(crate) fn start(addr: SocketAddr, shared: Arc<Shared>) -> std::io::Result<MetricsServer> {
-        let listener = TcpListener::bind(addr)?;
-        listener.set_nonblocking(true)?;
-        let addr = listener.local_addr()?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let thread = std::thread::Builder::new().name("moirai-http".into()).spawn(move || {
-            let server = Server {
-                listener,
-                conns: Vec::new(),
-                cap: connection_cap(),
-                shared,
-                paused_until: None,
-                fd_reported: None,
-                fd_unreported: 0,
-            };
-            server.run(&flag);
-        })?;
-        Ok(MetricsServer { stop, thread: Some(thread), addr })
+        let server =
+            Server::start(addr, "moirai engine: metrics endpoint", move |r: &Request<'_>| respond(r, &shared))?;
+        Ok(MetricsServer { server })
     }
 
     pub(crate) fn addr(&self) -> SocketAddr {
-        self.addr
+        self.server.addr()
     }
 
-    pub(crate) fn stop(mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+    pub(crate) fn stop(self) {
+        self.server.stop();
     }
 }
 
-impl Drop for MetricsServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
+fn respond(request: &Request<'_>, shared: &Shared) -> Response {
+    if request.method != "GET" && request.method != "HEAD" {
+        return Response::new(405, "text/plain", format!("method {} not allowed; use GET\n", request.method));
     }
-}
-
-/// One client connection.
-struct Conn {
-    stream: TcpStream,
-    /// What arrived of the current request head.
-    head: Vec<u8>,
-    /// When its first byte arrived.
-    head_since: Option<Instant>,
-    /// Response bytes not written yet, and how many of them were.
-    out: Vec<u8>,
-    written: usize,
-    /// Close once `out` is written.
-    close_after: bool,
-    last_active: Instant,
-}
-
-impl Conn {
-    fn idle(&self) -> bool {
-        self.head.is_empty() && self.written >= self.out.len()
-    }
-}
-
-struct Server {
-    listener: TcpListener,
-    conns: Vec<Conn>,
-    /// Most connections kept open (lowered when descriptors run out).
-    cap: usize,
-    shared: Arc<Shared>,
-    /// Accepting is paused (out of descriptors, nothing to close) until then.
-    paused_until: Option<Instant>,
-    /// When running out of descriptors was last reported, and how often since.
-    fd_reported: Option<Instant>,
-    fd_unreported: u64,
-}
-
-impl Server {
-    fn run(mut self, stop: &AtomicBool) {
-        while !stop.load(Ordering::SeqCst) {
-            let now = Instant::now();
-            let accepting = self.paused_until.is_none_or(|t| now >= t);
-            let mut fds = Vec::with_capacity(self.conns.len() + 1);
-            fds.push(libc::pollfd {
-                fd: self.listener.as_raw_fd(),
-                events: if accepting { libc::POLLIN } else { 0 },
-                revents: 0,
-            });
-            for c in &self.conns {
-                let events = if c.written < c.out.len() { libc::POLLOUT } else { libc::POLLIN };
-                fds.push(libc::pollfd { fd: c.stream.as_raw_fd(), events, revents: 0 });
-            }
-            // SAFETY: `fds` is a valid array of `fds.len()` pollfd structs that outlives the call.
-            let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, TICK.as_millis() as i32) };
-            if n < 0 {
-                continue; // EINTR
-            }
-            // Connections first (indices stay valid), then accept, then timeouts.
-            let mut closed = vec![false; self.conns.len()];
-            for (i, pfd) in fds[1..].iter().enumerate() {
-                if pfd.revents != 0 {
-                    closed[i] = !self.serve(i);
-                }
-            }
-            let mut i = 0;
-            self.conns.retain(|_| {
-                i += 1;
-                !closed[i - 1]
-            });
-            if fds[0].revents & libc::POLLIN != 0 {
-                self.accept();
-            }
-            let now = Instant::now();
-            self.conns.retain(|c| match c.head_since {
-                Some(since) => now - since < HEAD_TIMEOUT,
-                None => !c.idle() || now - c.last_active < IDLE_TIMEOUT,
-            });
-        }
-    }
-
-    /// Accepts every pending connection it can.
-    fn accept(&mut self) {
-        loop {
-            match self.listener.accept() {
-                Ok((stream, _)) => {
-                    if self.conns.len() >= self.cap && !self.close_idlest() {
-                        // Every connection is busy: this one waits for nothing, it is closed.
-                        drop(stream);
-                        continue;
-                    }
-                    if stream.set_nonblocking(true).is_err() {
-                        continue;
-                    }
-                    let _ = stream.set_nodelay(true);
-                    let now = Instant::now();
-                    self.conns.push(Conn {
-                        stream,
-                        head: Vec::new(),
-                        head_since: None,
-                        out: Vec::new(),
-                        written: 0,
-                        close_after: false,
-                        last_active: now,
-                    });
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == ErrorKind::Interrupted || e.kind() == ErrorKind::ConnectionAborted => {}
-                Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE)) => {
-                    self.out_of_descriptors(&e);
-                    if !self.close_idlest() {
-                        self.paused_until = Some(Instant::now() + TICK);
-                        return;
-                    }
-                }
-                Err(e) => {
-                    eprintln!("moirai engine: metrics endpoint: accept failed: {e}; serving on");
-                    self.paused_until = Some(Instant::now() + TICK);
-                    return;
-                }
-            }
-        }
-    }
-
-    /// Lowers the cap below what is open and reports the shortage, at most once a minute.
-    fn out_of_descriptors(&mut self, e: &std::io::Error) {
-        self.cap = self.conns.len().saturating_sub(1).max(1);
-        let now = Instant::now();
-        if self.fd_reported.is_some_and(|at| now - at < REPORT_EVERY) {
-            self.fd_unreported += 1;
-            return;
-        }
-        let again = match self.fd_unreported {
-            0 => String::new(),
-            n => format!(" ({n} more time(s) since the last report)"),
-        };
-        eprintln!(
-            "moirai engine: metrics endpoint: out of file descriptors ({e}) with {} connections open{again}; \
-             keeping at most {} and serving on (raise `ulimit -n` if this recurs)",
-            self.conns.len(),
-            self.cap
-        );
-        self.fd_reported = Some(now);
-        self.fd_unreported = 0;
-    }
-
-    /// Closes the connection idle longest; false if none is idle.
-    fn close_idlest(&mut self) -> bool {
-        let idlest = self.conns.iter().enumerate().filter(|(_, c)| c.idle()).min_by_key(|(_, c)| c.last_active);
-        match idlest.map(|(i, _)| i) {
-            Some(i) => {
-                self.conns.swap_remove(i);
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Reads or writes what connection `i` is ready for; false when it is to be closed.
-    fn serve(&mut self, i: usize) -> bool {
-        let c = &mut self.conns[i];
-        c.last_active = Instant::now();
-        if c.written < c.out.len() {
-            return flush(c);
-        }
-        let mut buf = [0u8; 4096];
-        loop {
-            match c.stream.read(&mut buf) {
-                Ok(0) => return false,
-                Ok(n) => {
-                    c.head_since.get_or_insert_with(Instant::now);
-                    c.head.extend_from_slice(&buf[..n]);
-                    if c.head.len() > MAX_HEAD && find_end(&c.head).is_none() {
-                        c.out = response(431, "text/plain", "request head too large\n", false);
-                        c.written = 0;
-                        c.close_after = true;
-                        return flush(c);
-                    }
-                    if n < buf.len() {
-                        break;
-                    }
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(_) => return false,
-            }
-        }
-        let Some(end) = find_end(&c.head) else { return true };
-        let head = String::from_utf8_lossy(&c.head[..end]).into_owned();
-        // Pipelined bytes after the head are not expected from GET clients: dropped.
-        c.head.clear();
-        c.head_since = None;
-        let mut lines = head.lines();
-        let request = lines.next().unwrap_or("");
-        let mut parts = request.split_whitespace();
-        let (method, url, version) =
-            (parts.next().unwrap_or(""), parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-        let close_asked = lines.any(|l| {
-            l.split_once(':').is_some_and(|(k, v)| {
-                k.trim().eq_ignore_ascii_case("connection") && v.trim().eq_ignore_ascii_case("close")
-            })
-        });
-        let keep_alive = version == "HTTP/1.1" && !close_asked;
-        let (status, content_type, body) = if method != "GET" && method != "HEAD" {
-            (405, "text/plain", format!("method {method} not allowed; use GET\n"))
-        } else {
-            respond(url, &self.shared)
-        };
-        let mut out = response(status, content_type, &body, keep_alive);
-        if method == "HEAD" {
-            out.truncate(out.len() - body.len());
-        }
-        c.out = out;
-        c.written = 0;
-        c.close_after = !keep_alive;
-        flush(c)
-    }
-}
-
-/// Writes what it can of the pending response; false when the connection is to be closed.
-fn flush(c: &mut Conn) -> bool {
-    while c.written < c.out.len() {
-        match c.stream.write(&c.out[c.written..]) {
-            Ok(0) => return false,
-            Ok(n) => c.written += n,
-            Err(e) if e.kind() == ErrorKind::WouldBlock => return true,
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(_) => return false,
-        }
-    }
-    c.out.clear();
-    c.written = 0;
-    !c.close_after
-}
-
-/// The end of a request head (after its blank line).
-fn find_end(bytes: &[u8]) -> Option<usize> {
-    bytes.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 4)
-}
-
-/// A whole response, head and body, ready for one write.
-fn response(status: u16, content_type: &str, body: &str, keep_alive: bool) -> Vec<u8> {
-    let reason = match status {
-        200 => "OK",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        431 => "Request Header Fields Too Large",
-        _ => "Internal Server Error",
-    };
-    let connection = if keep_alive { "keep-alive" } else { "close" };
-    let mut out = format!(
-        "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: {connection}\r\n\r\n",
-        body.len()
-    )
-    .into_bytes();
-    out.extend_from_slice(body.as_bytes());
-    out
-}
-
-fn respond(url: &str, shared: &Shared) -> (u16, &'static str, String) {
-    match url.split('?').next().unwrap_or("") {
-        "/metrics" => (200, "text/plain; version=0.0.4; charset=utf-8", prometheus(shared)),
+    match request.path() {
+        "/metrics" => Response::new(200, "text/plain; version=0.0.4; charset=utf-8", prometheus(shared)),
         "/topology" => match serde_json::to_string_pretty(&shared.topology()) {
-            Ok(json) => (200, "application/json", json),
-            Err(e) => (500, "text/plain", format!("cannot serialise the topology: {e}\n")),
+            Ok(json) => Response::new(200, "application/json", json),
+            Err(e) => Response::new(500, "text/plain", format!("cannot serialise the topology: {e}\n")),
         },
-        "/" => (200, "text/plain", "moirai engine: GET /metrics (Prometheus), GET /topology (JSON)\n".into()),
-        other => (404, "text/plain", format!("no such endpoint: {other}; try /metrics or /topology\n")),
+        "/" => Response::new(200, "text/plain", "moirai engine: GET /metrics (Prometheus), GET /topology (JSON)\n"),
+        other => Response::new(404, "text/plain", format!("no such endpoint: {other}; try /metrics or /topology\n")),
     }
 }
 

@@ -18,21 +18,21 @@
 //!   the last checkpoint and replays the micro-batches after it.
 
 use std::collections::BTreeMap;
-use std::io::{BufReader, BufWriter};
-use std::net::{TcpListener, TcpStream};
+use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::aimd::{Aimd, AimdConfig, GroupChange};
+use crate::aimd::{Aimd, AimdConfig};
 use crate::job::Job;
-use crate::protocol::{receive, send, Completion, MapTask, ReduceTask, ToDriver, ToExecutor};
-use crate::wordcount::WindowCount;
+use crate::launch::{self, Event, Executors, Link, Started};
+use crate::limits::{WireLimits, MAX_EXECUTORS};
+use crate::protocol::{encode, Completion, MapTask, ReduceTask, ToDriver, ToExecutor};
+pub use crate::report::{Recovery, RunReport, TimedChange};
 use crate::Error;
 
 /// How tasks are handed out.
@@ -95,8 +95,8 @@ pub struct DriverConfig {
 impl DriverConfig {
     /// Checks the settings; the error names the flag to fix.
     pub fn validate(&self) -> Result<(), Error> {
-        if !(1..=64).contains(&self.executors) {
-            return Err(Error::Config(format!("--executors {} must be in 1..=64", self.executors)));
+        if !(1..=MAX_EXECUTORS).contains(&self.executors) {
+            return Err(Error::Config(format!("--executors {} must be in 1..={MAX_EXECUTORS}", self.executors)));
         }
         match self.scheduling {
             Scheduling::Group(GroupSize::Fixed(g)) if !(1..=100_000).contains(&g) => {
@@ -118,167 +118,6 @@ impl DriverConfig {
         }
         Ok(())
     }
-}
-
-/// A recovery from a lost executor.
-#[derive(Clone, Debug, Serialize)]
-pub struct Recovery {
-    /// When the loss was noticed, ms since the start.
-    pub at_ms: f64,
-    /// The lost executor.
-    pub executor: usize,
-    /// First micro-batch replayed (the one after the checkpoint).
-    pub from_batch: u64,
-    /// Micro-batches committed when the loss was noticed.
-    pub committed: u64,
-}
-
-/// A group size change in the run's timeline.
-#[derive(Clone, Debug, Serialize)]
-pub struct TimedChange {
-    /// When, ms since the start.
-    pub at_ms: f64,
-    /// The change.
-    #[serde(flatten)]
-    pub change: GroupChange,
-}
-
-/// What a micro-batch run did and produced.
-#[derive(Clone, Debug, Serialize)]
-pub struct RunReport {
-    /// Micro-batches of the job.
-    pub batches: u64,
-    /// Scheduling decisions (messages of tasks handed out, counted once per decision).
-    pub decisions: u64,
-    /// Groups run (per-batch scheduling: micro-batches).
-    pub groups: u64,
-    /// Wall time of the run, from the first decision to the last commit, ms.
-    pub wall_ms: f64,
-    /// Per micro-batch: commit time minus the end of its interval (paced) or minus the start
-    /// (unpaced), ms.
-    pub commit_ms: Vec<f64>,
-    /// Coordination overhead measured per group.
-    pub overheads: Vec<f64>,
-    /// Compute time: per group, the most occupied executor's time running tasks, summed, ms.
-    pub compute_ms: f64,
-    /// Coordination time: per group, its wall time less the least coordination-bound executor's
-    /// task and input-wait time (decisions, barriers, messages, the shuffle's latency), summed, ms.
-    pub coordination_ms: f64,
-    /// The driver's time making and sending decisions, summed, ms (part of the coordination).
-    pub decision_ms: f64,
-    /// Group size of each group.
-    pub group_sizes: Vec<u64>,
-    /// Group size changes (AIMD).
-    pub group_changes: Vec<TimedChange>,
-    /// Recoveries.
-    pub recoveries: Vec<Recovery>,
-    /// CPU time of the driver's and the executors' processes over the run (`wall_ms`), ns; an
-    /// executor lost mid-run counts up to its last reading (taken at every group's end).
-    pub cpu_ns: u64,
-    /// The committed outputs: (micro-batch, sink partition) → what it emitted, as the JSON
-    /// text the sink committed ([`RunReport::output_values`] parses them).
-    #[serde(skip)]
-    pub outputs: BTreeMap<(u64, usize), Box<RawValue>>,
-}
-
-impl RunReport {
-    /// The committed outputs parsed, by (micro-batch, sink partition); an output that is not
-    /// valid JSON (it cannot be: the executors wrote it) is `Null`.
-    pub fn output_values(&self) -> impl Iterator<Item = ((u64, usize), Value)> + '_ {
-        self.outputs.iter().map(|(k, v)| (*k, serde_json::from_str(v.get()).unwrap_or(Value::Null)))
-    }
-
-    /// WordCount's outputs as window counts.
-    fn word_counts(&self) -> impl Iterator<Item = WindowCount> + '_ {
-        self.outputs.values().flat_map(|v| serde_json::from_str::<Vec<WindowCount>>(v.get()).unwrap_or_default())
-    }
-
-    /// WordCount: count per word over all windows.
-    pub fn counts(&self) -> BTreeMap<String, u64> {
-        let mut counts = BTreeMap::new();
-        for (_, word, c) in self.word_counts() {
-            *counts.entry(word.clone()).or_insert(0) += c;
-        }
-        counts
-    }
-
-    /// WordCount: count per (window start ms, word).
-    pub fn window_counts(&self) -> BTreeMap<(u64, String), u64> {
-        let mut counts = BTreeMap::new();
-        for (w, word, c) in self.word_counts() {
-            *counts.entry((w, word)).or_insert(0) += c;
-        }
-        counts
-    }
-
-    /// Coordination time per micro-batch, ms.
-    pub fn coordination_ms_per_batch(&self) -> f64 {
-        self.coordination_ms / self.batches.max(1) as f64
-    }
-
-    /// Compute time per micro-batch, ms.
-    pub fn compute_ms_per_batch(&self) -> f64 {
-        self.compute_ms / self.batches.max(1) as f64
-    }
-
-    /// Cores the driver and executors kept busy on average over the run.
-    pub fn cpu_cores(&self) -> f64 {
-        self.cpu_ns as f64 / (self.wall_ms * 1e6).max(1.0)
-    }
-
-    /// Time per micro-batch: wall time over micro-batches, ms.
-    pub fn ms_per_batch(&self) -> f64 {
-        self.wall_ms / self.batches.max(1) as f64
-    }
-}
-
-/// An executor process; dropping it kills it by PID and reaps it.
-struct ExecutorProcess {
-    child: Child,
-}
-
-impl ExecutorProcess {
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// SIGKILL, as `kill -9 PID`.
-    fn kill(&mut self) {
-        // SAFETY: kill(2) with a PID we own (our child, not yet reaped) and a valid signal.
-        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGKILL) };
-        let _ = self.child.wait();
-    }
-
-    /// Waits up to `grace` for the process to exit by itself, then kills it.
-    fn stop(&mut self, grace: Duration) {
-        let until = Instant::now() + grace;
-        while Instant::now() < until {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        self.kill();
-    }
-}
-
-impl Drop for ExecutorProcess {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            self.kill();
-        }
-    }
-}
-
-enum Event {
-    Message(usize, ToDriver),
-    Closed(usize, String),
-}
-
-struct Link {
-    process: ExecutorProcess,
-    writer: BufWriter<TcpStream>,
-    last_seen: Instant,
 }
 
 /// Runs `job` on executor processes as `config` says.
@@ -324,89 +163,15 @@ struct Driver<'a> {
     /// CPU time of each process at the run's start and at its last reading (driver last), ns.
     cpu: Vec<(u64, u64)>,
     report: RunReport,
+    /// The wire's message limits.
+    limits: WireLimits,
 }
 
 impl<'a> Driver<'a> {
     fn start(config: &'a DriverConfig, job: &'a dyn Job) -> Result<Self, Error> {
-        let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| Error::Io("bind the driver port".into(), e))?;
-        let addr = listener.local_addr().map_err(|e| Error::Io("read the driver port".into(), e))?;
-        let mut processes = Vec::new();
-        for id in 0..config.executors {
-            let child = Command::new(&config.program)
-                .arg("micro-batch-executor")
-                .arg("--driver")
-                .arg(addr.to_string())
-                .arg("--id")
-                .arg(id.to_string())
-                .arg("--")
-                .args(&config.job_args)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .spawn()
-                .map_err(|e| Error::Io(format!("start executor {id} ({})", config.program.display()), e))?;
-            processes.push(Some(ExecutorProcess { child }));
-        }
-        let (tx, events) = mpsc::channel();
-        let mut links: Vec<Option<Link>> = (0..config.executors).map(|_| None).collect();
-        let mut peers = vec![String::new(); config.executors];
-        listener.set_nonblocking(true).map_err(|e| Error::Io("configure the driver port".into(), e))?;
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while links.iter().any(Option::is_none) {
-            for (id, p) in processes.iter_mut().enumerate() {
-                if let Some(Ok(Some(status))) = p.as_mut().map(|p| p.child.try_wait()) {
-                    return Err(Error::Protocol(format!(
-                        "executor {id} exited ({status}) before it connected; its error is above"
-                    )));
-                }
-            }
-            if Instant::now() > deadline {
-                return Err(Error::Protocol("executors did not connect within 30 s".into()));
-            }
-            let stream = match listener.accept() {
-                Ok((s, _)) => s,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    std::thread::sleep(Duration::from_millis(5));
-                    continue;
-                }
-                Err(e) => return Err(Error::Io("accept an executor".into(), e)),
-            };
-            let _ = stream.set_nonblocking(false);
-            let _ = stream.set_nodelay(true);
-            let mut reader = BufReader::new(stream.try_clone().map_err(|e| Error::Io("clone a connection".into(), e))?);
-            let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-            let hello =
-                receive::<ToDriver>(&mut reader).map_err(|e| Error::Io("read an executor's hello".into(), e))?;
-            let _ = stream.set_read_timeout(None);
-            let Some(ToDriver::Hello { id, pid, shuffle_addr, job: built }) = hello else {
-                return Err(Error::Protocol("an executor did not start with hello".into()));
-            };
-            let shape = [job.batches(), job.map_partitions() as u64, job.reduce_partitions() as u64];
-            if built != shape {
-                return Err(Error::Protocol(format!(
-                    "executor {id} built another job from the job arguments (micro-batches, map and reduce \
-                     partitions: {built:?}, the driver's {shape:?})"
-                )));
-            }
-            let process = processes
-                .get_mut(id)
-                .and_then(Option::take)
-                .filter(|p| p.pid() == pid)
-                .ok_or_else(|| Error::Protocol(format!("a hello from an unknown executor (id {id}, pid {pid})")))?;
-            peers[id] = shuffle_addr;
-            let tx = tx.clone();
-            std::thread::spawn(move || loop {
-                let event = match receive::<ToDriver>(&mut reader) {
-                    Ok(Some(m)) => Event::Message(id, m),
-                    Ok(None) => Event::Closed(id, "its connection ended".into()),
-                    Err(e) => Event::Closed(id, format!("its connection failed: {e}")),
-                };
-                let closed = matches!(event, Event::Closed(..));
-                if tx.send(event).is_err() || closed {
-                    return;
-                }
-            });
-            links[id] = Some(Link { process, writer: BufWriter::new(stream), last_seen: Instant::now() });
-        }
+        let limits = WireLimits::of(job);
+        let executors = Executors { program: &config.program, job_args: &config.job_args, executors: config.executors };
+        let Started { links, peers, events } = launch::start(executors, job, limits)?;
         // Micro-batch 0 starts a little after setup, so that every executor has its clock.
         let origin = SystemTime::now() + Duration::from_millis(20);
         let origin_unix_ns =
@@ -453,9 +218,10 @@ impl<'a> Driver<'a> {
                 cpu_ns: 0,
                 outputs: BTreeMap::new(),
             },
+            limits,
         };
         for id in 0..config.executors {
-            driver.send(id, &ToExecutor::Setup { peers: peers.clone(), origin_unix_ns });
+            driver.send(id, &ToExecutor::Setup { peers: peers.clone(), origin_unix_ns })?;
         }
         Ok(driver)
     }
@@ -468,13 +234,56 @@ impl<'a> Driver<'a> {
         self.start.elapsed().as_secs_f64() * 1e3
     }
 
-    /// Sends to executor `id`; a failed send is noticed as its loss by the next pump.
-    fn send(&mut self, id: usize, message: &ToExecutor) {
+    /// Sends to executor `id`; a failed send is noticed as its loss by the next pump. A message
+    /// longer than the wire's limit is not sent (the executor would refuse it): an error.
+    fn send(&mut self, id: usize, message: &ToExecutor) -> Result<(), Error> {
+        let line = encode(message).map_err(|e| Error::Protocol(format!("a message cannot be written: {e}")))?;
+        if line.len() > self.limits.control {
+            return Err(self.too_long(id, line.len()));
+        }
+        self.send_line(id, &line);
+        Ok(())
+    }
+
+    /// A message to executor `id` that the wire's limit does not allow (it would be refused).
+    fn too_long(&self, id: usize, bytes: usize) -> Error {
+        Error::Protocol(format!(
+            "a message to executor {id} of {bytes} bytes is longer than the wire's limit of {} bytes, derived from \
+             the job's rate, batch interval, partitions and window",
+            self.limits.control
+        ))
+    }
+
+    fn send_line(&mut self, id: usize, line: &[u8]) {
         if let Some(link) = self.links[id].as_mut() {
-            if send(&mut link.writer, message).is_err() {
+            if link.writer.write_all(line).and_then(|()| link.writer.flush()).is_err() {
                 link.last_seen = Instant::now() - self.config.heartbeat_timeout * 2;
             }
         }
+    }
+
+    /// Sends executor `id` its part of a decision: one message, or as many as the wire's limit
+    /// needs (halves, in order; the executor adds each to its queues).
+    fn send_tasks(
+        &mut self,
+        id: usize,
+        map: Vec<MapTask>,
+        reduce: Vec<ReduceTask>,
+        reducers: &[usize],
+    ) -> Result<(), Error> {
+        let tasks = ToExecutor::Tasks { epoch: self.epoch, map, reduce, reducers: reducers.to_vec() };
+        let line = encode(&tasks).map_err(|e| Error::Protocol(format!("a decision cannot be written: {e}")))?;
+        let ToExecutor::Tasks { mut map, mut reduce, .. } = tasks else { unreachable!("built above") };
+        if line.len() <= self.limits.control {
+            self.send_line(id, &line);
+            return Ok(());
+        }
+        if map.len() + reduce.len() <= 1 {
+            return Err(self.too_long(id, line.len()));
+        }
+        let (map_rest, reduce_rest) = (map.split_off(map.len() / 2), reduce.split_off(reduce.len() / 2));
+        self.send_tasks(id, map, reduce, reducers)?;
+        self.send_tasks(id, map_rest, reduce_rest, reducers)
     }
 
     /// Owner of each reduce partition among the live executors.
@@ -592,8 +401,7 @@ impl<'a> Driver<'a> {
                 .filter(|m| live[m % live.len()] == e)
                 .map(|partition| MapTask { batch: b, partition })
                 .collect();
-            let tasks = ToExecutor::Tasks { epoch: self.epoch, map, reduce: Vec::new(), reducers: reducers.clone() };
-            self.send(e, &tasks);
+            self.send_tasks(e, map, Vec::new(), &reducers)?;
         }
         self.decisions += 1;
         self.report.decision_ms += decided.elapsed().as_secs_f64() * 1e3;
@@ -613,8 +421,7 @@ impl<'a> Driver<'a> {
                 .filter(|&r| reducers[r] == e)
                 .map(|partition| ReduceTask { batch: b, partition, checkpoint })
                 .collect();
-            let tasks = ToExecutor::Tasks { epoch: self.epoch, map: Vec::new(), reduce, reducers: reducers.clone() };
-            self.send(e, &tasks);
+            self.send_tasks(e, Vec::new(), reduce, &reducers)?;
         }
         self.decisions += 1;
         self.report.decision_ms += decided.elapsed().as_secs_f64() * 1e3;
@@ -642,8 +449,7 @@ impl<'a> Driver<'a> {
                     checkpoint: checkpoint && b + 1 == to,
                 }));
             }
-            let tasks = ToExecutor::Tasks { epoch: self.epoch, map, reduce, reducers: reducers.clone() };
-            self.send(e, &tasks);
+            self.send_tasks(e, map, reduce, &reducers)?;
         }
         self.decisions += 1;
         self.report.decision_ms += decided.elapsed().as_secs_f64() * 1e3;
@@ -745,6 +551,9 @@ impl<'a> Driver<'a> {
                         Completion::Reduce { task, output, state } => {
                             self.reduces_left = self.reduces_left.saturating_sub(1);
                             if let Some(state) = state {
+                                let state = serde_json::from_str(state.get()).map_err(|e| {
+                                    Error::Protocol(format!("executor {id} sent a bad checkpoint: {e}"))
+                                })?;
                                 self.taking.insert(task.partition, state);
                             }
                             self.commit(task.batch, task.partition, output);
@@ -800,7 +609,7 @@ impl<'a> Driver<'a> {
         for e in self.live() {
             let states =
                 (0..self.reduces).filter(|&r| reducers[r] == e).map(|r| (r, self.checkpoint.1[r].clone())).collect();
-            self.send(e, &ToExecutor::Restore { epoch: self.epoch, states });
+            self.send(e, &ToExecutor::Restore { epoch: self.epoch, states })?;
         }
         let from = self.checkpoint.0.map_or(0, |b| b + 1);
         let recovery = Recovery {
@@ -823,7 +632,7 @@ impl<'a> Driver<'a> {
     /// Tells every executor to stop and reaps them (killing those that do not exit).
     fn stop(&mut self) {
         for id in self.live() {
-            self.send(id, &ToExecutor::Stop);
+            let _ = self.send(id, &ToExecutor::Stop);
         }
         for link in self.links.iter_mut().flatten() {
             link.process.stop(Duration::from_secs(2));

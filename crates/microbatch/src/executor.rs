@@ -6,6 +6,13 @@
 //! driver's connection, a thread accepts shuffle connections and one reads each, a thread sends
 //! heartbeats. Everything that arrives goes through one channel to the main thread.
 //!
+//! **Only the run's processes are heard.** The executor proves its own token to the driver, and
+//! the run's shuffle token to every peer it pushes to; its shuffle port admits a connection only
+//! once that proves the shuffle token ([`crate::gate`]), and at most
+//! [`limits::max_peers`] at once. Every message is read with its limit ([`WireLimits`]); a peer
+//! that sends a message too long, malformed or stalled loses its connection — reported once,
+//! with its address — and the run goes on.
+//!
 //! **Pre-scheduling**: a reduce task the driver has placed in advance runs as soon as the map
 //! outputs of its micro-batch from every map partition have arrived (each arrival is the map
 //! task's announcement), with no round trip to the driver. Under per-batch scheduling the same
@@ -14,6 +21,7 @@
 use std::collections::VecDeque;
 use std::io::{BufReader, BufWriter, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -21,8 +29,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use rustc_hash::FxHashMap;
 use serde_json::Value;
 
+use crate::gate::{Gate, Incidents};
 use crate::job::Job;
+use crate::limits::{self, WireLimits, STALL_TIMEOUT};
 use crate::protocol::{self, receive, send, Completion, MapOutput, MapTask, ReduceTask, ToDriver, ToExecutor};
+use crate::secret::Secrets;
 use crate::Error;
 
 /// How often an executor tells the driver it is alive.
@@ -36,26 +47,33 @@ enum Event {
 
 type DriverLink = Arc<Mutex<BufWriter<TcpStream>>>;
 
-/// Runs executor `id` of the driver at `driver` until the driver says stop (`Ok`) or is lost.
-pub fn run(driver: SocketAddr, id: usize, job: Box<dyn Job>) -> Result<(), Error> {
+/// Runs executor `id` of the driver at `driver` with the run's `secrets` until the driver says
+/// stop (`Ok`) or is lost.
+pub fn run(driver: SocketAddr, id: usize, job: Box<dyn Job>, secrets: Secrets) -> Result<(), Error> {
     let (tx, rx) = mpsc::channel();
+    let limits = WireLimits::of(job.as_ref());
+    let incidents = Arc::new(Incidents::new(format!("moirai micro-batch-executor {id}")));
     let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| Error::Io("bind the shuffle port".into(), e))?;
     let shuffle_addr = listener.local_addr().map_err(|e| Error::Io("read the shuffle port".into(), e))?;
-    spawn_shuffle_acceptor(listener, tx.clone());
+    let gate = Gate::new(listener, vec![secrets.shuffle.clone()])
+        .map_err(|e| Error::Io("configure the shuffle port".into(), e))?;
+    // Until the driver says how many executors there are: as many as a run may have.
+    let max_peers = Arc::new(AtomicUsize::new(limits::max_peers(limits::MAX_EXECUTORS)));
+    spawn_shuffle_acceptor(gate, tx.clone(), limits, max_peers.clone(), incidents);
 
-    let stream = TcpStream::connect(driver).map_err(|e| Error::Io(format!("connect to the driver at {driver}"), e))?;
+    let mut stream =
+        TcpStream::connect(driver).map_err(|e| Error::Io(format!("connect to the driver at {driver}"), e))?;
     let _ = stream.set_nodelay(true);
+    stream.write_all(&secrets.link.proof()).map_err(|e| Error::Io("prove this executor to the driver".into(), e))?;
     let reader = stream.try_clone().map_err(|e| Error::Io("clone the driver connection".into(), e))?;
+    let _ = reader.set_read_timeout(Some(STALL_TIMEOUT));
     let link: DriverLink = Arc::new(Mutex::new(BufWriter::new(stream)));
     let shape = [job.batches(), job.map_partitions() as u64, job.reduce_partitions() as u64];
-    report(
-        &link,
-        &ToDriver::Hello { id, pid: std::process::id(), shuffle_addr: shuffle_addr.to_string(), job: shape },
-    )?;
+    report(&link, &ToDriver::Hello { id, shuffle_addr: shuffle_addr.to_string(), job: shape })?;
     std::thread::spawn(move || {
         let mut reader = BufReader::new(reader);
         loop {
-            let event = match receive::<ToExecutor>(&mut reader) {
+            let event = match receive::<ToExecutor>(&mut reader, limits.control) {
                 Ok(Some(m)) => Event::Driver(m),
                 Ok(None) => Event::DriverLost("the driver closed the connection".into()),
                 Err(e) => Event::DriverLost(format!("reading from the driver: {e}")),
@@ -74,26 +92,80 @@ pub fn run(driver: SocketAddr, id: usize, job: Box<dyn Job>) -> Result<(), Error
         }
     });
 
-    let mut executor = Executor::new(id, job, link);
-    executor.run(rx)
+    let mut executor = Executor::new(id, job, link, secrets, limits, max_peers);
+    let result = executor.run(rx);
+    if let Err(e) = &result {
+        // The driver hears why before the connection ends (it may be gone already).
+        let _ = report(&executor.link, &ToDriver::Failed { message: e.to_string() });
+    }
+    result
 }
 
-fn spawn_shuffle_acceptor(listener: TcpListener, tx: Sender<Event>) {
-    std::thread::spawn(move || {
-        for conn in listener.incoming() {
-            let Ok(conn) = conn else { continue };
-            let tx = tx.clone();
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(conn);
-                // A peer that dies ends its stream; what it sent before stays valid.
-                while let Ok(Some(m)) = receive::<MapOutput>(&mut reader) {
-                    if tx.send(Event::Shuffle(m)).is_err() {
-                        return;
+/// Admits shuffle connections that prove the run's token, at most `max_peers` at once, and
+/// reads each on a thread of its own; reports every refusal and every connection a peer broke.
+fn spawn_shuffle_acceptor(
+    mut gate: Gate,
+    tx: Sender<Event>,
+    limits: WireLimits,
+    max_peers: Arc<AtomicUsize>,
+    incidents: Arc<Incidents>,
+) {
+    let open = Arc::new(AtomicUsize::new(0));
+    std::thread::spawn(move || loop {
+        let admitted = gate.next(Duration::from_secs(1));
+        let (refused, more) = gate.take_refused();
+        for (i, (peer, why)) in refused.iter().enumerate() {
+            let count = if i + 1 == refused.len() { 1 + more } else { 1 };
+            incidents.report_many(&format!("refused a shuffle connection from {peer}: {why}"), count);
+        }
+        let Some(a) = admitted else { continue };
+        let cap = max_peers.load(Ordering::SeqCst);
+        if open.load(Ordering::SeqCst) >= cap {
+            incidents.report(&format!(
+                "refused a shuffle connection from {}: {cap} connections of the run's executors are open already",
+                a.peer
+            ));
+            continue;
+        }
+        open.fetch_add(1, Ordering::SeqCst);
+        let (tx, open, incidents) = (tx.clone(), open.clone(), incidents.clone());
+        std::thread::spawn(move || {
+            let _ = a.stream.set_read_timeout(Some(STALL_TIMEOUT));
+            let mut reader = BufReader::new(a.stream);
+            loop {
+                match receive::<MapOutput>(&mut reader, limits.shuffle) {
+                    Ok(Some(m)) => {
+                        if tx.send(Event::Shuffle(m)).is_err() {
+                            break;
+                        }
+                    }
+                    // A peer that dies ends its stream; what it sent before stays valid.
+                    Ok(None) => break,
+                    Err(e) => {
+                        if protocol::is_violation(&e) {
+                            incidents.report(&format!("closed the shuffle connection from {}: {e}", a.peer));
+                        }
+                        break;
                     }
                 }
-            });
-        }
+            }
+            open.fetch_sub(1, Ordering::SeqCst);
+        });
     });
+}
+
+/// Bytes of a report besides its tasks' payloads, and of one task besides its payload.
+const REPORT_SLACK: usize = 1024;
+const COMPLETION_SLACK: usize = 256;
+
+/// A message this executor will not send: longer than the wire's limit, which its receiver would
+/// refuse. The run fails with the bound named rather than lose the message.
+fn too_long(what: &str, bytes: usize, limit: usize) -> Error {
+    Error::Protocol(format!(
+        "a {what} of {bytes} bytes is longer than the wire's limit of {limit} bytes, derived from the job's rate, \
+         batch interval, partitions and window; a shorter --batch-interval or more --parallelism makes messages \
+         smaller"
+    ))
 }
 
 /// A sink output as the JSON text the driver commits.
@@ -111,6 +183,10 @@ struct Executor {
     id: usize,
     job: Box<dyn Job>,
     link: DriverLink,
+    secrets: Secrets,
+    limits: WireLimits,
+    /// The cap on shuffle connections, set once the driver says how many executors there are.
+    max_peers: Arc<AtomicUsize>,
     epoch: u64,
     peers: Vec<String>,
     /// Shuffle connections to the other executors, opened on first use.
@@ -133,11 +209,21 @@ struct Executor {
 }
 
 impl Executor {
-    fn new(id: usize, job: Box<dyn Job>, link: DriverLink) -> Self {
+    fn new(
+        id: usize,
+        job: Box<dyn Job>,
+        link: DriverLink,
+        secrets: Secrets,
+        limits: WireLimits,
+        max_peers: Arc<AtomicUsize>,
+    ) -> Self {
         Executor {
             id,
             job,
             link,
+            secrets,
+            limits,
+            max_peers,
             epoch: 0,
             peers: Vec::new(),
             shuffle: Vec::new(),
@@ -210,6 +296,7 @@ impl Executor {
             Event::Shuffle(output) => self.receive(output),
             Event::Driver(ToExecutor::Stop) => return Ok(true),
             Event::Driver(ToExecutor::Setup { peers, origin_unix_ns }) => {
+                self.max_peers.store(limits::max_peers(peers.len()), Ordering::SeqCst);
                 self.shuffle = peers.iter().map(|_| None).collect();
                 self.peers = peers;
                 self.origin = (origin_unix_ns > 0).then(|| UNIX_EPOCH + Duration::from_nanos(origin_unix_ns));
@@ -297,6 +384,9 @@ impl Executor {
             } else {
                 let line = protocol::encode(&output)
                     .map_err(|e| Error::Protocol(format!("a map output cannot be written as JSON: {e}")))?;
+                if line.len() > self.limits.shuffle {
+                    return Err(too_long("map output", line.len(), self.limits.shuffle));
+                }
                 pushes.push((owner, line));
             }
         }
@@ -314,9 +404,13 @@ impl Executor {
     fn push(&mut self, owner: usize, line: &[u8]) {
         let Some(slot) = self.shuffle.get_mut(owner) else { return };
         if slot.is_none() {
-            if let Ok(s) = TcpStream::connect(&self.peers[owner]) {
+            if let Ok(mut s) = TcpStream::connect(&self.peers[owner]) {
                 let _ = s.set_nodelay(true);
-                *slot = Some(BufWriter::new(s));
+                // The proof goes out at once: the owner waits for it only a few seconds, and the
+                // buffered map outputs may wait until this executor runs out of work.
+                if s.write_all(&self.secrets.shuffle.proof()).is_ok() {
+                    *slot = Some(BufWriter::new(s));
+                }
             }
         }
         if let Some(w) = slot {
@@ -336,9 +430,29 @@ impl Executor {
         if self.completed.is_empty() {
             return Ok(());
         }
-        let tasks = std::mem::take(&mut self.completed);
-        let (busy_ns, wait_ns) = self.take_times();
-        report(&self.link, &ToDriver::Completed { epoch: self.epoch, tasks, busy_ns, wait_ns })
+        // As few reports as fit the wire's limit (the times go with the first).
+        let (mut busy_ns, mut wait_ns) = self.take_times();
+        let budget = self.limits.report.saturating_sub(REPORT_SLACK);
+        let mut tasks = std::mem::take(&mut self.completed).into_iter().peekable();
+        while tasks.peek().is_some() {
+            let mut chunk = Vec::new();
+            let mut size = 0;
+            while let Some(c) = tasks.peek() {
+                let bytes = c.payload() + COMPLETION_SLACK;
+                if !chunk.is_empty() && size + bytes > budget {
+                    break;
+                }
+                if bytes > budget {
+                    return Err(too_long("task report", bytes, budget));
+                }
+                size += bytes;
+                chunk.extend(tasks.next());
+            }
+            let message = ToDriver::Completed { epoch: self.epoch, tasks: chunk, busy_ns, wait_ns };
+            report(&self.link, &message)?;
+            (busy_ns, wait_ns) = (0, 0);
+        }
+        Ok(())
     }
 
     /// Runs a reduce task; its time includes writing its output for the sink (and its state, when
@@ -347,7 +461,7 @@ impl Executor {
         let start = Instant::now();
         let inputs = self.inputs.remove(&(task.batch, task.partition)).unwrap_or_default();
         let output = self.job.reduce(task.batch, task.partition, inputs.into_iter().flatten().collect())?;
-        let state = task.checkpoint.then(|| self.job.checkpoint(task.partition));
+        let state = task.checkpoint.then(|| raw(&self.job.checkpoint(task.partition))).transpose()?;
         let output = raw(&output)?;
         self.busy += start.elapsed();
         self.completed.push(Completion::Reduce { task, output, state });

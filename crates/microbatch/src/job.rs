@@ -18,6 +18,23 @@ use serde_json::Value;
 
 use crate::Error;
 
+/// Upper bounds of the JSON texts a job's tasks produce, in bytes, at the job's largest
+/// micro-batch (its highest rate): what sizes the wire's message limits
+/// ([`crate::limits::WireLimits`]). Derived from the job's settings — rate, batch interval,
+/// partitions, window, what a tuple can hold — so that the limits grow with the job and nothing
+/// else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutputBounds {
+    /// One map task's output for one reduce partition (a shuffle message's payload).
+    pub map_output: u64,
+    /// One task's output for the sink: a reduce task's closed windows, or a single-stage map
+    /// task's output.
+    pub sink_output: u64,
+    /// One reduce partition's checkpoint, as an executor sends it and as the driver holds and
+    /// restores it (merged).
+    pub checkpoint: u64,
+}
+
 /// A job cut into micro-batch tasks; deterministic, so that a replayed task repeats its output.
 pub trait Job {
     /// Micro-batches of the run.
@@ -47,4 +64,7 @@ pub trait Job {
     }
     /// Forgets every reduce partition's state and takes these (`Value::Null`: empty).
     fn restore(&mut self, states: Vec<(usize, Value)>) -> Result<(), Error>;
+    /// Upper bounds of what the tasks produce, for the wire's message limits; the same in every
+    /// process of the run (each builds the same job).
+    fn output_bounds(&self) -> OutputBounds;
 }

@@ -8,10 +8,16 @@
 //! - [`job`]: the [`Job`] the driver and executors run: map and reduce tasks per micro-batch,
 //!   deterministic so that replays repeat outputs. Two kinds: [`query`] runs an engine `Query`
 //!   (YSB, …) by its own operators, [`wordcount`] is WordCount cut by hand with a combiner.
-//! - [`protocol`]: the messages and their framing (JSON lines).
+//! - [`protocol`]: the messages and their framing (JSON lines, each read with a bound).
+//! - [`secret`], [`gate`]: only the run's own processes talk to each other — a token per run
+//!   (and per executor), handed to the executors on their standard input and proven before
+//!   anything else is read on a connection.
+//! - [`limits`]: the wire's message limits, derived from the job's [`job::OutputBounds`]
+//!   (`bounds` computes them), its timeouts and connection caps.
 //! - [`driver`]: per-batch scheduling (a decision and a barrier per stage per micro-batch), group
 //!   scheduling with pre-scheduling (one decision per group), the exactly-once sink,
-//!   checkpoints at group boundaries, recovery from a lost executor.
+//!   checkpoints at group boundaries, recovery from a lost executor; `launch` starts the
+//!   executors and admits their connections; [`report`] is what a run did and produced.
 //! - [`executor`]: the executor process's loop.
 //! - [`aimd`]: the pure AIMD controller of the group size.
 //!
@@ -20,19 +26,26 @@
 #![forbid(missing_docs)]
 
 pub mod aimd;
+mod bounds;
 pub mod driver;
 pub mod executor;
+pub mod gate;
 pub mod job;
+mod launch;
+pub mod limits;
 pub mod protocol;
 pub mod query;
+pub mod report;
+pub mod secret;
 pub mod wordcount;
 
 use std::time::Duration;
 
 pub use aimd::{Aimd, AimdConfig, GroupChange};
 pub use driver::{DriverConfig, GroupSize, KillAt, RunReport, Scheduling};
-pub use job::Job;
+pub use job::{Job, OutputBounds};
 pub use query::QueryJob;
+pub use secret::Secrets;
 pub use wordcount::WordCountJob;
 
 /// The longest batch interval accepted.

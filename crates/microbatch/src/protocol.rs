@@ -1,11 +1,15 @@
 //! The wire: messages between the driver and its executors, and between executors (the shuffle),
 //! as JSON lines (one `serde_json` object per `\n`-terminated line) over TCP on loopback.
 //!
-//! JSON lines is a framing every tool can read (`nc`, `jq`) and that `serde_json` and the
-//! standard library's `BufRead::read_line` implement completely; a JSON text never contains a raw
-//! newline, so the newline is an unambiguous frame end.
+//! JSON lines is a framing every tool can read (`nc`, `jq`) and that `serde_json` implements
+//! completely; a JSON text never contains a raw newline, so the newline is an unambiguous frame
+//! end. Every line is read with a bound ([`receive`]): a message longer than the connection's
+//! limit ([`crate::limits::WireLimits`]), or one that stalls half-way, is an error that ends the
+//! connection, after at most the limit was held in memory. Before any message, a connection
+//! proves its token ([`crate::gate`]).
 
-use std::io::{self, BufRead, Write};
+use std::io::{self, BufRead, ErrorKind, Write};
+use std::time::Instant;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -75,12 +79,11 @@ pub enum ToExecutor {
 /// Executor → driver.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum ToDriver {
-    /// First message on the connection.
+    /// First message on the connection, after the token (which is what tells the driver which
+    /// of its executors this is; no process id is taken on its word).
     Hello {
-        /// Executor id (the driver's index).
+        /// Executor id (the driver's index; must be the one its token was given to).
         id: usize,
-        /// Process id.
-        pid: u32,
         /// Where this executor accepts shuffle data.
         shuffle_addr: String,
         /// The job as this executor built it: micro-batches, map partitions, reduce partitions
@@ -128,9 +131,21 @@ pub enum Completion {
         task: ReduceTask,
         /// What this micro-batch emits in this partition, for the sink, as JSON text.
         output: Box<RawValue>,
-        /// The partition's state after the task, when the task is a checkpoint.
-        state: Option<Value>,
+        /// The partition's state after the task, when the task is a checkpoint, as JSON text.
+        state: Option<Box<RawValue>>,
     },
+}
+
+impl Completion {
+    /// Bytes of JSON text it carries (outputs and state): what sizes a report.
+    pub fn payload(&self) -> usize {
+        match self {
+            Completion::Map { output, .. } => output.as_ref().map_or(0, |o| o.get().len()),
+            Completion::Reduce { output, state, .. } => {
+                output.get().len() + state.as_ref().map_or(0, |s| s.get().len())
+            }
+        }
+    }
 }
 
 /// Executor → executor: a map output, pushed to the reduce partition's owner (pre-scheduling's
@@ -163,15 +178,75 @@ pub fn encode<T: Serialize>(message: &T) -> io::Result<Vec<u8>> {
     Ok(line)
 }
 
-/// Reads one JSON line; `Ok(None)` at the end of the stream.
-pub fn receive<T: DeserializeOwned>(input: &mut impl BufRead) -> io::Result<Option<T>> {
-    let mut line = String::new();
-    if input.read_line(&mut line)? == 0 {
-        return Ok(None);
+/// Reads one JSON line of at most `limit` bytes (its newline included); `Ok(None)` at the end of
+/// the stream. Memory held: at most `limit`. Errors end the connection: a longer line
+/// (`InvalidData`, "longer than"), a malformed one (`InvalidData`), a line that stalls half-way
+/// (`TimedOut`: the stream's read timeout passed with part of a message read; with none read the
+/// connection is idle and reading goes on), the end of the stream inside a line.
+pub fn receive<T: DeserializeOwned>(input: &mut impl BufRead, limit: usize) -> io::Result<Option<T>> {
+    receive_by(input, limit, None)
+}
+
+/// [`receive`] for a message that must arrive — whole — by `deadline` (checked whenever the
+/// stream's read timeout passes): a connection's first message.
+pub fn receive_by<T: DeserializeOwned>(
+    input: &mut impl BufRead,
+    limit: usize,
+    deadline: Option<Instant>,
+) -> io::Result<Option<T>> {
+    let mut line = Vec::new();
+    loop {
+        let chunk = match input.fill_buf() {
+            Ok(chunk) => chunk,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    return Err(io::Error::new(ErrorKind::TimedOut, "no whole message in time"));
+                }
+                if line.is_empty() {
+                    continue;
+                }
+                return Err(io::Error::new(
+                    ErrorKind::TimedOut,
+                    format!("a message stalled after {} bytes (no more within the read timeout)", line.len()),
+                ));
+            }
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            if line.is_empty() {
+                return Ok(None);
+            }
+            return Err(io::Error::new(
+                ErrorKind::UnexpectedEof,
+                format!("the connection ended inside a message, after {} bytes", line.len()),
+            ));
+        }
+        let (take, complete) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        if line.len() + take > limit {
+            return Err(io::Error::new(
+                ErrorKind::InvalidData,
+                format!("a message longer than {limit} bytes, the most this run's job can send on this connection"),
+            ));
+        }
+        line.extend_from_slice(&chunk[..take]);
+        input.consume(take);
+        if complete {
+            break;
+        }
     }
-    serde_json::from_str(&line)
+    serde_json::from_slice(&line)
         .map(Some)
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("a malformed message: {e}")))
+        .map_err(|e| io::Error::new(ErrorKind::InvalidData, format!("a malformed message: {e}")))
+}
+
+/// Whether a [`receive`] error is the peer breaking the wire (a message too long, malformed,
+/// stalled or cut off) rather than the connection failing.
+pub fn is_violation(e: &io::Error) -> bool {
+    matches!(e.kind(), ErrorKind::InvalidData | ErrorKind::TimedOut | ErrorKind::UnexpectedEof)
 }
 
 #[cfg(test)]
@@ -192,16 +267,55 @@ mod tests {
         send(&mut wire, &ToDriver::Heartbeat).unwrap();
         assert_eq!(wire.iter().filter(|b| **b == b'\n').count(), 2, "one line per message");
         let mut input = io::Cursor::new(wire);
-        let back: MapOutput = receive(&mut input).unwrap().unwrap();
+        let back: MapOutput = receive(&mut input, 1 << 10).unwrap().unwrap();
         assert_eq!((back.batch, back.data), (7, serde_json::json!([[0, "a b", 3]])));
-        assert!(matches!(receive::<ToDriver>(&mut input).unwrap(), Some(ToDriver::Heartbeat)));
-        assert!(receive::<ToDriver>(&mut input).unwrap().is_none());
+        assert!(matches!(receive::<ToDriver>(&mut input, 1 << 10).unwrap(), Some(ToDriver::Heartbeat)));
+        assert!(receive::<ToDriver>(&mut input, 1 << 10).unwrap().is_none());
     }
 
     #[test]
-    fn a_malformed_line_is_an_error_not_a_panic() {
+    fn a_malformed_long_or_cut_line_is_an_error_not_a_panic() {
         let mut input = io::Cursor::new(b"{not json\n".to_vec());
-        let e = receive::<ToDriver>(&mut input).unwrap_err();
-        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        let e = receive::<ToDriver>(&mut input, 1 << 10).unwrap_err();
+        assert!(e.kind() == ErrorKind::InvalidData && is_violation(&e), "{e}");
+        // 1 MiB without a newline against a limit of 1 KiB: refused with at most the limit read.
+        let mut input = io::BufReader::with_capacity(256, io::Cursor::new(vec![b'a'; 1 << 20]));
+        let e = receive::<ToDriver>(&mut input, 1 << 10).unwrap_err();
+        assert!(e.to_string().contains("longer than 1024 bytes"), "{e}");
+        assert!(input.get_ref().position() <= 2048, "read {} bytes", input.get_ref().position());
+        // A line exactly at the limit passes.
+        let line = format!("\"{}\"\n", "x".repeat(1021));
+        assert_eq!(receive::<String>(&mut io::Cursor::new(line), 1024).unwrap().map(|s| s.len()), Some(1021));
+        let e = receive::<ToDriver>(&mut io::Cursor::new(b"\"Heart".to_vec()), 1 << 10).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::UnexpectedEof);
+    }
+
+    #[test]
+    fn a_message_that_stalls_half_way_times_out_an_idle_connection_does_not() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut peer = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (conn, _) = listener.accept().unwrap();
+        conn.set_read_timeout(Some(std::time::Duration::from_millis(100))).unwrap();
+        let mut reader = io::BufReader::new(conn);
+        let writer = std::thread::spawn(move || {
+            // Idle for three read timeouts, then a whole message, then half of one.
+            std::thread::sleep(std::time::Duration::from_millis(350));
+            peer.write_all(b"\"Heartbeat\"\n{\"Fail").unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(600));
+            peer
+        });
+        assert!(matches!(receive::<ToDriver>(&mut reader, 1 << 10).unwrap(), Some(ToDriver::Heartbeat)));
+        let e = receive::<ToDriver>(&mut reader, 1 << 10).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::TimedOut, "{e}");
+        drop(writer.join());
+        // A first message with a deadline: an idle connection is not waited for past it.
+        let _idle = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (conn, _) = listener.accept().unwrap();
+        conn.set_read_timeout(Some(std::time::Duration::from_millis(50))).unwrap();
+        let started = Instant::now();
+        let deadline = Some(started + std::time::Duration::from_millis(200));
+        let e = receive_by::<ToDriver>(&mut io::BufReader::new(conn), 1 << 10, deadline).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::TimedOut, "{e}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
     }
 }

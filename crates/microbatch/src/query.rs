@@ -19,11 +19,13 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Duration;
 
-use moirai_engine::stages::{MapSide, ReduceSide, SinkSide, Stages};
+use moirai_engine::source::Offered;
+use moirai_engine::stages::{self, MapSide, ReduceSide, SinkSide, Stages};
 use moirai_engine::BuiltQuery;
 use serde_json::{json, Value};
 
-use crate::job::Job;
+use crate::bounds::{self, QueryShape, Sample};
+use crate::job::{Job, OutputBounds};
 use crate::Error;
 
 /// An engine query as micro-batch tasks.
@@ -33,6 +35,7 @@ pub struct QueryJob {
     batches: u64,
     maps: Vec<Option<MapSide>>,
     reduces: BTreeMap<usize, ReduceSide>,
+    bounds: OutputBounds,
 }
 
 impl QueryJob {
@@ -51,7 +54,18 @@ impl QueryJob {
             return Err(Error::Config("the input is empty: give a number of events > 0 or a --duration".into()));
         }
         let maps = (0..stages.map_partitions()).map(|_| None).collect();
-        Ok(QueryJob { stages, interval_ms, batches, maps, reduces: BTreeMap::new() })
+        let interval_ns = interval_ms * 1_000_000;
+        let window = stages.window().map_or((0, 0), |w| (w.size_ns, w.slide_ns));
+        let bounds = bounds::query(QueryShape {
+            rate: stages.rate(),
+            map_partitions: stages.map_partitions(),
+            single_stage: stages.reduce_partitions() == 0,
+            interval_ns,
+            window_ns: window,
+            min_whole: MIN_WHOLE as u64,
+            sample: sample(&stages, interval_ns),
+        });
+        Ok(QueryJob { stages, interval_ms, batches, maps, reduces: BTreeMap::new(), bounds })
     }
 
     /// The query's sink, to feed committed outputs to (in the driver's process).
@@ -73,6 +87,29 @@ impl QueryJob {
 /// The fewest tuples the appended incremental checkpoints of a partition hold before a reduce
 /// task sends its whole log instead.
 const MIN_WHOLE: usize = 4096;
+
+/// Tuples of source partition 0 the sample of the map side covers, at least (a batch interval's
+/// worth when that is more).
+const SAMPLE: f64 = 256.0;
+
+/// Runs a fresh map side of source partition 0 over the start of the input: what its output
+/// tuples look like, for the wire's bounds ([`bounds::query`]). Every process of the run takes
+/// the same sample (the input is regenerated deterministically).
+fn sample(stages: &Rc<Stages>, interval_ns: u64) -> Sample {
+    let per_partition = Offered::Constant(stages.rate()).split(stages.map_partitions());
+    let Offered::Constant(rate) = per_partition else { return Sample::default() };
+    let span_ns = interval_ns.max((SAMPLE / rate * 1e9).min(1e15).ceil() as u64);
+    let out = stages.map_side(0).run(0, span_ns);
+    let tuples: Vec<&Value> = out.buckets.iter().flatten().collect();
+    let largest = tuples.iter().map(|t| serde_json::to_string(t).map_or(0, |j| j.len() as u64)).max();
+    let latest = tuples.iter().filter_map(|t| stages::event_ns(t)).max();
+    Sample {
+        input: per_partition.due(span_ns),
+        output: tuples.len() as u64,
+        largest: largest.unwrap_or(0),
+        out_of_order_ns: latest.zip(out.watermark).map_or(0, |(l, w)| l.saturating_sub(w)),
+    }
+}
 
 fn protocol(e: String) -> Error {
     Error::Protocol(e)
@@ -167,6 +204,10 @@ impl Job for QueryJob {
             }
         }
         Ok(())
+    }
+
+    fn output_bounds(&self) -> OutputBounds {
+        self.bounds
     }
 }
 

@@ -28,7 +28,8 @@ use moirai_workloads::wordcount::{self, WordCountConfig, WordCountHandle};
 use rustc_hash::{FxHashMap, FxHasher};
 use serde_json::Value;
 
-use crate::job::Job;
+use crate::bounds::{self, WordCountShape};
+use crate::job::{Job, OutputBounds};
 use crate::Error;
 
 /// A word's count in one window: (window start in ms since the run's start, word, count).
@@ -50,6 +51,8 @@ pub struct WordCountJob {
     single_stage: bool,
     /// State of the reduce partitions this process runs.
     states: FxHashMap<usize, PartitionState>,
+    /// What bounds its outputs (the highest rate, the corpus' words).
+    shape: WordCountShape,
 }
 
 /// Where a source partition's generator stands.
@@ -119,6 +122,17 @@ impl WordCountJob {
             return Err(Error::Config("the input has no sentences: give --sentences > 0 or a --duration".into()));
         }
         let cursors = (0..n).map(|m| Cursor { sentences: Box::new(handle.instance_sentences(m)), next: 0 }).collect();
+        let (max_words, distinct_words, word_bytes) = corpus_shape(&config)?;
+        let shape = WordCountShape {
+            rate: ramp.map_or(config.rate, |(to, _)| to.max(config.rate)),
+            partitions: n,
+            interval_ms,
+            window_ms: config.window_ms,
+            max_words,
+            distinct_words,
+            word_bytes,
+            single_stage: false,
+        };
         Ok(WordCountJob {
             config,
             offered,
@@ -128,6 +142,7 @@ impl WordCountJob {
             cursors,
             single_stage: false,
             states: FxHashMap::default(),
+            shape,
         })
     }
 
@@ -135,6 +150,7 @@ impl WordCountJob {
     /// straight to the sink (no shuffle, no reduce stage): Drizzle's single-stage job (Fig. 4).
     pub fn single_stage(mut self) -> Self {
         self.single_stage = true;
+        self.shape.single_stage = true;
         self
     }
 
@@ -332,6 +348,32 @@ impl Job for WordCountJob {
         }
         Ok(())
     }
+
+    fn output_bounds(&self) -> OutputBounds {
+        bounds::wordcount(self.shape)
+    }
+}
+
+/// The words a WordCount input can hold: most words in a sentence, distinct words, the longest
+/// word as JSON text. The generator's words are 2–10 lowercase letters of its vocabulary; a text
+/// file's are read from it.
+fn corpus_shape(config: &WordCountConfig) -> Result<(u64, u64, u64), Error> {
+    let Some(path) = &config.text else {
+        return Ok((config.max_words as u64, config.vocabulary as u64, 12));
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::Config(format!("cannot read the WordCount text file {}: {e}", path.display())))?;
+    let (mut most, mut longest, mut words) = (1u64, 2u64, std::collections::HashSet::new());
+    for line in text.lines() {
+        let mut count = 0;
+        for word in line.split_whitespace() {
+            count += 1;
+            longest = longest.max(serde_json::to_string(word).map_or(6 * word.len() as u64 + 2, |j| j.len() as u64));
+            words.insert(word);
+        }
+        most = most.max(count);
+    }
+    Ok((most, words.len().max(1) as u64, longest))
 }
 
 /// Intended send time (ms since the start) of sentence `k` of a source partition whose schedule

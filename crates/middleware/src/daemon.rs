@@ -119,6 +119,15 @@ impl Daemon {
             ));
         }
         preflight(&needs).map_err(|e| DaemonError::Privilege(e.to_string()))?;
+        // Descriptors for its endpoints and for `/proc`, which every round reads: as many as the
+        // hard limit allows, which needs no privilege.
+        match moirai_os::limits::raise_nofile() {
+            Ok((before, after)) if after.soft > before.soft => {
+                out.debug(format!("descriptor limit raised from {} to {}", before.soft, after.soft))
+            }
+            Ok(_) => {}
+            Err(e) => out.error(format!("cannot raise the descriptor limit to the hard one: {e}")),
+        }
         // The middleware must not be starved by the threads it raises: when a policy hands out
         // nice values below 0, it runs at the best of them itself (the threads it starts later —
         // its HTTP servers, jcmd for a thread dump — inherit it). Measured: 100 spinning Storm
@@ -199,14 +208,14 @@ impl Daemon {
         let ui_public = config.ui_public;
         let server = match config.metrics_addr {
             Some(addr) => Some(
-                StatsServer::start(addr, stats.clone(), Routes { metrics: true, ui: shared, ui_public })
+                StatsServer::start(addr, stats.clone(), Routes { metrics: true, ui: shared, ui_public }, out.clone())
                     .map_err(DaemonError::Config)?,
             ),
             None => None,
         };
         let ui_server = match config.ui_addr.filter(|_| !shared) {
             Some(addr) => Some(
-                StatsServer::start(addr, stats.clone(), Routes { metrics: false, ui: true, ui_public })
+                StatsServer::start(addr, stats.clone(), Routes { metrics: false, ui: true, ui_public }, out.clone())
                     .map_err(DaemonError::Config)?,
             ),
             None => None,
@@ -328,6 +337,12 @@ impl Daemon {
                 }
             }
             let result = d.observe(&metrics);
+            // What went wrong without keeping the SPE from being scheduled (e.g. a `/proc` read
+            // that found no descriptor: the last thread mapping is kept).
+            for e in d.take_errors() {
+                self.out.error(format!("SPE '{}': {e}", d.spe()));
+                self.stats.lock().errors += 1;
+            }
             match result {
                 Ok(o) => {
                     if let Some(Some(_)) = self.down.insert(d.spe().to_string(), None) {

@@ -1,15 +1,16 @@
 //! The middleware's own observability: what each round cost and decided, as log lines, as a
 //! Prometheus endpoint (`--metrics-addr`) and as a live dashboard (`--ui`, see
-//! [`crate::dashboard`]); one server serves both when they share an address.
+//! [`crate::dashboard`]); one server serves both when they share an address. The server is the
+//! engine's bounded one (`moirai-http`): the middleware runs as root next to the SPEs it steers,
+//! so no client may take its descriptors or threads.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::thread::JoinHandle;
 use std::time::Instant;
 
-use tiny_http::{Header, Response, Server};
+use moirai_http::{Request, Response, Server};
 
 use crate::translate::Applied;
 
@@ -177,70 +178,52 @@ pub fn answer(routes: Routes, path: &str, host: Option<&str>, stats: &SharedStat
     }
 }
 
+/// The page loads nothing from anywhere but talks to this server.
+const PAGE_POLICY: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
+                           connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; \
+                           frame-ancestors 'none'";
+
+/// The response to `request`: [`answer`] with the headers every answer carries.
+fn respond(routes: Routes, request: &Request<'_>, stats: &SharedStats) -> Response {
+    let (code, kind, body) = if request.method != "GET" && request.method != "HEAD" {
+        (405, "text/plain; charset=utf-8", "moirai schedule: GET only\n".to_string())
+    } else {
+        answer(routes, request.target, request.header("host"), stats)
+    };
+    let response = Response::new(code, kind, body)
+        .with_header("Cache-Control", "no-store")
+        .with_header("X-Content-Type-Options", "nosniff");
+    if kind.starts_with("text/html") {
+        response.with_header("Content-Security-Policy", PAGE_POLICY)
+    } else {
+        response
+    }
+}
+
 /// The endpoint.
 pub struct StatsServer {
-    server: Arc<Server>,
-    thread: Option<JoinHandle<()>>,
-    addr: SocketAddr,
+    server: Server,
 }
 
 impl StatsServer {
-    /// Serves `stats` on `addr`, answering `routes`.
-    pub fn start(addr: SocketAddr, stats: SharedStats, routes: Routes) -> Result<StatsServer, String> {
-        let what = match (routes.metrics, routes.ui) {
-            (true, true) => "metrics and the dashboard",
-            (false, true) => "the dashboard",
-            _ => "metrics",
+    /// Serves `stats` on `addr`, answering `routes`; what goes wrong while serving (running out
+    /// of descriptors) goes to `log`.
+    pub fn start(addr: SocketAddr, stats: SharedStats, routes: Routes, log: Log) -> Result<StatsServer, String> {
+        let (what, label) = match (routes.metrics, routes.ui) {
+            (true, true) => ("metrics and the dashboard", "metrics endpoint and dashboard"),
+            (false, true) => ("the dashboard", "dashboard"),
+            _ => ("metrics", "metrics endpoint"),
         };
-        let server = Arc::new(Server::http(addr).map_err(|e| format!("cannot serve {what} on {addr}: {e}"))?);
-        let addr = server.server_addr().to_ip().unwrap_or(addr);
-        let s = server.clone();
-        let thread = std::thread::Builder::new()
-            .name("moirai-sched-http".into())
-            .spawn(move || {
-                for request in s.incoming_requests() {
-                    let (code, kind, body) = if *request.method() != tiny_http::Method::Get {
-                        (405, "text/plain; charset=utf-8", "moirai schedule: GET only\n".to_string())
-                    } else {
-                        let host = request.headers().iter().find(|h| h.field.equiv("Host")).map(|h| h.value.as_str());
-                        answer(routes, request.url(), host, &stats)
-                    };
-                    let mut response = Response::from_string(body)
-                        .with_status_code(code)
-                        .with_header(Header::from_bytes("Content-Type", kind).expect("static header"))
-                        .with_header(Header::from_bytes("Cache-Control", "no-store").expect("static header"))
-                        .with_header(Header::from_bytes("X-Content-Type-Options", "nosniff").expect("static header"));
-                    if kind.starts_with("text/html") {
-                        // The page loads nothing from anywhere but talks to this server.
-                        response = response.with_header(
-                            Header::from_bytes(
-                                "Content-Security-Policy",
-                                "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
-                                 connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; \
-                                 frame-ancestors 'none'",
-                            )
-                            .expect("static header"),
-                        );
-                    }
-                    let _ = request.respond(response);
-                }
-            })
-            .map_err(|e| e.to_string())?;
-        Ok(StatsServer { server, thread: Some(thread), addr })
+        let report = Box::new(move |m: &str| log.error(m));
+        let handler = move |r: &Request<'_>| respond(routes, r, &stats);
+        let server = Server::start_with(addr, label, moirai_http::Limits::default(), report, handler)
+            .map_err(|e| format!("cannot serve {what} on {addr}: {e}"))?;
+        Ok(StatsServer { server })
     }
 
     /// Where it listens.
     pub fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-}
-
-impl Drop for StatsServer {
-    fn drop(&mut self) {
-        self.server.unblock();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        self.server.addr()
     }
 }
 

@@ -11,35 +11,77 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-/// The process holding a listening TCP socket on `port` (IPv4 or IPv6), from `/proc/net/tcp{,6}`
-/// and the processes' descriptors; `None` if nobody listens there or the holder's descriptors
-/// cannot be read (another user's process, without root).
-pub fn listening_pid(port: u16) -> Option<u32> {
-    let mut sockets = BTreeSet::new();
+/// The inodes of the listening TCP sockets (IPv4 and IPv6) on `port` (any port: `None`), as
+/// `/proc/<pid>/fd` links name them (`socket:[inode]`), with their ports.
+fn listening_sockets(port: Option<u16>) -> io::Result<Vec<(String, u16)>> {
+    let mut sockets = Vec::new();
     for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-        let Ok(text) = std::fs::read_to_string(table) else { continue };
+        let text = match std::fs::read_to_string(table) {
+            Ok(text) => text,
+            // No IPv6 on this kernel.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
         for line in text.lines().skip(1) {
             let f: Vec<&str> = line.split_whitespace().collect();
             let listening = f.get(3) == Some(&"0A");
-            let on_port = f.get(1).and_then(|a| a.rsplit(':').next()).and_then(|p| u16::from_str_radix(p, 16).ok());
-            if listening && on_port == Some(port) {
-                sockets.extend(f.get(9).map(|inode| format!("socket:[{inode}]")));
+            let on = f.get(1).and_then(|a| a.rsplit(':').next()).and_then(|p| u16::from_str_radix(p, 16).ok());
+            if let (true, Some(on), Some(inode)) = (listening, on, f.get(9)) {
+                if port.is_none_or(|p| p == on) {
+                    sockets.push((format!("socket:[{inode}]"), on));
+                }
             }
         }
     }
+    Ok(sockets)
+}
+
+/// The socket links among the descriptors of `pid`; an error when they cannot be listed for lack
+/// of descriptors (other errors: another user's process without root, an exited one, are none).
+fn socket_links(pid: u32) -> io::Result<Vec<String>> {
+    let fds = match std::fs::read_dir(format!("/proc/{pid}/fd")) {
+        Ok(fds) => fds,
+        Err(e) if crate::limits::is_out_of_descriptors(&e) => return Err(e),
+        Err(_) => return Ok(Vec::new()),
+    };
+    // readlink needs no descriptor of its own.
+    Ok(fds
+        .flatten()
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .map(|l| l.to_string_lossy().into_owned())
+        .collect())
+}
+
+/// The process holding a listening TCP socket on `port` (IPv4 or IPv6), from `/proc/net/tcp{,6}`
+/// and the processes' descriptors. `Ok(None)` if nobody listens there or the holder's
+/// descriptors cannot be read (another user's process, without root); an error when `/proc`
+/// itself cannot be read — above all when this process is out of descriptors
+/// ([`crate::limits::is_out_of_descriptors`]), which says nothing about who listens. Errors are
+/// the system's own (their `raw_os_error` kept), without a path.
+pub fn listening_pid(port: u16) -> io::Result<Option<u32>> {
+    let sockets: BTreeSet<String> = listening_sockets(Some(port))?.into_iter().map(|(s, _)| s).collect();
     if sockets.is_empty() {
-        return None;
+        return Ok(None);
     }
-    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+    for entry in std::fs::read_dir("/proc")? {
+        let entry = entry?;
         let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
-        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { continue };
-        for fd in fds.flatten() {
-            if std::fs::read_link(fd.path()).is_ok_and(|l| sockets.contains(l.to_string_lossy().as_ref())) {
-                return Some(pid);
-            }
+        if socket_links(pid)?.iter().any(|l| sockets.contains(l)) {
+            return Ok(Some(pid));
         }
     }
-    None
+    Ok(None)
+}
+
+/// The TCP ports process `pid` listens on (IPv4 or IPv6), sorted; empty when its descriptors
+/// cannot be read.
+pub fn listening_ports(pid: u32) -> io::Result<Vec<u16>> {
+    let links: BTreeSet<String> = socket_links(pid)?.into_iter().collect();
+    let mut ports: Vec<u16> =
+        listening_sockets(None)?.into_iter().filter(|(s, _)| links.contains(s)).map(|(_, p)| p).collect();
+    ports.sort_unstable();
+    ports.dedup();
+    Ok(ports)
 }
 
 /// The effective uid and gid of a process (`/proc/<pid>/status`); `None` if it does not exist.
@@ -147,9 +189,11 @@ mod tests {
     fn the_listener_of_a_port_is_this_process() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
-        assert_eq!(listening_pid(port), Some(std::process::id()));
+        assert_eq!(listening_pid(port).unwrap(), Some(std::process::id()));
+        assert!(listening_ports(std::process::id()).unwrap().contains(&port));
         drop(listener);
-        assert_eq!(listening_pid(port), None);
+        assert_eq!(listening_pid(port).unwrap(), None);
+        assert!(!listening_ports(std::process::id()).unwrap().contains(&port));
     }
 
     #[test]

@@ -13,6 +13,11 @@
 //! - [`restore`]: the [`RestoreLog`], which records every thread's and group's original state
 //!   before the first change, persists it crash-safely and puts everything back — at exit, or
 //!   after a crash on the next start.
+//! - [`identity`]: who a process is (the listener of a port, its owner and executable) and lock
+//!   files that name their holder.
+//! - [`limits`]: the descriptor limit, raised to the hard one; a descriptor shortage told apart
+//!   from other errors.
+//! - [`poll`]: `poll(2)` over several sockets, for servers that keep one thread.
 //! - [`error`]: [`OsError`], one error type whose messages say what to do.
 //!
 //! The mechanisms act on threads of *other* processes (Flink JVMs, moirai engines): every call
@@ -24,7 +29,9 @@ pub mod caps;
 pub mod cgroup;
 pub mod error;
 pub mod identity;
+pub mod limits;
 pub mod nice;
+pub mod poll;
 pub mod proc;
 pub mod realtime;
 pub mod restore;

@@ -650,9 +650,10 @@ pub fn find_jvm(jobs: &[Job], preferred: Option<u32>) -> Result<u32, String> {
 }
 
 /// The process listening on the port of a loopback `url` (`http://127.0.0.1:8081`); `None` for
-/// other hosts, or when it cannot be told (another user's process without root).
+/// other hosts, or when it cannot be told (another user's process without root, `/proc`
+/// unreadable: it is only a preference among the JVMs).
 pub fn rest_port_owner(url: &str) -> Option<u32> {
-    super::loopback_port(url).and_then(moirai_os::identity::listening_pid)
+    super::loopback_port(url).and_then(|port| moirai_os::identity::listening_pid(port).ok().flatten())
 }
 
 /// The driver for a Flink cluster's TaskManager on this machine.

@@ -154,11 +154,14 @@ pub fn cpu_ns(pid: u32, threads: &[ThreadRef]) -> f64 {
     threads.iter().filter_map(|t| moirai_os::proc::thread_cpu_ns(pid, t.tid).ok()).sum::<u64>() as f64
 }
 
-/// Whether a mapped thread ended, or its tid now belongs to another thread.
+/// Whether a mapped thread ended, or its tid now belongs to another thread. A thread whose
+/// `/proc` entry cannot be read for lack of descriptors is not gone: the mapping is kept (the
+/// translator checks each thread's start time again before it changes it).
 pub fn any_gone<'a>(pid: u32, threads: impl IntoIterator<Item = &'a ThreadRef>) -> bool {
-    threads
-        .into_iter()
-        .any(|t| moirai_os::proc::thread_stat(pid, t.tid).map_or(true, |stat| stat.start_ticks != t.start_ticks))
+    threads.into_iter().any(|t| match moirai_os::proc::thread_stat(pid, t.tid) {
+        Ok(stat) => stat.start_ticks != t.start_ticks,
+        Err(e) => !moirai_os::limits::is_out_of_descriptors(&e),
+    })
 }
 
 #[cfg(test)]

@@ -25,6 +25,12 @@ pub trait Driver: Send {
     /// Reads topology and the `needed` metrics now. An error (the SPE is down, answers garbage)
     /// is reported and retried next round.
     fn observe(&mut self, needed: &[Metric]) -> Result<Observation, String>;
+    /// Errors of the last [`observe`](Driver::observe) that did not fail it: the driver went on
+    /// with what it knew (the last thread mapping when `/proc` could not be read). Each is
+    /// logged and counted once.
+    fn take_errors(&mut self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// The port of a loopback URL (`http://127.0.0.1:9464`, `http://localhost:8081/`, `http://[::1]:9464`);

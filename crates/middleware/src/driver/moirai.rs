@@ -11,6 +11,10 @@
 //! (`/proc/<pid>/task/<tid>`) are touched, and a thread id listed for two operators is refused.
 //! While attached it holds a lock keyed by the engine's pid, so no second middleware schedules
 //! the same process.
+//!
+//! A `/proc` read that fails for lack of descriptors says nothing about the engine: it is an
+//! error (reported once per shortage), never "no process listens"; an engine verified before
+//! stays attached and its threads keep the mapping of the last round.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -208,6 +212,14 @@ pub struct MoiraiDriver {
     attached: Option<(u32, u32, LockFile)>,
     /// Warnings already shown.
     warnings: BTreeSet<String>,
+    /// The threads of the attached engine in the last round, by tid: kept for a round in which
+    /// `/proc` cannot be read.
+    mapping: BTreeMap<i32, ThreadRef>,
+    /// Errors for [`Driver::take_errors`]; whether a `/proc` shortage is going on (reported when
+    /// it starts, not every round), and whether this round met it.
+    errors: Vec<String>,
+    shortage: bool,
+    short_now: bool,
 }
 
 /// What the operator of the middleware expects of an engine's process (`[[spe]]` keys `pid`,
@@ -261,6 +273,10 @@ impl MoiraiDriver {
             state_file,
             attached: None,
             warnings: BTreeSet::new(),
+            mapping: BTreeMap::new(),
+            errors: Vec::new(),
+            shortage: false,
+            short_now: false,
         })
     }
 
@@ -270,6 +286,16 @@ impl MoiraiDriver {
         }
     }
 
+    /// A `/proc` read failed this round and the driver went on with what it knew: an error when
+    /// the shortage starts, silence while it lasts.
+    fn short_of(&mut self, text: String) {
+        if !self.shortage {
+            self.errors.push(text);
+        }
+        self.shortage = true;
+        self.short_now = true;
+    }
+
     /// Checks that the process `/topology` names is the engine this middleware may schedule, and
     /// holds the lock on it; the error says what was refused and why.
     fn verify(&mut self, engine: &EngineTopology) -> Result<(), String> {
@@ -277,20 +303,33 @@ impl MoiraiDriver {
         let refuse = |why: String| Err(format!("refusing to schedule the process {url} names (pid {pid}): {why}"));
         match super::loopback_port(&url) {
             Some(port) => match identity::listening_pid(port) {
-                Some(listener) if listener == pid => {}
-                Some(listener) => {
+                Ok(Some(listener)) if listener == pid => {}
+                Ok(Some(listener)) => {
                     return refuse(format!(
                         "the port is served by process {listener}, not by {pid}; another process answers on the \
                          engine's port"
                     ))
                 }
-                None => {
+                Ok(None) => {
                     return refuse(
                         "no process visible to this middleware listens on that port (run it as root or as the \
                          engine's user)"
                             .into(),
                     )
                 }
+                // Not knowing is not "nobody listens": an engine checked before stays attached.
+                Err(e) => match &self.attached {
+                    Some((p, _, _)) if *p == pid => self.short_of(format!(
+                        "cannot check which process listens on port {port}: {e}; keeping engine process {pid}, \
+                         verified before, and its threads of the last round"
+                    )),
+                    _ => {
+                        return Err(format!(
+                            "cannot check which process serves {url} (its topology names pid {pid}): {e}; not \
+                             scheduled until it can be checked"
+                        ))
+                    }
+                },
             },
             None => self.warn_once(format!(
                 "{url} is not a loopback address: which process serves it cannot be checked, only the pins of its \
@@ -331,6 +370,7 @@ impl MoiraiDriver {
         }
         // A new process: release the old lock, take the new one.
         self.attached = None;
+        self.mapping.clear();
         let dir = std::path::Path::new(LOCK_DIR);
         std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e} (run as root)", dir.display()))?;
         let me = lock_holder(&self.state_file);
@@ -368,7 +408,19 @@ fn kind_of(kind: &str) -> OpKind {
 /// a thread of its own (its `tid` is only the worker that ran it last): operators get none, and
 /// nothing of the engine is reniced or moved.
 pub fn to_spe_topology(name: &str, t: &EngineTopology) -> SpeTopology {
+    to_spe_topology_keeping(name, t, &BTreeMap::new()).0
+}
+
+/// [`to_spe_topology`], where a thread whose `/proc` entry cannot be read for lack of
+/// descriptors keeps its entry of `last` (the mapping of the last round); returns the first such
+/// error.
+pub fn to_spe_topology_keeping(
+    name: &str,
+    t: &EngineTopology,
+    last: &BTreeMap<i32, ThreadRef>,
+) -> (SpeTopology, Option<std::io::Error>) {
     let pool = is_pool(&t.threading);
+    let mut short = None;
     let logical = t
         .logical
         .nodes
@@ -380,8 +432,13 @@ pub fn to_spe_topology(name: &str, t: &EngineTopology) -> SpeTopology {
         .iter()
         .map(|p| {
             let threads = match moirai_os::proc::thread_stat(t.pid, p.tid) {
-                Ok(stat) if p.tid > 0 && !pool => vec![ThreadRef { tid: p.tid, start_ticks: stat.start_ticks }],
-                _ => Vec::new(),
+                _ if p.tid <= 0 || pool => Vec::new(),
+                Ok(stat) => vec![ThreadRef { tid: p.tid, start_ticks: stat.start_ticks }],
+                Err(e) if moirai_os::limits::is_out_of_descriptors(&e) => {
+                    short.get_or_insert(e);
+                    last.get(&p.tid).copied().into_iter().collect()
+                }
+                Err(_) => Vec::new(),
             };
             PhysicalOperator {
                 name: p.name.clone(),
@@ -394,7 +451,7 @@ pub fn to_spe_topology(name: &str, t: &EngineTopology) -> SpeTopology {
         .collect();
     let dedup = |pairs: Vec<(usize, usize)>| pairs.into_iter().collect::<BTreeSet<_>>().into_iter().collect();
     // Physical ids are indices: the engine numbers its physical operators 0..n in order.
-    SpeTopology {
+    let topology = SpeTopology {
         name: name.to_string(),
         pid: t.pid,
         queries: t.queries.clone(),
@@ -402,7 +459,8 @@ pub fn to_spe_topology(name: &str, t: &EngineTopology) -> SpeTopology {
         logical_edges: dedup(t.logical.edges.iter().map(|e| (e.from, e.to)).collect()),
         physical,
         physical_edges: dedup(t.channels.iter().map(|c| (c.from, c.to)).collect()),
-    }
+    };
+    (topology, short)
 }
 
 impl Driver for MoiraiDriver {
@@ -423,8 +481,16 @@ impl Driver for MoiraiDriver {
         if engine.physical.iter().enumerate().any(|(i, p)| p.id != i) {
             return Err(format!("{}/topology: physical ids are not 0..n in order", self.client.url()));
         }
+        self.short_now = false;
         self.verify(&engine)?;
-        let mut topology = to_spe_topology(&self.name, &engine);
+        let (mut topology, short) = to_spe_topology_keeping(&self.name, &engine, &self.mapping);
+        if let Some(e) = short {
+            self.short_of(format!(
+                "cannot read the threads of engine process {} in /proc: {e}; keeping their mapping of the last round",
+                engine.pid
+            ));
+        }
+        self.mapping = topology.physical.iter().flat_map(|p| &p.threads).map(|t| (t.tid, *t)).collect();
         // Under the dedicated model each thread runs one operator: a tid listed twice is a lie.
         let mut seen = BTreeMap::new();
         for (i, op) in topology.physical.iter().enumerate() {
@@ -480,6 +546,12 @@ impl Driver for MoiraiDriver {
                 }
             }
         }
+        // A round that read `/proc` whole ends the shortage: the next one is reported again.
+        self.shortage &= self.short_now;
         Ok(Observation { topology, samples })
+    }
+
+    fn take_errors(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.errors)
     }
 }

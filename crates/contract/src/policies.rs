@@ -36,7 +36,12 @@ pub const POLICIES: [NamedPolicy; 7] = [
         user_level: true,
         about: "highest rate: output per unit of cost along the path",
     },
-    NamedPolicy { name: "fcfs", os_level: true, user_level: true, about: "first come, first served: the oldest head tuple" },
+    NamedPolicy {
+        name: "fcfs",
+        os_level: true,
+        user_level: true,
+        about: "first come, first served: the oldest head tuple",
+    },
     NamedPolicy { name: "random", os_level: true, user_level: true, about: "random priorities every round" },
     NamedPolicy {
         name: "rr",

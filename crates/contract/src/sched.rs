@@ -108,7 +108,7 @@ impl fmt::Display for PolicyNameError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             PolicyNameError::Unknown(name) => write!(f, "unknown policy '{name}'"),
-            PolicyNameError::Metric { metric, reason } => write!(f, "policy metric:{metric}: {reason}"),
+            PolicyNameError::Metric { reason, .. } => f.write_str(reason),
             PolicyNameError::EmptyScript => f.write_str("the policy script is empty"),
         }
     }
@@ -129,9 +129,8 @@ pub fn policy_spec(name: &str, level: Level) -> Result<PolicySpec, PolicyNameErr
         return Ok(PolicySpec::Script { script: script.to_string(), level, max_operations: None, time_limit_ms: None });
     }
     if let Some(metric) = name.strip_prefix("metric:") {
-        let metric: Metric = metric
-            .parse()
-            .map_err(|reason: String| PolicyNameError::Metric { metric: metric.to_string(), reason })?;
+        let metric: Metric =
+            metric.parse().map_err(|reason: String| PolicyNameError::Metric { metric: metric.to_string(), reason })?;
         return Ok(PolicySpec::Metric { metric, level });
     }
     let named = policies::find(name).ok_or_else(|| PolicyNameError::Unknown(name.to_string()))?;

@@ -13,7 +13,7 @@
 //!   a keep-alive connection idle for [`IDLE_TIMEOUT`] is closed;
 //! - when the process runs out of file descriptors all the same (`EMFILE`/`ENFILE`), the loop
 //!   lowers its cap below what is open, closes the connection idle longest or pauses accepting
-//!   for a moment, and keeps serving; it says so on stderr at most once a minute (with how many
+//!   for a moment, and keeps serving; it says so (a `tracing` warning) at most once a minute (with how many
 //!   more times it happened), so a flood cannot fill a log or block on a full pipe;
 //! - responses go out in one write (head and body together) with `TCP_NODELAY`, so keep-alive
 //!   clients never wait for a delayed ACK.
@@ -21,15 +21,16 @@
 use std::fmt::Write as _;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::channel::lock;
-use crate::engine::Shared;
+use moirai_os::io::{is_out_of_descriptors, poll, PollFd, READABLE, WRITABLE};
+
 use crate::metrics::{names, LatencySummary};
+use crate::sync::lock;
+use crate::view::EngineView;
 
 /// Most connections open at once.
 pub const MAX_CONNECTIONS: usize = 256;
@@ -47,10 +48,10 @@ const REPORT_EVERY: Duration = Duration::from_secs(60);
 /// The connection cap for this process: [`MAX_CONNECTIONS`], at most a quarter of the soft
 /// descriptor limit (at least one).
 fn connection_cap() -> usize {
-    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: getrlimit with a valid, writable rlimit struct.
-    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0;
-    let quarter = if ok { usize::try_from(lim.rlim_cur / 4).unwrap_or(usize::MAX) } else { MAX_CONNECTIONS };
+    let quarter = match moirai_os::io::open_files_limit() {
+        Some(limit) => usize::try_from(limit / 4).unwrap_or(usize::MAX),
+        None => MAX_CONNECTIONS,
+    };
     MAX_CONNECTIONS.min(quarter).max(1)
 }
 
@@ -62,7 +63,7 @@ pub(crate) struct MetricsServer {
 }
 
 impl MetricsServer {
-    pub(crate) fn start(addr: SocketAddr, shared: Arc<Shared>) -> std::io::Result<MetricsServer> {
+    pub(crate) fn start(addr: SocketAddr, view: Arc<EngineView>) -> std::io::Result<MetricsServer> {
         let listener = TcpListener::bind(addr)?;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
@@ -73,7 +74,7 @@ impl MetricsServer {
                 listener,
                 conns: Vec::new(),
                 cap: connection_cap(),
-                shared,
+                view,
                 paused_until: None,
                 fd_reported: None,
                 fd_unreported: 0,
@@ -127,7 +128,7 @@ struct Server {
     conns: Vec<Conn>,
     /// Most connections kept open (lowered when descriptors run out).
     cap: usize,
-    shared: Arc<Shared>,
+    view: Arc<EngineView>,
     /// Accepting is paused (out of descriptors, nothing to close) until then.
     paused_until: Option<Instant>,
     /// When running out of descriptors was last reported, and how often since.
@@ -141,24 +142,18 @@ impl Server {
             let now = Instant::now();
             let accepting = self.paused_until.is_none_or(|t| now >= t);
             let mut fds = Vec::with_capacity(self.conns.len() + 1);
-            fds.push(libc::pollfd {
-                fd: self.listener.as_raw_fd(),
-                events: if accepting { libc::POLLIN } else { 0 },
-                revents: 0,
-            });
+            fds.push(PollFd::new(&self.listener, if accepting { READABLE } else { 0 }));
             for c in &self.conns {
-                let events = if c.written < c.out.len() { libc::POLLOUT } else { libc::POLLIN };
-                fds.push(libc::pollfd { fd: c.stream.as_raw_fd(), events, revents: 0 });
+                let events = if c.written < c.out.len() { WRITABLE } else { READABLE };
+                fds.push(PollFd::new(&c.stream, events));
             }
-            // SAFETY: `fds` is a valid array of `fds.len()` pollfd structs that outlives the call.
-            let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, TICK.as_millis() as i32) };
-            if n < 0 {
-                continue; // EINTR
+            if poll(&mut fds, TICK).is_err() {
+                continue;
             }
             // Connections first (indices stay valid), then accept, then timeouts.
             let mut closed = vec![false; self.conns.len()];
             for (i, pfd) in fds[1..].iter().enumerate() {
-                if pfd.revents != 0 {
+                if pfd.revents() != 0 {
                     closed[i] = !self.serve(i);
                 }
             }
@@ -167,7 +162,7 @@ impl Server {
                 i += 1;
                 !closed[i - 1]
             });
-            if fds[0].revents & libc::POLLIN != 0 {
+            if fds[0].revents() & READABLE != 0 {
                 self.accept();
             }
             let now = Instant::now();
@@ -205,7 +200,7 @@ impl Server {
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == ErrorKind::Interrupted || e.kind() == ErrorKind::ConnectionAborted => {}
-                Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE)) => {
+                Err(e) if is_out_of_descriptors(&e) => {
                     self.out_of_descriptors(&e);
                     if !self.close_idlest() {
                         self.paused_until = Some(Instant::now() + TICK);
@@ -213,7 +208,7 @@ impl Server {
                     }
                 }
                 Err(e) => {
-                    eprintln!("moirai engine: metrics endpoint: accept failed: {e}; serving on");
+                    tracing::warn!("moirai engine: metrics endpoint: accept failed: {e}; serving on");
                     self.paused_until = Some(Instant::now() + TICK);
                     return;
                 }
@@ -233,7 +228,7 @@ impl Server {
             0 => String::new(),
             n => format!(" ({n} more time(s) since the last report)"),
         };
-        eprintln!(
+        tracing::warn!(
             "moirai engine: metrics endpoint: out of file descriptors ({e}) with {} connections open{again}; \
              keeping at most {} and serving on (raise `ulimit -n` if this recurs)",
             self.conns.len(),
@@ -303,7 +298,7 @@ impl Server {
         let (status, content_type, body) = if method != "GET" && method != "HEAD" {
             (405, "text/plain", format!("method {method} not allowed; use GET\n"))
         } else {
-            respond(url, &self.shared)
+            respond(url, &self.view)
         };
         let mut out = response(status, content_type, &body, keep_alive);
         if method == "HEAD" {
@@ -356,10 +351,10 @@ fn response(status: u16, content_type: &str, body: &str, keep_alive: bool) -> Ve
     out
 }
 
-fn respond(url: &str, shared: &Shared) -> (u16, &'static str, String) {
+fn respond(url: &str, view: &EngineView) -> (u16, &'static str, String) {
     match url.split('?').next().unwrap_or("") {
-        "/metrics" => (200, "text/plain; version=0.0.4; charset=utf-8", prometheus(shared)),
-        "/topology" => match serde_json::to_string_pretty(&shared.topology()) {
+        "/metrics" => (200, "text/plain; version=0.0.4; charset=utf-8", prometheus(view)),
+        "/topology" => match serde_json::to_string_pretty(&view.topology()) {
             Ok(json) => (200, "application/json", json),
             Err(e) => (500, "text/plain", format!("cannot serialise the topology: {e}\n")),
         },
@@ -374,8 +369,8 @@ fn escape(value: &str) -> String {
 }
 
 /// Renders every metric in the Prometheus text exposition format 0.0.4.
-pub(crate) fn prometheus(shared: &Shared) -> String {
-    let ops = shared.snapshot();
+pub(crate) fn prometheus(view: &EngineView) -> String {
+    let ops = view.snapshot();
     let mut out = String::new();
     let labels = |o: &crate::metrics::OperatorSnapshot| {
         format!("query=\"{}\",operator=\"{}\",id=\"{}\",tid=\"{}\"", escape(&o.query), escape(&o.name), o.id, o.tid)
@@ -416,7 +411,7 @@ pub(crate) fn prometheus(shared: &Shared) -> String {
         (names::E2E_LATENCY, "End-to-end latency at the sink (egress - intended send time), seconds.", true),
     ] {
         let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} summary");
-        for (id, sink) in &shared.sinks {
+        for (id, sink) in view.sinks() {
             let h = if e2e { lock(&sink.e2e).clone() } else { lock(&sink.processing).clone() };
             let o = &ops[*id];
             let s = LatencySummary::of(&h);
@@ -427,7 +422,7 @@ pub(crate) fn prometheus(shared: &Shared) -> String {
             let _ = writeln!(out, "{name}_count{{{}}} {}", labels(o), s.count);
         }
     }
-    let exchanges: Vec<_> = shared.exchanges.iter().map(|m| m.snapshot()).collect();
+    let exchanges = view.exchanges();
     if !exchanges.is_empty() {
         let labels =
             |x: &crate::exchange::ExchangeSnapshot| format!("exchange=\"{}\",policy=\"{}\"", escape(&x.name), x.policy);
@@ -456,8 +451,8 @@ pub(crate) fn prometheus(shared: &Shared) -> String {
             }
         }
     }
-    let level = shared.observed.thread_level.load(std::sync::atomic::Ordering::SeqCst);
-    let (name, threading) = (names::THREAD_LEVEL, &shared.config.threading);
+    let level = view.thread_level();
+    let (name, threading) = (names::THREAD_LEVEL, view.threading());
     let _ =
         writeln!(out, "# HELP {name} Worker threads running operators now (pool threading models; 0 for dedicated).");
     let _ = writeln!(out, "# TYPE {name} gauge\n{name}{{threading=\"{}\"}} {level}", escape(&threading.to_string()));

@@ -74,8 +74,8 @@ impl QueryJob {
 /// task sends its whole log instead.
 const MIN_WHOLE: usize = 4096;
 
-fn protocol(e: String) -> Error {
-    Error::Protocol(e)
+fn protocol(e: impl ToString) -> Error {
+    Error::Protocol(e.to_string())
 }
 
 impl Job for QueryJob {

@@ -13,6 +13,7 @@
 //! - [`restore`]: the [`RestoreLog`], which records every thread's and group's original state
 //!   before the first change, persists it crash-safely and puts everything back — at exit, or
 //!   after a crash on the next start.
+//! - [`io`]: `poll(2)` and the descriptor limit, for the engine's metrics endpoint.
 //! - [`error`]: [`OsError`], one error type whose messages say what to do.
 //!
 //! The mechanisms act on threads of *other* processes (Flink JVMs, moirai engines): every call
@@ -24,6 +25,7 @@ pub mod caps;
 pub mod cgroup;
 pub mod error;
 pub mod identity;
+pub mod io;
 pub mod nice;
 pub mod proc;
 pub mod realtime;

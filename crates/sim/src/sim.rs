@@ -46,9 +46,9 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use moirai_engine::adapter::PolicyPrioritizer;
-use moirai_engine::engine::Topology;
 use moirai_engine::executor::PoolThread;
 use moirai_engine::graph::{NodeKind, Partitioning};
+use moirai_engine::topology::Topology;
 use moirai_engine::user_level::PRIORITY_LEVELS;
 use moirai_engine::Threading;
 
@@ -303,7 +303,7 @@ impl<'m> Simulation<'m> {
             })
             .collect();
         let mut topology = model.topology.clone();
-        topology.threading = config.threading.clone();
+        topology.threading = config.threading.to_string();
         let (workers, pool) = match &config.threading {
             Threading::Dedicated => (0, None),
             Threading::Dynamic { threads } => (*threads, Some((1, DYNAMIC_STEPS_PER_TURN, None))),
@@ -363,7 +363,7 @@ impl<'m> Simulation<'m> {
             sim.events.push(0, Event::OsPolicy);
         }
         if let Threading::Policy(p) = &sim.config.threading {
-            let prioritizer = PolicyPrioritizer::new(&p.policy).map_err(SimError::Config)?;
+            let prioritizer = PolicyPrioritizer::new(&p.policy).map_err(|e| SimError::Config(e.to_string()))?;
             sim.prioritizer = Some((prioritizer, p.period.as_nanos() as Nanos));
             sim.events.push(0, Event::UserPolicy);
         }

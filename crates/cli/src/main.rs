@@ -2,9 +2,11 @@
 //!
 //! Exit codes: 0 success; 1 the run failed (an operator panicked, the endpoint could not
 //! listen); 2 bad command line or query (clap's own code for usage errors).
+#![forbid(unsafe_code)]
 
 mod bench;
 mod demo;
+mod logging;
 mod micro_batch;
 mod run;
 mod schedule;
@@ -49,6 +51,7 @@ enum Command {
 }
 
 fn main() {
+    logging::install();
     let cli = Cli::parse();
     let code = match cli.command {
         Command::Run { workload } => run::run(workload),

@@ -81,6 +81,11 @@ mod wire;
 
 pub use moirai_contract::topology;
 
+/// The README, whose Rust examples `cargo test` compiles and runs as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
+
 pub use config::EngineConfig;
 pub use elastic::ElasticConfig;
 pub use engine::{Engine, EngineError, RunSummary, Topology};

@@ -1,5 +1,5 @@
-//! The engine: starts queries in three steps — validate ([`validate`]: checks, merging, planning),
-//! wire ([`wire`]: channels, links, tasks) and launch (the metrics endpoint, the executor, the
+//! The engine: starts queries in three steps — validate (`validate.rs`: checks, merging, planning),
+//! wire (`wire.rs`: channels, links, tasks) and launch (the metrics endpoint, the executor, the
 //! run-time controllers) — then stops, waits for and reports them.
 
 mod validate;

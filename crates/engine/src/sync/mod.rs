@@ -1,9 +1,9 @@
 //! The engine's lock-free structures, in one audited module: the event count every task sleeps
 //! on ([`Signal`]), the bounded channels between physical operators ([`channel`]) and the state
-//! word of a task on a worker pool ([`TaskState`]). Everything that synchronises threads without a
+//! word of a task on a worker pool (`TaskState`). Everything that synchronises threads without a
 //! lock held across the operation lives here, and nothing here is `unsafe` (the crate forbids it).
 //!
-//! The atomics, mutexes and condition variables these use come from [`primitive`], which is
+//! The atomics, mutexes and condition variables these use come from `primitive`, which is
 //! `std::sync` in every build and [loom](https://docs.rs/loom)'s model-checked doubles when the
 //! crate is compiled with `--cfg loom`. The loom tests (`loom.rs`) explore every interleaving of
 //! the protocols that must never lose a wake-up or run a task on two threads at once:
@@ -22,7 +22,7 @@
 //!   fence on both sides makes at least one see the other.
 //! - **Backpressure is released** ([`channel`]): the consumer that drains a full channel to half
 //!   its capacity clears the producer's mark and wakes it.
-//! - **One worker per task, no lost notification** ([`TaskState`]): a notification that arrives
+//! - **One worker per task, no lost notification** (`TaskState`): a notification that arrives
 //!   while a task runs leaves it notified, and letting go of a notified task queues it again.
 
 pub mod channel;

@@ -18,7 +18,15 @@ for th in ["dedicated", "chaining", "dynamic2"]:
         print(f"{th:10} {v:4} {len(runs):4} {st.median(tps):16.0f} {min(tps):12.0f} - {max(tps):12.0f} "
               f"{st.median(p99):11.2f} {st.median(cores):6.2f}")
     if len(med) == 2:
-        print(f"{th:10} new/base egress {med['new'] / med['base']:.3f}")
+        # Load on this shared machine drifts over a run: the ratio within each pair (base and new
+        # run back to back) is the robust figure.
+        pairs = []
+        for f in sorted(glob.glob(f"{out}/raw-{th}-base-*.json")):
+            g = f.replace("-base-", "-new-")
+            if os.path.exists(g) and os.path.getsize(f) and os.path.getsize(g):
+                pairs.append(json.load(open(g))["egress_tps"] / json.load(open(f))["egress_tps"])
+        print(f"{th:10} new/base egress: ratio of medians {med['new'] / med['base']:.3f}, "
+              f"median of paired ratios {st.median(pairs):.3f} over {len(pairs)} pairs")
 print()
 print("Lachesis SYN (20 x 3), moirai bench at 36k and 45k tuples/s, 10 s per point, medians over repetitions")
 rows = {}

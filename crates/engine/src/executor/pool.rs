@@ -183,7 +183,8 @@ impl Pool {
         slot.metrics.tid.store(tid, Ordering::Relaxed);
         let cpu_start = moirai_os::proc::current_thread_cpu_ns();
         let mut outcome = Step::Worked;
-        let quantum_end = self.turn.ends_at(now_ns());
+        // The clock is read only when a quantum bounds the turn.
+        let quantum_end = self.turn.quantum.and_then(|_| self.turn.ends_at(now_ns()));
         IN_TURN.with(|t| t.set(Arc::as_ptr(&self.ready) as usize));
         for _ in 0..self.turn.steps {
             if slot.signal.is_blocked() {

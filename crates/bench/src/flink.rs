@@ -369,6 +369,14 @@ mod tests {
 
     #[test]
     fn a_missing_project_or_a_failing_build_is_explained() {
+        if crate::requires::or_skip(
+            "a_missing_project_or_a_failing_build_is_explained",
+            crate::requires::jdk_and_maven(),
+        )
+        .is_none()
+        {
+            return;
+        }
         let dir = TempDir::new("flink-build");
         let e = FlinkJobs::build_in(&dir.0.join("nowhere")).unwrap_err();
         assert!(e.contains("no Flink jobs project") && e.contains(JOBS_DIR_ENV), "{e}");
@@ -388,6 +396,11 @@ mod tests {
     /// given, and `stop` ends the JVM by PID (twice is fine).
     #[test]
     fn a_real_job_becomes_running_and_stops_by_pid() {
+        if crate::requires::or_skip("a_real_job_becomes_running_and_stops_by_pid", crate::requires::jdk_and_maven())
+            .is_none()
+        {
+            return;
+        }
         let jobs = FlinkJobs::build().unwrap();
         let mut job = FlinkJob::start(&jobs, "syn", &args("--rate 1000 --duration 120s --ops 2")).unwrap();
         let pid = job.pid();
@@ -408,6 +421,11 @@ mod tests {
     /// Real Flink: a short job ends by itself and prints its summary, which the lab can read.
     #[test]
     fn a_real_job_ends_by_itself_with_its_summary() {
+        if crate::requires::or_skip("a_real_job_ends_by_itself_with_its_summary", crate::requires::jdk_and_maven())
+            .is_none()
+        {
+            return;
+        }
         let jobs = FlinkJobs::build().unwrap();
         let job = FlinkJob::start(&jobs, "syn", &args("--rate 500 --duration 4s --ops 1 --json")).unwrap();
         let (pid, log) = (job.pid(), job.log_path().to_path_buf());
@@ -424,6 +442,11 @@ mod tests {
     /// with the job's own message instead of waiting for the timeout.
     #[test]
     fn a_real_job_with_bad_flags_fails_waiting_early() {
+        if crate::requires::or_skip("a_real_job_with_bad_flags_fails_waiting_early", crate::requires::jdk_and_maven())
+            .is_none()
+        {
+            return;
+        }
         let jobs = FlinkJobs::build().unwrap();
         let mut job = FlinkJob::start(&jobs, "syn", &args("--ops notanumber")).unwrap();
         let e = job.wait_running(Duration::from_secs(300)).unwrap_err();
@@ -441,6 +464,9 @@ mod tests {
     /// their IEEE bits) and blocking operators, for several seeds and configurations.
     #[test]
     fn the_java_syn_draw_is_moirais() {
+        if crate::requires::or_skip("the_java_syn_draw_is_moirais", crate::requires::jdk_and_maven()).is_none() {
+            return;
+        }
         use moirai_workloads::syn::{draw, SynConfig};
         let jobs = FlinkJobs::build().unwrap();
         let lachesis = SynConfig::lachesis();

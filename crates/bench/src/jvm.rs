@@ -13,6 +13,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::process::{describe, file_tail, tail_lines, Child, Outcome};
+use crate::requires::on_path;
 
 /// Written (relative to the project directory) after each successful build by the lab.
 pub(crate) const BUILD_STAMP: &str = "target/.moirai-build.stamp";
@@ -325,15 +326,6 @@ fn newest_under(dir: &Path, newest: &mut Option<SystemTime>) {
             Err(_) => {}
         }
     }
-}
-
-/// An executable named `name` on PATH.
-fn on_path(name: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
 }
 
 /// `$JAVA_HOME/bin/java`, else `java` on PATH.

@@ -21,6 +21,7 @@
 //!   side-by-side table.
 //! - [`output`], [`report`], [`plots`] — `results.csv`, `results.json`, `report.html`.
 //! - [`progress`] — the progress line on stderr.
+//! - [`requires`] — the tools some tests need (a JDK and Maven, a browser), and how they skip.
 //! - [`timeline`] — charts of micro-batch runs over time (`moirai micro-batch-timeline`).
 //!
 //! [`run`] ties them together; [`stop_on_signals`] gives it a flag that Ctrl-C raises.
@@ -35,6 +36,7 @@ pub mod point;
 pub mod process;
 pub mod progress;
 pub mod report;
+pub mod requires;
 pub mod spec;
 pub mod storm;
 pub mod summary;

@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 
 use crate::point::Point;
 use crate::spec::fmt_rate;
-use crate::sweep::describe_point;
 
 /// Width of the bar, in characters.
 const BAR: usize = 24;
@@ -104,6 +103,22 @@ pub fn clock(d: Duration) -> String {
         format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
     } else {
         format!("{}:{:02}", s / 60, s % 60)
+    }
+}
+
+/// A one-line description of a point, for logs.
+pub fn describe_point(p: &Point) -> String {
+    let head = format!("{} @ {} tuples/s rep {}", p.configuration, fmt_rate(p.rate), p.rep);
+    match (&p.failure, &p.run) {
+        (Some(f), _) => format!("{head}: FAILED: {}", f.lines().next().unwrap_or("")),
+        (None, Some(r)) => format!(
+            "{head}: ingress {:.0}/s, e2e p99 {:.3} ms, engine {:.2} cores{}",
+            r.ingress_tps,
+            r.e2e_latency_ms.p99,
+            r.cpu_cores,
+            p.middleware_cpu.map(|c| format!(", middleware {:.1} % of a core", c * 100.0)).unwrap_or_default()
+        ),
+        (None, None) => head,
     }
 }
 

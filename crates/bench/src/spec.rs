@@ -10,11 +10,13 @@ use crate::BenchError;
 /// Most rate points one sweep may have: a sweep of more points is almost surely a typo in STEP.
 pub const MAX_RATE_POINTS: usize = 1000;
 
-/// Middleware policies a configuration may name. They are the policies of the Lachesis
-/// evaluation (Queue-Size, Highest-Rate, First-Come-First-Served, Random); `moirai schedule`
-/// checks the name again when it starts, so a policy listed here but not yet implemented there
-/// fails the point with the middleware's own message.
-pub const KNOWN_POLICIES: &[&str] = &["qs", "hr", "fcfs", "random"];
+/// Middleware policies a configuration may name: the OS-level names of
+/// [`moirai_contract::policies`] — the policies of the Lachesis evaluation (Queue-Size,
+/// Highest-Rate, First-Come-First-Served, Random); `moirai schedule` checks the name again when it
+/// starts.
+pub fn known_policies() -> Vec<&'static str> {
+    moirai_contract::policies::os_level().collect()
+}
 
 /// Parses the offered rates of a sweep, in tuples/s, into an ascending list.
 ///
@@ -147,7 +149,7 @@ pub enum Scheduler {
 /// policy executor with 2 workers, `--threading policy:qs:2`, no middleware), as do STAFiLOS'
 /// `rr`, `qbs` and `rb`, which exist only there. SYSTEM is `moirai` (the default), `flink` or
 /// `storm`;
-/// SCHEDULER is `os`, a middleware policy ([`KNOWN_POLICIES`]) or `script:EXPR`, a priority
+/// SCHEDULER is `os`, a middleware policy ([`known_policies`]) or `script:EXPR`, a priority
 /// expression the middleware runs (`--script EXPR`, e.g. `flink:script:input_buffers`); THREADING is an engine
 /// threading model passed as `--threading`; each `/NAME=VALUE` is a workload argument of this
 /// configuration only, passed as `--NAME VALUE` (`/NAME` alone as `--NAME`): `os/exchange=lbf`
@@ -204,18 +206,20 @@ impl Configuration {
         let user_level = threading.as_deref().is_some_and(|th| th.starts_with("policy"));
         let scheduler = match sched {
             "os" => Scheduler::Os,
-            p if KNOWN_POLICIES.contains(&p) => Scheduler::Policy(p.to_string()),
+            p if moirai_contract::policies::find(p).is_some_and(|n| n.os_level) => Scheduler::Policy(p.to_string()),
             // A user-defined priority through the middleware: `script:queue_size*cost`.
             p if p.strip_prefix("script:").is_some_and(|e| !e.trim().is_empty()) && !user_level => {
                 Scheduler::Policy(p.to_string())
             }
             // STAFiLOS' schedulers exist only at the user level.
-            p if user_level && moirai_engine::user_level::POLICY_NAMES.contains(&p) => Scheduler::Policy(p.to_string()),
+            p if user_level && moirai_contract::policies::find(p).is_some_and(|n| n.user_level) => {
+                Scheduler::Policy(p.to_string())
+            }
             "" => return Err(bad("it names no scheduler; write os or a policy".into())),
             other => {
                 return Err(bad(format!(
                     "unknown scheduler '{other}'; write os (Linux alone) or a policy: {}",
-                    KNOWN_POLICIES.join(", ")
+                    known_policies().join(", ")
                 )))
             }
         };
@@ -266,7 +270,7 @@ impl Configuration {
         // `micro-batch[:…]` is not an engine threading model but the micro-batch execution of
         // `moirai run` (moirai-microbatch), whose settings `moirai run` itself checks.
         if let Some(th) = self.threading.as_ref().filter(|th| !th.starts_with("micro-batch")) {
-            th.parse::<moirai_engine::Threading>().map_err(not)?;
+            th.parse::<moirai_engine::Threading>().map_err(|e| not(e.to_string()))?;
         }
         Ok(())
     }

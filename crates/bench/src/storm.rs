@@ -281,6 +281,14 @@ mod tests {
     /// the job.
     #[test]
     fn a_real_storm_job_with_bad_flags_fails_waiting_early() {
+        if crate::requires::or_skip(
+            "a_real_storm_job_with_bad_flags_fails_waiting_early",
+            crate::requires::jdk_and_maven(),
+        )
+        .is_none()
+        {
+            return;
+        }
         let jobs = StormJobs::build().unwrap();
         let mut job = StormJob::start(&jobs, "syn", &args("--ops notanumber")).unwrap();
         let e = job.wait_running(Duration::from_secs(300)).unwrap_err();

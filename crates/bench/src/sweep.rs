@@ -754,22 +754,6 @@ fn cpu_sample(pid: u32) -> Option<(Instant, u64)> {
     moirai_os::proc::process_cpu_ns(pid).ok().map(|ns| (Instant::now(), ns))
 }
 
-/// A one-line description of a point, for logs.
-pub fn describe_point(p: &Point) -> String {
-    let head = format!("{} @ {} tuples/s rep {}", p.configuration, fmt_rate(p.rate), p.rep);
-    match (&p.failure, &p.run) {
-        (Some(f), _) => format!("{head}: FAILED: {}", f.lines().next().unwrap_or("")),
-        (None, Some(r)) => format!(
-            "{head}: ingress {:.0}/s, e2e p99 {:.3} ms, engine {:.2} cores{}",
-            r.ingress_tps,
-            r.e2e_latency_ms.p99,
-            r.cpu_cores,
-            p.middleware_cpu.map(|c| format!(", middleware {:.1} % of a core", c * 100.0)).unwrap_or_default()
-        ),
-        (None, None) => head,
-    }
-}
-
 #[cfg(test)]
 #[path = "sweep_tests.rs"]
 pub(crate) mod tests;

@@ -2,9 +2,14 @@
 //!
 //! Exit codes: 0 success; 1 the run failed (an operator panicked, the endpoint could not
 //! listen); 2 bad command line or query (clap's own code for usage errors).
+#![forbid(unsafe_code)]
+// The doc comments of the argument structs are clap's --help texts, written in its syntax
+// (`dynamic[:N]`), not intra-doc links.
+#![allow(rustdoc::broken_intra_doc_links)]
 
 mod bench;
 mod demo;
+mod logging;
 mod micro_batch;
 mod run;
 mod schedule;
@@ -49,6 +54,7 @@ enum Command {
 }
 
 fn main() {
+    logging::install();
     let cli = Cli::parse();
     let code = match cli.command {
         Command::Run { workload } => run::run(workload),

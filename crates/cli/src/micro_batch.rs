@@ -59,7 +59,7 @@ pub fn parse_group(s: &str) -> Result<GroupFlag, String> {
 
 pub fn parse_threading(s: &str) -> Result<ThreadingFlag, String> {
     let Some(rest) = s.strip_prefix("micro-batch") else {
-        return s.parse().map(ThreadingFlag::Engine).map_err(|e: String| format!("{e}, or micro-batch[:group=G]"));
+        return s.parse().map(ThreadingFlag::Engine).map_err(|e| format!("{e}, or micro-batch[:group=G]"));
     };
     let mut spec = MicroBatchSpec::default();
     if rest.is_empty() {
@@ -289,7 +289,7 @@ pub fn run_ysb(config: YsbConfig, args: &EngineArgs) -> i32 {
         let mut sink = job.sink();
         for (_, output) in report.output_values() {
             let values = output.as_array().cloned().unwrap_or_default();
-            sink.push(values).map_err(Error::Protocol)?;
+            sink.push(values).map_err(|e| Error::Protocol(e.to_string()))?;
         }
         sink.finish();
         let (latency, early) = window_latency(&report, job.interval_ms());

@@ -255,7 +255,7 @@ pub struct ExchangeFlag(Option<moirai_engine::exchange::Discipline>);
 fn parse_exchange(s: &str) -> Result<ExchangeFlag, String> {
     match s {
         "none" => Ok(ExchangeFlag(None)),
-        other => other.parse().map(|p| ExchangeFlag(Some(p))).map_err(|e: String| format!("{e} or none")),
+        other => other.parse().map(|p| ExchangeFlag(Some(p))).map_err(|e| format!("{e} or none")),
     }
 }
 

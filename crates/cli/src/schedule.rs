@@ -103,14 +103,16 @@ fn from_flags(a: &ScheduleArgs) -> Result<Config, String> {
         (None, None) => {
             return Err("no policy: give --policy qs (or hr, fcfs, random), --script, or --config FILE".into())
         }
-        (Some("qs"), None) => PolicySpec::QueueSize { level },
-        (Some("hr"), None) => PolicySpec::HighestRate { level },
-        (Some("fcfs"), None) => PolicySpec::Fcfs { level },
-        (Some("random"), None) => PolicySpec::Random { seed: 0, level },
+        // The middleware's policies by name: the OS-level names of moirai_contract::policies.
+        (Some(name), None) if moirai_contract::policies::find(name).is_some_and(|p| p.os_level) => {
+            moirai_contract::sched::policy_spec(name, level).map_err(|e| e.to_string())?
+        }
         (Some(other), None) => {
+            let names: Vec<&str> = moirai_contract::policies::os_level().collect();
             return Err(format!(
-                "unknown policy {other:?}: use qs, hr, fcfs, random or script (more in a --config file)"
-            ))
+                "unknown policy {other:?}: use {}, or script (more in a --config file)",
+                names.join(", ")
+            ));
         }
     };
     let name = a.policy.clone().unwrap_or_else(|| "script".into());

@@ -303,6 +303,10 @@ fn storm_configurations_run_real_storm_topologies_alone_and_under_the_middleware
 
 /// `<system>:os` then `<system>:qs`, one point each, watched from outside.
 fn jvm_configurations_run_real_jobs_alone_and_under_the_middleware(system: &str, main: &str, seed_base: u32) {
+    let test = format!("{system}_configurations_run_real_jobs...");
+    if moirai_bench::requires::or_skip(&test, moirai_bench::requires::jdk_and_maven()).is_none() {
+        return;
+    }
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         eprintln!("SKIPPED {system}_configurations_run_real_jobs...: {system}:qs needs root (CAP_SYS_NICE)");

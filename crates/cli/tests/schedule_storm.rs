@@ -22,6 +22,7 @@ use spe::*;
 
 /// The Storm jobs, built on first use; `None` (test skipped, with the reason) without root.
 fn storm_jobs(test: &str) -> Option<StormJobs> {
+    moirai_bench::requires::or_skip(test, moirai_bench::requires::jdk_and_maven())?;
     if !is_root() {
         eprintln!("SKIPPED {test}: needs root (CAP_SYS_NICE, cgroupfs)");
         return None;

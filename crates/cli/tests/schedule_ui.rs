@@ -6,7 +6,7 @@
 
 use std::io::Read;
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -96,15 +96,6 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// Chromium on the PATH, under one of its usual names.
-fn chromium() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    ["chromium", "chromium-browser", "google-chrome", "google-chrome-stable"]
-        .iter()
-        .flat_map(|name| std::env::split_paths(&path).map(move |dir| dir.join(name)))
-        .find(|p| p.is_file())
-}
-
 /// The DOM of `url` after its scripts ran for a while, as headless Chromium serialises it.
 fn dump_dom(chromium: &Path, profile: &Path, url: &str) -> String {
     let p = Proc::spawn(Command::new(chromium).args([
@@ -168,11 +159,9 @@ fn engine(port: u16) -> (Proc, Vec<String>) {
 
 #[test]
 fn a_headless_chromium_renders_the_live_dashboard() {
-    let Some(chromium) = chromium() else {
-        panic!(
-            "this test needs a headless Chromium (chromium, chromium-browser or google-chrome on the PATH); install it \
-             with `apt-get install chromium` (Debian/Ubuntu) and run the test again"
-        )
+    let test = "a_headless_chromium_renders_the_live_dashboard";
+    let Some(chromium) = moirai_bench::requires::or_skip(test, moirai_bench::requires::chromium()) else {
+        return;
     };
     if !is_root() {
         eprintln!(

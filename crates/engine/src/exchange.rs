@@ -23,7 +23,9 @@ use std::time::Duration;
 
 use serde::{Serialize, Serializer};
 
-use crate::channel::{lock, Closed, Message, Sender, Signal};
+use crate::error::InvalidSetting;
+use crate::sync::channel::{Closed, Message, Sender};
+use crate::sync::{lock, Signal};
 use crate::task::{Step, Task};
 use crate::tuple::now_ns;
 
@@ -52,13 +54,13 @@ impl fmt::Display for Discipline {
 }
 
 impl std::str::FromStr for Discipline {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = InvalidSetting;
+    fn from_str(s: &str) -> Result<Self, InvalidSetting> {
         match s {
             "lbf" => Ok(Discipline::Lbf),
             "rr" => Ok(Discipline::Rr),
             "fifo" => Ok(Discipline::Fifo),
-            _ => Err(format!("unknown exchange policy '{s}': use lbf, rr or fifo")),
+            _ => Err(InvalidSetting::new(s, format!("unknown exchange policy '{s}': use lbf, rr or fifo"))),
         }
     }
 }
@@ -112,7 +114,11 @@ impl Hone {
     }
 
     /// Checks the settings; the message says what to change.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InvalidSetting> {
+        self.check().map_err(|message| InvalidSetting::new("exchange", message))
+    }
+
+    fn check(&self) -> Result<(), String> {
         if self.tau.is_zero() || self.tau > MAX_TAU {
             return Err(format!(
                 "the scheduling interval tau {:?} must be above 0 and at most {MAX_TAU:?} (Hone used 10-130 ms)",
@@ -130,6 +136,18 @@ impl Hone {
             return Err("an exchange's outgoing queues need a capacity of at least 1 tuple".into());
         }
         Ok(())
+    }
+}
+
+impl Hone {
+    /// The exchange as the `/topology` document describes it.
+    pub fn document(&self) -> moirai_contract::topology::Exchange {
+        moirai_contract::topology::Exchange {
+            policy: self.policy.to_string(),
+            tau_ms: self.tau.as_secs_f64() * 1e3,
+            capacity: self.capacity,
+            queue: self.queue,
+        }
     }
 }
 
@@ -709,8 +727,8 @@ mod tests {
     fn settings_are_checked() {
         let tau = Duration::from_millis(10);
         assert!(Hone::lbf(tau).capacity(1000).validate().is_ok());
-        assert!(Hone::lbf(tau).validate().unwrap_err().contains("capacity"));
-        assert!(Hone::rr(Duration::ZERO).capacity(5).validate().unwrap_err().contains("tau"));
+        assert!(Hone::lbf(tau).validate().unwrap_err().to_string().contains("capacity"));
+        assert!(Hone::rr(Duration::ZERO).capacity(5).validate().unwrap_err().to_string().contains("tau"));
         assert!("lbfx".parse::<Discipline>().is_err());
     }
 }

@@ -5,65 +5,13 @@
 //! beside it by the query builder ([`crate::query`]).
 
 use std::collections::{HashMap, HashSet};
-use std::fmt;
 
 use serde::Serialize;
 
 /// Index of a logical operator in its [`LogicalGraph`].
 pub type NodeId = usize;
 
-/// What a logical operator does with streams.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum NodeKind {
-    /// Produces a stream; has no input.
-    Source,
-    /// Consumes streams on its input ports and produces one stream.
-    Operator,
-    /// Consumes one stream; produces none.
-    Sink,
-}
-
-/// How the tuples of a stream are spread over the instances of the consuming operator.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Partitioning {
-    /// Instance *i* sends to instance *i* only; needs equal parallelism. Chaining needs it.
-    Forward,
-    /// Round-robin over the consumer's instances.
-    Rebalance,
-    /// A uniformly random consumer instance per tuple.
-    Shuffle,
-    /// By a hash of the tuple's key: all tuples of a key reach one instance.
-    KeyBy,
-    /// Every tuple to every consumer instance.
-    Broadcast,
-}
-
-impl fmt::Display for Partitioning {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let s = serde_json::to_value(self).ok();
-        f.write_str(s.as_ref().and_then(|v| v.as_str()).unwrap_or("?"))
-    }
-}
-
-/// A logical operator.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct LogicalNode {
-    /// The query it belongs to.
-    pub query: String,
-    /// Its name, unique within the query.
-    pub name: String,
-    /// Source, operator or sink.
-    pub kind: NodeKind,
-    /// How many input ports it has (0 for a source, 2 for a join).
-    pub ports: usize,
-    /// How many instances run it (fission).
-    pub parallelism: usize,
-    /// The named thread it is placed on under the `fused` threading model (none: the first).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub thread: Option<String>,
-}
+pub use moirai_contract::topology::{LogicalNode, NodeKind, Partitioning};
 
 /// A stream from one logical operator into an input port of another.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -89,6 +37,24 @@ pub struct LogicalGraph {
     pub nodes: Vec<LogicalNode>,
     /// Streams.
     pub edges: Vec<LogicalEdge>,
+}
+
+impl LogicalGraph {
+    /// The graph as the `/topology` document describes it.
+    pub fn document(&self) -> moirai_contract::topology::LogicalGraph {
+        moirai_contract::topology::LogicalGraph {
+            nodes: self.nodes.clone(),
+            edges: (self.edges.iter())
+                .map(|e| moirai_contract::topology::LogicalEdge {
+                    from: e.from,
+                    to: e.to,
+                    port: e.port,
+                    partitioning: e.partitioning,
+                    exchange: e.exchange.as_ref().map(crate::exchange::Hone::document),
+                })
+                .collect(),
+        }
+    }
 }
 
 /// Why a query cannot be built. Each message names the operator and says how to fix it.

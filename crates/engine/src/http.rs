@@ -12,9 +12,9 @@ use std::sync::Arc;
 
 use moirai_http::{Request, Response, Server};
 
-use crate::channel::lock;
-use crate::engine::Shared;
 use crate::metrics::{names, LatencySummary};
+use crate::sync::lock;
+use crate::view::EngineView;
 
 /// The running endpoint.
 pub(crate) struct MetricsServer {
@@ -22,9 +22,9 @@ pub(crate) struct MetricsServer {
 }
 
 impl MetricsServer {
-    pub(crate) fn start(addr: SocketAddr, shared: Arc<Shared>) -> std::io::Result<MetricsServer> {
+    pub(crate) fn start(addr: SocketAddr, view: Arc<EngineView>) -> std::io::Result<MetricsServer> {
         let server =
-            Server::start(addr, "moirai engine: metrics endpoint", move |r: &Request<'_>| respond(r, &shared))?;
+            Server::start(addr, "moirai engine: metrics endpoint", move |r: &Request<'_>| respond(r, &view))?;
         Ok(MetricsServer { server })
     }
 
@@ -37,13 +37,13 @@ impl MetricsServer {
     }
 }
 
-fn respond(request: &Request<'_>, shared: &Shared) -> Response {
+fn respond(request: &Request<'_>, view: &EngineView) -> Response {
     if request.method != "GET" && request.method != "HEAD" {
         return Response::new(405, "text/plain", format!("method {} not allowed; use GET\n", request.method));
     }
     match request.path() {
-        "/metrics" => Response::new(200, "text/plain; version=0.0.4; charset=utf-8", prometheus(shared)),
-        "/topology" => match serde_json::to_string_pretty(&shared.topology()) {
+        "/metrics" => Response::new(200, "text/plain; version=0.0.4; charset=utf-8", prometheus(view)),
+        "/topology" => match serde_json::to_string_pretty(&view.topology()) {
             Ok(json) => Response::new(200, "application/json", json),
             Err(e) => Response::new(500, "text/plain", format!("cannot serialise the topology: {e}\n")),
         },
@@ -58,8 +58,8 @@ fn escape(value: &str) -> String {
 }
 
 /// Renders every metric in the Prometheus text exposition format 0.0.4.
-pub(crate) fn prometheus(shared: &Shared) -> String {
-    let ops = shared.snapshot();
+pub(crate) fn prometheus(view: &EngineView) -> String {
+    let ops = view.snapshot();
     let mut out = String::new();
     let labels = |o: &crate::metrics::OperatorSnapshot| {
         format!("query=\"{}\",operator=\"{}\",id=\"{}\",tid=\"{}\"", escape(&o.query), escape(&o.name), o.id, o.tid)
@@ -100,7 +100,7 @@ pub(crate) fn prometheus(shared: &Shared) -> String {
         (names::E2E_LATENCY, "End-to-end latency at the sink (egress - intended send time), seconds.", true),
     ] {
         let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} summary");
-        for (id, sink) in &shared.sinks {
+        for (id, sink) in view.sinks() {
             let h = if e2e { lock(&sink.e2e).clone() } else { lock(&sink.processing).clone() };
             let o = &ops[*id];
             let s = LatencySummary::of(&h);
@@ -111,7 +111,7 @@ pub(crate) fn prometheus(shared: &Shared) -> String {
             let _ = writeln!(out, "{name}_count{{{}}} {}", labels(o), s.count);
         }
     }
-    let exchanges: Vec<_> = shared.exchanges.iter().map(|m| m.snapshot()).collect();
+    let exchanges = view.exchanges();
     if !exchanges.is_empty() {
         let labels =
             |x: &crate::exchange::ExchangeSnapshot| format!("exchange=\"{}\",policy=\"{}\"", escape(&x.name), x.policy);
@@ -140,8 +140,8 @@ pub(crate) fn prometheus(shared: &Shared) -> String {
             }
         }
     }
-    let level = shared.observed.thread_level.load(std::sync::atomic::Ordering::SeqCst);
-    let (name, threading) = (names::THREAD_LEVEL, &shared.config.threading);
+    let level = view.thread_level();
+    let (name, threading) = (names::THREAD_LEVEL, view.threading());
     let _ =
         writeln!(out, "# HELP {name} Worker threads running operators now (pool threading models; 0 for dedicated).");
     let _ = writeln!(out, "# TYPE {name} gauge\n{name}{{threading=\"{}\"}} {level}", escape(&threading.to_string()));

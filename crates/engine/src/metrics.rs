@@ -1,4 +1,5 @@
-//! Metrics of a running engine: one name per concept, all defined here.
+//! Metrics of a running engine: one name per concept, the names defined once in
+//! `moirai-contract`.
 //!
 //! Counters are updated by the operator threads once per batch (relaxed atomics, no locks on the
 //! hot path); gauges such as queue length and head wait are read from the channels when a
@@ -11,45 +12,12 @@ use std::sync::{Arc, Mutex};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::channel::{lock, Observe};
+use crate::sync::channel::Observe;
+use crate::sync::lock;
 
-/// Metric names in the Prometheus exposition (`/metrics`).
-pub mod names {
-    /// Counter: tuples taken from the operator's input channels.
-    pub const TUPLES_IN: &str = "moirai_operator_tuples_in_total";
-    /// Counter: tuples sent to the operator's output channels (or consumed, for a sink).
-    pub const TUPLES_OUT: &str = "moirai_operator_tuples_out_total";
-    /// Gauge: tuples queued in the operator's input channels.
-    pub const QUEUE_LEN: &str = "moirai_operator_queue_len";
-    /// Gauge: age of the oldest tuple queued for the operator, in seconds.
-    pub const HEAD_WAIT: &str = "moirai_operator_head_wait_seconds";
-    /// Counter: CPU time of the operator's thread (under a pool model: of its runs on the
-    /// workers), in seconds.
-    pub const CPU: &str = "moirai_operator_cpu_seconds_total";
-    /// Gauge: CPU nanoseconds per input tuple since start.
-    pub const COST: &str = "moirai_operator_cost_ns";
-    /// Gauge: output tuples per input tuple since start.
-    pub const SELECTIVITY: &str = "moirai_operator_selectivity";
-    /// Counter: time the operator spent blocked on full output channels (backpressure), in seconds.
-    pub const BLOCKED: &str = "moirai_operator_blocked_seconds_total";
-    /// Gauge: tuples a source is behind its offered schedule — the external queue, like a Kafka
-    /// consumer's lag (0 for other operators).
-    pub const BACKLOG: &str = "moirai_operator_backlog";
-    /// Summary: processing latency at a sink (egress − ingress), in seconds.
-    pub const LATENCY: &str = "moirai_sink_latency_seconds";
-    /// Summary: end-to-end latency at a sink (egress − intended send time), in seconds.
-    pub const E2E_LATENCY: &str = "moirai_sink_e2e_latency_seconds";
-    /// Gauge: worker threads running operators now (pool threading models; 0 for dedicated).
-    pub const THREAD_LEVEL: &str = "moirai_thread_level";
-    /// Gauge: tuples in one outgoing queue of a Hone exchange at its last scheduling tick.
-    pub const EXCHANGE_BACKLOG: &str = "moirai_exchange_backlog";
-    /// Gauge: the largest backlog of any outgoing queue of a Hone exchange at any tick so far.
-    pub const EXCHANGE_MAX_BACKLOG: &str = "moirai_exchange_max_backlog";
-    /// Counter: tuples a Hone exchange's link carried.
-    pub const EXCHANGE_SENT: &str = "moirai_exchange_sent_total";
-    /// Counter: scheduling intervals (τ) a Hone exchange ran.
-    pub const EXCHANGE_TICKS: &str = "moirai_exchange_ticks_total";
-}
+/// Metric names in the Prometheus exposition (`/metrics`), defined once for the engine and its
+/// readers in [`moirai_contract::metrics::names`].
+pub use moirai_contract::metrics::names;
 
 /// Live counters of one physical operator, shared by its thread and the metrics reader.
 #[derive(Default)]
@@ -77,7 +45,7 @@ pub struct OperatorMetrics {
     /// Its output channels.
     pub(crate) outputs: Vec<Arc<dyn Observe>>,
     /// For a source: when it started (0 before) and the schedule it offers.
-    pub(crate) offered: Mutex<Option<(u64, crate::source::Offered)>>,
+    pub(crate) offered: Mutex<Option<(u64, crate::offered::Offered)>>,
 }
 
 impl OperatorMetrics {
@@ -228,7 +196,7 @@ pub(crate) fn snapshot(id: usize, query: &str, name: &str, m: &OperatorMetrics, 
         cpu_ns,
         blocked_ns: m.outputs.iter().map(|o| o.blocked_ns()).sum(),
         backlog: match *lock(&m.offered) {
-            Some((start, offered)) if start > 0 && offered != crate::source::Offered::Unlimited => {
+            Some((start, offered)) if start > 0 && offered != crate::offered::Offered::Unlimited => {
                 offered.due(now_ns.saturating_sub(start)).saturating_sub(m.tuples_in.load(Ordering::Relaxed))
             }
             _ => 0,

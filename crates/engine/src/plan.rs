@@ -29,20 +29,9 @@ pub struct PhysicalOperator {
     pub parallelism: usize,
 }
 
-/// A channel between two physical operators, realising part of a logical edge.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct PhysicalChannel {
-    /// Producer.
-    pub from: PhysicalId,
-    /// Consumer.
-    pub to: PhysicalId,
-    /// The logical edge it carries.
-    pub edge: usize,
-    /// The consumer's input port.
-    pub port: usize,
-    /// The logical edge's partitioning.
-    pub partitioning: Partitioning,
-}
+/// A channel between two physical operators, realising part of a logical edge (as `/topology`
+/// lists it).
+pub use moirai_contract::topology::PhysicalChannel;
 
 /// The physical plan.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]

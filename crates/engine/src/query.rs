@@ -26,288 +26,31 @@
 //! reported by [`Query::build`].
 //!
 //! Under the hood each logical operator keeps, beside its place in the [`LogicalGraph`], the
-//! code that instantiates it for a physical operator ([`NodeCode`]); types are erased there and
+//! code that instantiates it for a physical operator (`NodeCode`, in `code.rs`); types are erased there and
 //! restored by the same generic code, so the engine itself never sees user types.
 
-use std::any::Any;
 use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
 
 use rustc_hash::{FxBuildHasher, FxHashMap};
 
-use crate::channel::{channel, lock, Observe, Receiver, Sender, Signal};
-use crate::exchange::{self, ExchangeMetrics, Hone, LinkSender, LinkTask};
+use crate::code::{
+    EdgeEntry, NodeCode, NodeEntry, OneInputCode, OutputCode, Role, SinkCode, SourceCode, TwoInputCode, Typed,
+};
+use crate::erase::AnyShared;
+use crate::exchange::Hone;
 use crate::graph::{BuildError, LogicalEdge, LogicalGraph, LogicalNode, NodeId, NodeKind, Partitioning};
 use crate::join::IntervalJoin;
-use crate::metrics::{OperatorMetrics, SinkMetrics};
-use crate::operator::{Input, Link, Operator, Output, TwoInputLink, TwoInputOperator};
+use crate::operator::{Operator, Output};
 use crate::ops::{Filter, FlatMap, Identity, KeyedProcess, Map};
-use crate::router::{KeyHash, Out, Route, Router};
-use crate::sink::{SinkFn, SinkInput};
-use crate::source::{Offered, Source, SourceTask};
-use crate::stages::{Cursor, Role, SourceCursor, Wire, WireCode};
-use crate::task::{OneInputTask, Port, Progress, StopFlag, Task, TwoInputTask};
+use crate::router::KeyHash;
+use crate::sink::SinkFn;
+use crate::source::Source;
+use crate::sync::lock;
 use crate::tuple::{Data, Tuple};
 use crate::window::{Aggregate, Window, WindowAggregate, WindowResult};
-
-pub(crate) type AnyBox = Box<dyn Any + Send>;
-pub(crate) type AnyShared = Arc<dyn Any + Send + Sync>;
-
-/// What a node's code needs to instantiate itself for one physical operator.
-pub(crate) struct InstanceContext {
-    pub(crate) instance: usize,
-    pub(crate) parallelism: usize,
-    pub(crate) batch_size: usize,
-    pub(crate) metrics: Arc<OperatorMetrics>,
-    pub(crate) sink: Option<Arc<SinkMetrics>>,
-    pub(crate) signal: Arc<Signal>,
-    pub(crate) stop: Arc<StopFlag>,
-    pub(crate) ramp: Option<(f64, std::time::Duration)>,
-}
-
-/// The code of a logical operator, with its types erased.
-pub(crate) trait NodeCode: Send {
-    /// This operator as a link in front of `down` (a `Box<dyn Input<Out>>`, none for a sink);
-    /// returns a `Box<dyn Input<In>>`.
-    fn link(&self, ctx: &InstanceContext, down: Option<AnyBox>) -> AnyBox;
-    /// This operator as the head of a physical operator, reading `receivers` (per input port, a
-    /// `Receiver<In>` each).
-    fn task(&self, ctx: &InstanceContext, receivers: Vec<Vec<AnyBox>>, down: Option<AnyBox>) -> Box<dyn Task>;
-    /// The rate a source offers (none for other operators).
-    fn offered(&self) -> Option<Offered> {
-        None
-    }
-    /// A source as the head of a micro-batch map task feeding `head` (a `Box<dyn Input<Out>>`);
-    /// none for other operators.
-    fn source_cursor(&self, _instance: usize, _parallelism: usize, _head: AnyBox) -> Option<Box<dyn SourceCursor>> {
-        None
-    }
-}
-
-/// A route being assembled: partitioning, key hash and a `Sender<T>` per consumer instance.
-pub(crate) struct RouteParts {
-    pub(crate) partitioning: Partitioning,
-    pub(crate) key_hash: Option<AnyShared>,
-    pub(crate) senders: Vec<AnyBox>,
-}
-
-/// The output side of a logical operator: channels and routers of its output type.
-pub(crate) trait OutputCode: Send {
-    /// A channel of the output type: `(Sender<Out>, Receiver<Out>, observer)`.
-    fn channel(
-        &self,
-        capacity: usize,
-        consumer: Arc<Signal>,
-        producer: Arc<Signal>,
-    ) -> (AnyBox, AnyBox, Arc<dyn Observe>);
-    /// A router over `routes`: a `Box<dyn Input<Out>>`.
-    fn router(&self, routes: Vec<RouteParts>, batch_size: usize, metrics: Arc<OperatorMetrics>) -> AnyBox;
-    /// A Hone exchange in front of `senders` (per producer instance, a `Sender<Out>` per consumer
-    /// instance): per producer its route targets (`Out<Out>` each), and the link's task.
-    fn exchange(
-        &self,
-        hone: &Hone,
-        queue_capacity: usize,
-        producers: Vec<Arc<Signal>>,
-        senders: Vec<Vec<AnyBox>>,
-        signal: Arc<Signal>,
-        metrics: Arc<ExchangeMetrics>,
-    ) -> (Vec<Vec<AnyBox>>, Box<dyn Task>);
-}
-
-const TYPES: &str = "moirai bug: a stream's type does not match its operator";
-
-pub(crate) fn down<T: 'static>(down: Option<AnyBox>) -> Box<dyn Input<T>> {
-    *down.expect("moirai bug: an operator without downstream").downcast::<Box<dyn Input<T>>>().expect(TYPES)
-}
-
-pub(crate) fn input<T: 'static>(input: Box<dyn Input<T>>) -> AnyBox {
-    Box::new(input)
-}
-
-fn receivers<T: 'static>(rx: Vec<AnyBox>) -> Vec<Receiver<T>> {
-    rx.into_iter().map(|r| *r.downcast::<Receiver<T>>().expect(TYPES)).collect()
-}
-
-fn one_input_task<T: Data>(ctx: &InstanceContext, mut rx: Vec<Vec<AnyBox>>, head: Box<dyn Input<T>>) -> Box<dyn Task> {
-    let rx = receivers::<T>(rx.pop().unwrap_or_default());
-    Box::new(OneInputTask {
-        progress: Progress::new(rx.len()),
-        port: Port::new(rx, 0),
-        head,
-        signal: ctx.signal.clone(),
-        metrics: ctx.metrics.clone(),
-    })
-}
-
-struct Typed<T>(PhantomData<fn() -> T>);
-
-impl<T: Data> OutputCode for Typed<T> {
-    fn channel(
-        &self,
-        capacity: usize,
-        consumer: Arc<Signal>,
-        producer: Arc<Signal>,
-    ) -> (AnyBox, AnyBox, Arc<dyn Observe>) {
-        let (tx, rx) = channel::<T>(capacity, consumer, producer);
-        let observer = rx.observer();
-        (Box::new(tx), Box::new(rx), observer)
-    }
-
-    fn router(&self, routes: Vec<RouteParts>, batch_size: usize, metrics: Arc<OperatorMetrics>) -> AnyBox {
-        let routes = routes
-            .into_iter()
-            .map(|r| {
-                let key_hash = r.key_hash.map(|k| k.downcast_ref::<KeyHash<T>>().expect(TYPES).clone());
-                let senders = r
-                    .senders
-                    .into_iter()
-                    .map(|s| match s.downcast::<Sender<T>>() {
-                        Ok(s) => Out::Channel(*s),
-                        Err(s) => *s.downcast::<Out<T>>().expect(TYPES),
-                    })
-                    .collect();
-                Route::with_outs(r.partitioning, key_hash, senders)
-            })
-            .collect();
-        input::<T>(Box::new(Router::new(routes, batch_size, metrics)))
-    }
-
-    fn exchange(
-        &self,
-        hone: &Hone,
-        queue_capacity: usize,
-        producers: Vec<Arc<Signal>>,
-        senders: Vec<Vec<AnyBox>>,
-        signal: Arc<Signal>,
-        metrics: Arc<ExchangeMetrics>,
-    ) -> (Vec<Vec<AnyBox>>, Box<dyn Task>) {
-        let link = exchange::Link::<T>::new(producers, queue_capacity);
-        let senders: Vec<Vec<Sender<T>>> = senders
-            .into_iter()
-            .map(|s| s.into_iter().map(|s| *s.downcast::<Sender<T>>().expect(TYPES)).collect())
-            .collect();
-        let outs = senders
-            .iter()
-            .enumerate()
-            .map(|(p, targets)| {
-                (0..targets.len()).map(|j| Box::new(Out::Link(LinkSender::new(link.clone(), p, j))) as AnyBox).collect()
-            })
-            .collect();
-        (outs, Box::new(LinkTask::new(link, senders, hone, signal, metrics)))
-    }
-}
-
-/// A one-input operator made per instance by `make(instance)`.
-struct OneInputCode<In, Out, Op, M> {
-    make: M,
-    _types: PhantomData<fn(In, Op) -> Out>,
-}
-
-impl<In: Data, Out: Data, Op: Operator<In, Out>, M: Fn(usize) -> Op + Send> NodeCode for OneInputCode<In, Out, Op, M> {
-    fn link(&self, ctx: &InstanceContext, d: Option<AnyBox>) -> AnyBox {
-        input::<In>(Box::new(Link::new((self.make)(ctx.instance), down::<Out>(d))))
-    }
-    fn task(&self, ctx: &InstanceContext, rx: Vec<Vec<AnyBox>>, d: Option<AnyBox>) -> Box<dyn Task> {
-        one_input_task::<In>(ctx, rx, Box::new(Link::new((self.make)(ctx.instance), down::<Out>(d))))
-    }
-}
-
-struct SinkCode<T, M> {
-    make: M,
-    _types: PhantomData<fn(T)>,
-}
-
-impl<T: Data, M: Fn(usize) -> SinkFn<T> + Send> SinkCode<T, M> {
-    fn sink(&self, ctx: &InstanceContext) -> Box<dyn Input<T>> {
-        let shared = ctx.sink.clone().expect("moirai bug: a sink without sink metrics");
-        Box::new(SinkInput::new((self.make)(ctx.instance), shared, ctx.metrics.clone()))
-    }
-}
-
-impl<T: Data, M: Fn(usize) -> SinkFn<T> + Send> NodeCode for SinkCode<T, M> {
-    fn link(&self, ctx: &InstanceContext, _down: Option<AnyBox>) -> AnyBox {
-        input::<T>(self.sink(ctx))
-    }
-    fn task(&self, ctx: &InstanceContext, rx: Vec<Vec<AnyBox>>, _down: Option<AnyBox>) -> Box<dyn Task> {
-        one_input_task::<T>(ctx, rx, self.sink(ctx))
-    }
-}
-
-struct SourceCode<T>(Source<T>);
-
-impl<T: Data> NodeCode for SourceCode<T> {
-    fn link(&self, _ctx: &InstanceContext, _down: Option<AnyBox>) -> AnyBox {
-        unreachable!("moirai bug: a source is always the head of its physical operator")
-    }
-    fn task(&self, ctx: &InstanceContext, _rx: Vec<Vec<AnyBox>>, d: Option<AnyBox>) -> Box<dyn Task> {
-        let mut source = self.0.clone();
-        if let (Some((factor, over)), Offered::Constant(r)) = (ctx.ramp, source.offered) {
-            source.offered = Offered::Ramp { from: r, to: r * factor, over };
-        }
-        let task = SourceTask::new(
-            &source,
-            ctx.instance,
-            ctx.parallelism,
-            down::<T>(d),
-            ctx.batch_size,
-            ctx.stop.clone(),
-            ctx.signal.clone(),
-            ctx.metrics.clone(),
-        );
-        Box::new(task)
-    }
-    fn offered(&self) -> Option<Offered> {
-        Some(self.0.offered)
-    }
-    fn source_cursor(&self, instance: usize, parallelism: usize, head: AnyBox) -> Option<Box<dyn SourceCursor>> {
-        Some(Box::new(Cursor::new(self.0.clone(), instance, parallelism, down::<T>(Some(head)))))
-    }
-}
-
-struct TwoInputCode<L, R, Out, Op, M> {
-    make: M,
-    _types: PhantomData<fn(L, R, Op) -> Out>,
-}
-
-impl<L: Data, R: Data, Out: Data, Op: TwoInputOperator<L, R, Out>, M: Fn(usize) -> Op + Send> NodeCode
-    for TwoInputCode<L, R, Out, Op, M>
-{
-    fn link(&self, _ctx: &InstanceContext, _down: Option<AnyBox>) -> AnyBox {
-        unreachable!("moirai bug: a two-input operator is always the head of its physical operator")
-    }
-    fn task(&self, ctx: &InstanceContext, mut rx: Vec<Vec<AnyBox>>, d: Option<AnyBox>) -> Box<dyn Task> {
-        let right = receivers::<R>(rx.pop().unwrap_or_default());
-        let left = receivers::<L>(rx.pop().unwrap_or_default());
-        let nl = left.len();
-        Box::new(TwoInputTask {
-            progress: Progress::new(nl + right.len()),
-            left: Port::new(left, 0),
-            right: Port::new(right, nl),
-            head: Box::new(TwoInputLink::new((self.make)(ctx.instance), down::<Out>(d))),
-            signal: ctx.signal.clone(),
-            metrics: ctx.metrics.clone(),
-        })
-    }
-}
-
-pub(crate) struct NodeEntry {
-    pub(crate) node: LogicalNode,
-    pub(crate) code: Box<dyn NodeCode>,
-    pub(crate) output: Option<Box<dyn OutputCode>>,
-    /// What the operator is, for micro-batch execution's translation.
-    pub(crate) role: Role,
-    /// How its output crosses processes, when declared with [`Stream::serde`].
-    pub(crate) wire: Option<Arc<dyn WireCode>>,
-}
-
-pub(crate) struct EdgeEntry {
-    pub(crate) edge: LogicalEdge,
-    /// `None`: forward if parallelisms are equal, else rebalance (decided at build).
-    pub(crate) partitioning: Option<Partitioning>,
-    pub(crate) key_hash: Option<AnyShared>,
-}
+use crate::wire::Wire;
 
 struct QueryGraph {
     name: String,
@@ -333,11 +76,21 @@ pub struct BuiltQuery {
 
 impl BuiltQuery {
     /// The query's name.
+    /// ```
+    /// # use moirai_engine::{Engine, EngineConfig, Query, Source};
+    /// let q = Query::new("clicks"); q.source("s", Source::new(|_, _| 0..1u64)).discard("out");
+    /// assert_eq!(q.build().unwrap().name(), "clicks");
+    /// ```
     pub fn name(&self) -> &str {
         &self.name
     }
 
     /// Its logical graph.
+    /// ```
+    /// # use moirai_engine::{Engine, EngineConfig, Query, Source};
+    /// let q = Query::new("q"); q.source("s", Source::new(|_, _| 0..1u64)).discard("out");
+    /// assert_eq!(q.build().unwrap().graph().nodes.len(), 2);
+    /// ```
     pub fn graph(&self) -> &LogicalGraph {
         &self.graph
     }
@@ -345,6 +98,11 @@ impl BuiltQuery {
 
 impl Query {
     /// A new, empty query.
+    /// ```
+    /// # use moirai_engine::{Engine, EngineConfig, Query, Source};
+    /// let q = Query::new("words");
+    /// assert!(q.build().is_err(), "an empty query does not build");
+    /// ```
     pub fn new(name: &str) -> Self {
         let mut errors = Vec::new();
         if name.trim().is_empty() {
@@ -361,6 +119,11 @@ impl Query {
     }
 
     /// Adds a source.
+    /// ```
+    /// # use moirai_engine::{Engine, EngineConfig, Query, Source};
+    /// let q = Query::new("q");
+    /// q.source("numbers", Source::new(|_, _| 0..1000u64).rate(500.0)).discard("out");
+    /// ```
     pub fn source<T: Data>(&self, name: &str, source: Source<T>) -> Stream<T> {
         if let Err(e) = source.offered.validate() {
             let mut g = lock(&self.graph);
@@ -398,6 +161,11 @@ impl Query {
     }
 
     /// Checks the query and resolves default partitionings.
+    /// ```
+    /// # use moirai_engine::{Engine, EngineConfig, Query, Source};
+    /// let q = Query::new("q"); q.source("s", Source::new(|_, _| 0..1u64)).parallelism(0).discard("out");
+    /// assert!(q.build().err().unwrap().to_string().contains("parallelism 0"));
+    /// ```
     pub fn build(self) -> Result<BuiltQuery, BuildError> {
         let g = std::mem::replace(
             &mut *lock(&self.graph),
@@ -453,6 +221,9 @@ impl<T> Clone for Stream<T> {
 }
 
 /// Hashes keys the same way everywhere (partitioning and tests).
+/// ```
+/// assert_eq!(moirai_engine::query::key_hash(&"a"), moirai_engine::query::key_hash(&"a"));
+/// ```
 pub fn key_hash<K: Hash>(key: &K) -> u64 {
     FxBuildHasher.hash_one(key)
 }
@@ -495,6 +266,11 @@ impl<T: Data> Stream<T> {
     }
 
     /// Sets how many instances run the operator that produces this stream.
+    /// ```
+    /// # use moirai_engine::{Engine, EngineConfig, Query, Source};
+    /// let q = Query::new("q");
+    /// q.source("s", Source::new(|_, _| 0..10u64)).map("double", |x| 2 * x).parallelism(4).discard("out");
+    /// ```
     pub fn parallelism(self, n: usize) -> Self {
         lock(&self.graph).nodes[self.node].node.parallelism = n;
         self
@@ -503,6 +279,11 @@ impl<T: Data> Stream<T> {
     /// Places the operator that produces this stream on the named thread of the `fused`
     /// threading model (`--threading fused:NAME,...`; a name it does not declare is an error).
     /// Other threading models ignore it. A chain runs on the thread of its first placed operator.
+    /// ```
+    /// # use moirai_engine::{Engine, EngineConfig, Query, Source};
+    /// let q = Query::new("q");
+    /// q.source("s", Source::new(|_, _| 0..10u64)).thread("io").map("work", |x| x + 1).thread("cpu").discard("out");
+    /// ```
     pub fn thread(self, name: &str) -> Self {
         lock(&self.graph).nodes[self.node].node.thread = Some(name.to_string());
         self
@@ -515,18 +296,38 @@ impl<T: Data> Stream<T> {
     }
 
     /// Instance *i* feeds instance *i* of the next operator (needs equal parallelism).
+    /// ```
+    /// # use moirai_engine::{Engine, EngineConfig, Query, Source};
+    /// let q = Query::new("q");
+    /// q.source("s", Source::new(|_, _| 0..10u64)).forward().map("inc", |x| x + 1).discard("out");
+    /// ```
     pub fn forward(self) -> Self {
         self.partitioned(Partitioning::Forward)
     }
     /// Round-robin over the next operator's instances.
+    /// ```
+    /// # use moirai_engine::{Engine, EngineConfig, Query, Source};
+    /// let q = Query::new("q");
+    /// q.source("s", Source::new(|_, _| 0..10u64)).rebalance().map("inc", |x| x + 1).parallelism(2).discard("out");
+    /// ```
     pub fn rebalance(self) -> Self {
         self.partitioned(Partitioning::Rebalance)
     }
     /// A random instance of the next operator per tuple.
+    /// ```
+    /// # use moirai_engine::{Engine, EngineConfig, Query, Source};
+    /// let q = Query::new("q");
+    /// q.source("s", Source::new(|_, _| 0..10u64)).shuffle().map("inc", |x| x + 1).parallelism(2).discard("out");
+    /// ```
     pub fn shuffle(self) -> Self {
         self.partitioned(Partitioning::Shuffle)
     }
     /// Every tuple to every instance of the next operator.
+    /// ```
+    /// # use moirai_engine::{Engine, EngineConfig, Query, Source};
+    /// let q = Query::new("q");
+    /// q.source("s", Source::new(|_, _| 0..10u64)).broadcast().map("inc", |x| x + 1).parallelism(2).discard("out");
+    /// ```
     pub fn broadcast(self) -> Self {
         self.partitioned(Partitioning::Broadcast)
     }
@@ -535,6 +336,12 @@ impl<T: Data> Stream<T> {
     /// share a link of `hone.capacity` tuples/s, and every `hone.tau` its scheduler (LBF, RR or
     /// FIFO) decides whose queued tuples cross ([`crate::exchange`]). Which consumer instance a
     /// tuple reaches is still the partitioning's choice; the edge is never chained.
+    /// ```
+    /// # use moirai_engine::{Hone, Query, Source};
+    /// # use std::time::Duration;
+    /// let q = Query::new("q");
+    /// q.source("s", Source::new(|_, _| 0..10u64)).parallelism(2).exchange(Hone::lbf(Duration::from_millis(10)).capacity(20_000)).map("m", |x| x).discard("out");
+    /// ```
     pub fn exchange(mut self, hone: Hone) -> Self {
         if let Err(e) = hone.validate() {
             let mut g = lock(&self.graph);
@@ -546,18 +353,37 @@ impl<T: Data> Stream<T> {
     }
 
     /// Applies `f` to each tuple's data.
+    /// ```
+    /// # use moirai_engine::{Engine, EngineConfig, Query, Source};
+    /// let q = Query::new("q");
+    /// let out = q.source("s", Source::new(|_, _| 1..4u64)).map("square", |x| x * x).collect("out");
+    /// # Engine::start(EngineConfig::default(), vec![q.build().unwrap()]).unwrap().wait().unwrap();
+    /// # assert_eq!(out.take().iter().map(|t| t.data).collect::<Vec<_>>(), [1, 4, 9]);
+    /// ```
     pub fn map<U: Data>(self, name: &str, f: impl Fn(T) -> U + Send + Sync + 'static) -> Stream<U> {
         let f = Arc::new(f);
         self.process_as(name, Role::Stateless("map"), move |_| Map(f.clone()))
     }
 
     /// Keeps the tuples for which `f` is true.
+    /// ```
+    /// # use moirai_engine::{Engine, EngineConfig, Query, Source};
+    /// let q = Query::new("q");
+    /// let out = q.source("s", Source::new(|_, _| 0..10u64)).filter("even", |x| x % 2 == 0).collect("out");
+    /// # Engine::start(EngineConfig::default(), vec![q.build().unwrap()]).unwrap().wait().unwrap();
+    /// # assert_eq!(out.take().len(), 5);
+    /// ```
     pub fn filter(self, name: &str, f: impl Fn(&T) -> bool + Send + Sync + 'static) -> Stream<T> {
         let f = Arc::new(f);
         self.process_as(name, Role::Stateless("filter"), move |_| Filter(f.clone()))
     }
 
     /// Replaces each tuple by the items `f` returns.
+    /// ```
+    /// # use moirai_engine::{Engine, EngineConfig, Query, Source};
+    /// let q = Query::new("q");
+    /// q.source("lines", Source::new(|_, _| ["a b", "c"].into_iter())).flat_map("split", |l: &str| l.split(' ').map(String::from).collect::<Vec<_>>()).discard("out");
+    /// ```
     pub fn flat_map<U: Data, I: IntoIterator<Item = U>>(
         self,
         name: &str,
@@ -568,6 +394,12 @@ impl<T: Data> Stream<T> {
     }
 
     /// Runs a custom [`Operator`], made per instance by `make(instance)`.
+    /// ```
+    /// # use moirai_engine::{Operator, Output, Query, Source, Tuple};
+    /// struct Double; impl Operator<u64, u64> for Double { fn process(&mut self, t: Tuple<u64>, out: &mut Output<'_, u64>) { out.emit(t.with(2 * t.data)) } }
+    /// let q = Query::new("q");
+    /// q.source("s", Source::new(|_, _| 0..10u64)).process("double", |_instance| Double).discard("out");
+    /// ```
     pub fn process<U: Data, Op: Operator<T, U>>(
         self,
         name: &str,
@@ -602,6 +434,13 @@ impl<T: Data> Stream<T> {
     }
 
     /// Merges this stream with `others` (of the same query) into one.
+    /// ```
+    /// # use moirai_engine::{Engine, EngineConfig, Query, Source};
+    /// let q = Query::new("q"); let (a, b) = (q.source("a", Source::new(|_, _| 0..3u64)), q.source("b", Source::new(|_, _| 3..5u64)));
+    /// let out = a.union("both", vec![b]).collect("out");
+    /// # Engine::start(EngineConfig::default(), vec![q.build().unwrap()]).unwrap().wait().unwrap();
+    /// # assert_eq!(out.take().len(), 5);
+    /// ```
     pub fn union(self, name: &str, others: Vec<Stream<T>>) -> Stream<T> {
         let merged: Stream<T> = self.clone().then(
             name,
@@ -625,6 +464,13 @@ impl<T: Data> Stream<T> {
     }
 
     /// Partitions by key: all tuples with one key reach one instance of the next operator.
+    ///
+    /// ```
+    /// # use moirai_engine::{Agg, Query, Source, Window};
+    /// # use std::time::Duration;
+    /// let q = Query::new("q");
+    /// q.source("s", Source::new(|_, _| 0..100u64)).key_by(|x: &u64| x % 10).window("n", Window::tumbling(Duration::from_secs(1)), Agg::count()).discard("out");
+    /// ```
     pub fn key_by<K: Data + Hash + Eq>(self, key: impl Fn(&T) -> K + Send + Sync + 'static) -> KeyedStream<K, T> {
         let key: Arc<dyn Fn(&T) -> K + Send + Sync> = Arc::new(key);
         let k = key.clone();
@@ -635,6 +481,11 @@ impl<T: Data> Stream<T> {
     }
 
     /// Ends the stream in `f`, called for every tuple; made per instance by `make(instance)`.
+    /// ```
+    /// # use moirai_engine::{Engine, EngineConfig, Query, Source};
+    /// let q = Query::new("q");
+    /// q.source("s", Source::new(|_, _| 0..10u64)).sink_with("print", |instance| move |t: moirai_engine::Tuple<u64>| println!("{instance}: {}", t.data));
+    /// ```
     pub fn sink_with<F: FnMut(Tuple<T>) + Send + 'static>(
         self,
         name: &str,
@@ -646,6 +497,11 @@ impl<T: Data> Stream<T> {
     }
 
     /// Ends the stream in `f`, shared by all instances.
+    /// ```
+    /// # use moirai_engine::{Engine, EngineConfig, Query, Source};
+    /// let q = Query::new("q");
+    /// q.source("s", Source::new(|_, _| 0..10u64)).sink("print", |t| println!("{}", t.data));
+    /// ```
     pub fn sink(self, name: &str, f: impl Fn(Tuple<T>) + Send + Sync + 'static) {
         let f = Arc::new(f);
         self.sink_with(name, move |_| {
@@ -655,11 +511,23 @@ impl<T: Data> Stream<T> {
     }
 
     /// Ends the stream, dropping the tuples (latency is still recorded).
+    /// ```
+    /// # use moirai_engine::{Engine, EngineConfig, Query, Source};
+    /// let q = Query::new("q");
+    /// q.source("s", Source::new(|_, _| 0..10u64)).discard("out");
+    /// ```
     pub fn discard(self, name: &str) {
         self.sink_with(name, |_| |_t: Tuple<T>| {})
     }
 
     /// Ends the stream in a vector the caller can read after the run.
+    /// ```
+    /// # use moirai_engine::{Engine, EngineConfig, Query, Source};
+    /// let q = Query::new("q");
+    /// let out = q.source("s", Source::new(|_, _| 0..3u64)).collect("out");
+    /// # Engine::start(EngineConfig::default(), vec![q.build().unwrap()]).unwrap().wait().unwrap();
+    /// # assert_eq!(out.take().len(), 3);
+    /// ```
     pub fn collect(self, name: &str) -> Collected<T> {
         let collected = Collected(Arc::new(Mutex::new(Vec::new())));
         let c = collected.clone();
@@ -682,6 +550,12 @@ impl<T> Clone for Collected<T> {
 
 impl<T> Collected<T> {
     /// Takes what was collected so far.
+    /// ```
+    /// # use moirai_engine::{Engine, EngineConfig, Query, Source};
+    /// let q = Query::new("q"); let out = q.source("s", Source::new(|_, _| 0..3u64)).collect("out");
+    /// Engine::start(EngineConfig::default(), vec![q.build().unwrap()]).unwrap().wait().unwrap();
+    /// assert_eq!(out.take().iter().map(|t| t.data).collect::<Vec<_>>(), [0, 1, 2]);
+    /// ```
     pub fn take(&self) -> Vec<Tuple<T>> {
         std::mem::take(&mut *lock(&self.0))
     }
@@ -695,6 +569,12 @@ pub struct KeyedStream<K, T> {
 
 impl<K: Data + Hash + Eq, T: Data> KeyedStream<K, T> {
     /// Sends the keyed stream through a Hone exchange (see [`Stream::exchange`]).
+    /// ```
+    /// # use moirai_engine::{Hone, Output, Query, Source};
+    /// # use std::time::Duration;
+    /// let q = Query::new("q");
+    /// q.source("s", Source::new(|_, _| 0..10u64)).parallelism(2).key_by(|x: &u64| *x).exchange(Hone::lbf(Duration::from_millis(10)).capacity(20_000)).process("p", |_| (), |_, _, t, out: &mut Output<'_, u64>| out.emit(t)).discard("out");
+    /// ```
     pub fn exchange(mut self, hone: Hone) -> Self {
         self.stream = self.stream.exchange(hone);
         self
@@ -702,6 +582,13 @@ impl<K: Data + Hash + Eq, T: Data> KeyedStream<K, T> {
 
     /// Stateful processing per key: `f(key, state, tuple, out)`; a key's state starts as
     /// `init(key)`.
+    /// ```
+    /// # use moirai_engine::{Engine, EngineConfig, Output, Query, Source};
+    /// let q = Query::new("q");
+    /// let sums = q.source("s", Source::new(|_, _| 0..6u64)).key_by(|x: &u64| x % 2).process("running sum", |_| 0u64, |_, sum, t, out: &mut Output<'_, u64>| { *sum += t.data; out.emit(t.with(*sum)) }).collect("out");
+    /// # Engine::start(EngineConfig::default(), vec![q.build().unwrap()]).unwrap().wait().unwrap();
+    /// # assert_eq!(sums.take().iter().map(|t| t.data).max(), Some(9));
+    /// ```
     pub fn process<U: Data, S: Send + 'static>(
         self,
         name: &str,
@@ -720,6 +607,12 @@ impl<K: Data + Hash + Eq, T: Data> KeyedStream<K, T> {
     /// Runs a custom [`Operator`] on the keyed stream: every tuple of a key reaches the same
     /// instance, and the operator sees watermarks, timers and the end of input (keep per-key
     /// state in the operator, e.g. in a map).
+    /// ```
+    /// # use moirai_engine::{Operator, Output, Query, Source, Tuple};
+    /// struct Count(u64); impl Operator<u64, u64> for Count { fn process(&mut self, t: Tuple<u64>, _: &mut Output<'_, u64>) { self.0 += 1 } fn on_end(&mut self, out: &mut Output<'_, u64>) { out.emit(Tuple::at(0, self.0)) } }
+    /// let q = Query::new("q");
+    /// q.source("s", Source::new(|_, _| 0..10u64)).key_by(|x: &u64| x % 3).operator("count", |_instance| Count(0)).discard("out");
+    /// ```
     pub fn operator<U: Data, Op: Operator<T, U>>(
         self,
         name: &str,
@@ -729,6 +622,11 @@ impl<K: Data + Hash + Eq, T: Data> KeyedStream<K, T> {
     }
 
     /// Declares that the keyed stream's data can cross processes (see [`Stream::serde`]).
+    /// ```
+    /// # use moirai_engine::{Output, Query, Source};
+    /// let q = Query::new("q");
+    /// q.source("s", Source::new(|_, _| 0..10u64)).key_by(|x: &u64| x % 3).serde().process("p", |_| (), |_, _, t, out: &mut Output<'_, u64>| out.emit(t)).discard("out");
+    /// ```
     pub fn serde(mut self) -> Self
     where
         T: serde::Serialize + serde::de::DeserializeOwned,
@@ -738,6 +636,14 @@ impl<K: Data + Hash + Eq, T: Data> KeyedStream<K, T> {
     }
 
     /// Aggregates each key's tuples per window.
+    /// ```
+    /// # use moirai_engine::{Agg, Engine, EngineConfig, Query, Source, Window};
+    /// # use std::time::Duration;
+    /// let q = Query::new("q");
+    /// let counts = q.source("s", Source::new(|_, _| 0..100u64)).key_by(|x: &u64| x % 2).window("count", Window::tumbling(Duration::from_secs(1)), Agg::count()).collect("out");
+    /// # Engine::start(EngineConfig::default(), vec![q.build().unwrap()]).unwrap().wait().unwrap();
+    /// # assert_eq!(counts.take().iter().map(|t| t.data.value).sum::<f64>(), 100.0);
+    /// ```
     pub fn window<A: Aggregate<T>>(self, name: &str, window: Window, agg: A) -> Stream<WindowResult<K, A::Out>> {
         if let Err(e) = window.validate() {
             let mut g = lock(&self.stream.graph);
@@ -751,6 +657,11 @@ impl<K: Data + Hash + Eq, T: Data> KeyedStream<K, T> {
 
     /// Joins with `right` on the key: emits `f(key, l, r)` for each pair whose event times satisfy
     /// `l + lower_ns <= r <= l + upper_ns`.
+    /// ```
+    /// # use moirai_engine::{Engine, EngineConfig, Query, Source};
+    /// let q = Query::new("q"); let (l, r) = (q.source("l", Source::new(|_, _| 0..3u64)), q.source("r", Source::new(|_, _| 0..3u64)));
+    /// l.key_by(|x: &u64| *x).interval_join("pairs", r.key_by(|x: &u64| *x), -1_000_000_000, 1_000_000_000, |k, _, _| *k).discard("out");
+    /// ```
     pub fn interval_join<R: Data, U: Data>(
         self,
         name: &str,

@@ -6,11 +6,11 @@
 
 use std::sync::Arc;
 
-use crate::channel::{Closed, Message, Sender};
 use crate::exchange::LinkSender;
 use crate::graph::Partitioning;
 use crate::metrics::OperatorMetrics;
 use crate::operator::{Control, Input};
+use crate::sync::channel::{Closed, Message, Sender};
 use crate::tuple::{Data, Tuple};
 
 /// Hash of a tuple's key, for [`Partitioning::KeyBy`].

@@ -32,40 +32,23 @@
 //! `key_by`, broadcast, a Hone exchange, branches, several sources, sources without a constant
 //! rate — is refused with an [`Unsupported`] error naming the operator.
 
-use std::marker::PhantomData;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
-use serde::de::DeserializeOwned;
-use serde::Serialize;
 use serde_json::Value;
 
-use crate::channel::{lock, Signal};
+use crate::code::{InstanceContext, Role};
+use crate::cursor::SourceCursor;
+use crate::erase::AnyBox;
 use crate::graph::{NodeId, Partitioning};
 use crate::metrics::{OperatorMetrics, SinkMetrics};
-use crate::operator::{Control, Input};
-use crate::query::{down, input, AnyBox, AnyShared, BuiltQuery, InstanceContext};
-use crate::router::{bucket, KeyHash};
-use crate::source::{Offered, Source};
+use crate::offered::Offered;
+use crate::query::BuiltQuery;
+use crate::sync::{lock, Signal};
 use crate::task::StopFlag;
-use crate::tuple::{Data, Tuple};
 use crate::window::{TimeDomain, Window};
-
-/// What a logical operator is, as far as micro-batch execution cares.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) enum Role {
-    Source,
-    /// `map`, `filter` or `flat_map`.
-    Stateless(&'static str),
-    /// A custom one-input [`crate::Operator`].
-    Process,
-    Union,
-    Window(Window),
-    /// A keyed `process` or `operator`: per-key state in user code.
-    Keyed(&'static str),
-    Join,
-    Sink,
-}
+pub use crate::wire::{event_ns, WireError};
+use crate::wire::{Buckets, WireCode};
 
 /// What micro-batch execution runs, said in every refusal.
 pub const SUPPORTED: &str = "micro-batch mode runs one source at a constant rate, then map/filter/flat_map/process, \
@@ -83,147 +66,6 @@ pub struct Unsupported {
 
 fn unsupported<T>(operator: &str, reason: impl Into<String>) -> Result<T, Unsupported> {
     Err(Unsupported { operator: operator.to_string(), reason: reason.into() })
-}
-
-/// A tuple on the wire: `[event_ns, data]`.
-fn encode<T: Serialize>(t: &Tuple<T>) -> Value {
-    serde_json::to_value((t.event_ns, &t.data)).unwrap_or(Value::Null)
-}
-
-fn decode<T: DeserializeOwned>(v: Value) -> Result<Tuple<T>, String> {
-    let (event_ns, data): (u64, T) =
-        serde_json::from_value(v).map_err(|e| format!("a tuple on the wire does not decode: {e}"))?;
-    Ok(Tuple::at(event_ns, data))
-}
-
-/// The event time of a tuple on the wire.
-pub fn event_ns(v: &Value) -> Option<u64> {
-    v.get(0).and_then(Value::as_u64)
-}
-
-type Buckets = Arc<Mutex<Vec<Vec<Value>>>>;
-
-/// The typed code of a stream that crosses processes, with its type erased.
-pub(crate) trait WireCode: Send + Sync {
-    /// A chain's end that encodes tuples into `buckets`, by key hash when given (a `KeyHash<T>`).
-    fn bucketer(&self, key_hash: Option<AnyShared>, buckets: Buckets) -> AnyBox;
-    /// Decodes `values` and pushes them into `head` (a `Box<dyn Input<T>>`).
-    fn push(&self, head: &mut AnyBox, values: Vec<Value>) -> Result<(), String>;
-    /// `head`'s control interface.
-    fn control<'a>(&self, head: &'a mut AnyBox) -> &'a mut dyn Control;
-}
-
-pub(crate) struct Wire<T>(PhantomData<fn() -> T>);
-
-impl<T> Wire<T> {
-    pub(crate) fn new() -> Self {
-        Wire(PhantomData)
-    }
-}
-
-const TYPES: &str = "moirai bug: a stream's type does not match its wire";
-
-struct Bucketer<T> {
-    key_hash: Option<KeyHash<T>>,
-    buckets: Buckets,
-}
-
-impl<T: Serialize + Send> Input<T> for Bucketer<T> {
-    fn push_batch(&mut self, batch: &mut Vec<Tuple<T>>) {
-        let mut buckets = lock(&self.buckets);
-        let n = buckets.len();
-        for t in batch.drain(..) {
-            let b = self.key_hash.as_ref().map_or(0, |h| bucket(h(&t.data), n));
-            buckets[b].push(encode(&t));
-        }
-    }
-}
-
-impl<T: Send> Control for Bucketer<T> {
-    fn watermark(&mut self, _watermark: u64) {}
-    fn tick(&mut self, _now_ns: u64) {}
-    fn next_timer(&self) -> Option<u64> {
-        None
-    }
-    fn flush(&mut self) {}
-    fn finish(&mut self) {}
-}
-
-impl<T: Data + Serialize + DeserializeOwned> WireCode for Wire<T> {
-    fn bucketer(&self, key_hash: Option<AnyShared>, buckets: Buckets) -> AnyBox {
-        let key_hash = key_hash.map(|k| k.downcast_ref::<KeyHash<T>>().expect(TYPES).clone());
-        input::<T>(Box::new(Bucketer { key_hash, buckets }))
-    }
-    fn push(&self, head: &mut AnyBox, values: Vec<Value>) -> Result<(), String> {
-        let head = head.downcast_mut::<Box<dyn Input<T>>>().expect(TYPES);
-        let mut batch = values.into_iter().map(decode).collect::<Result<Vec<Tuple<T>>, String>>()?;
-        head.push_batch(&mut batch);
-        Ok(())
-    }
-    fn control<'a>(&self, head: &'a mut AnyBox) -> &'a mut dyn Control {
-        &mut **head.downcast_mut::<Box<dyn Input<T>>>().expect(TYPES)
-    }
-}
-
-/// A source instance as the head of micro-batch map tasks.
-pub(crate) trait SourceCursor: Send {
-    /// Pushes the tuples intended in `[from_ns, to_ns)` (ns after the start) into the chain, and
-    /// returns the watermark after them: the largest event time so far minus the source's
-    /// out-of-orderness (none before the first tuple).
-    fn run(&mut self, from_ns: u64, to_ns: u64) -> Option<u64>;
-    /// Feeds `head` (a `Box<dyn Input<T>>`) from now on: operators are made afresh per task.
-    fn set_head(&mut self, head: AnyBox);
-}
-
-pub(crate) struct Cursor<T> {
-    source: Source<T>,
-    instance: usize,
-    parallelism: usize,
-    offered: Offered,
-    items: Box<dyn Iterator<Item = T> + Send>,
-    next: u64,
-    max_event: Option<u64>,
-    head: Box<dyn Input<T>>,
-}
-
-impl<T: Send + 'static> Cursor<T> {
-    pub(crate) fn new(source: Source<T>, instance: usize, parallelism: usize, head: Box<dyn Input<T>>) -> Self {
-        let items = (source.generator)(instance, parallelism);
-        let offered = source.offered.split(parallelism);
-        Cursor { source, instance, parallelism, offered, items, next: 0, max_event: None, head }
-    }
-}
-
-impl<T: Send + 'static> SourceCursor for Cursor<T> {
-    fn run(&mut self, from_ns: u64, to_ns: u64) -> Option<u64> {
-        if self.next > 0 && self.offered.intended(self.next - 1) >= from_ns {
-            // A replay: regenerate the instance's input from its start.
-            self.items = (self.source.generator)(self.instance, self.parallelism);
-            (self.next, self.max_event) = (0, None);
-        }
-        let mut batch = Vec::new();
-        loop {
-            let intended = self.offered.intended(self.next);
-            if intended >= to_ns {
-                break;
-            }
-            let Some(item) = self.items.next() else { break };
-            self.next += 1;
-            let event = self.source.event_time.as_ref().map_or(intended, |f| f(&item));
-            self.max_event = Some(self.max_event.map_or(event, |m| m.max(event)));
-            if intended >= from_ns {
-                batch.push(Tuple { event_ns: event, intended_ns: intended, ingress_ns: intended, data: item });
-            }
-        }
-        if !batch.is_empty() {
-            self.head.push_batch(&mut batch);
-        }
-        self.max_event.map(|m| m.saturating_sub(self.source.out_of_orderness_ns))
-    }
-
-    fn set_head(&mut self, head: AnyBox) {
-        self.head = down::<T>(Some(head));
-    }
 }
 
 /// A query cut into a map side, an optional shuffle and reduce side, and a sink.
@@ -496,7 +338,7 @@ pub struct ReduceSide {
 
 impl ReduceSide {
     /// Adds tuples (on the wire) to the open windows.
-    pub fn push(&mut self, values: Vec<Value>) -> Result<(), String> {
+    pub fn push(&mut self, values: Vec<Value>) -> Result<(), WireError> {
         self.log.extend(values.iter().cloned());
         self.unsent += values.len();
         self.wire.push(&mut self.head, values)
@@ -559,7 +401,7 @@ impl ReduceSide {
     /// emitted before the checkpoint and are dropped (also those of windows the log still holds
     /// tuples of but the watermark had closed). Afterwards no input is unsent: the checkpoint
     /// holds it.
-    pub fn restore(&mut self, watermark: Option<u64>, log: Vec<Value>) -> Result<(), String> {
+    pub fn restore(&mut self, watermark: Option<u64>, log: Vec<Value>) -> Result<(), WireError> {
         self.push(log)?;
         if let Some(w) = watermark {
             self.watermark(w);
@@ -588,7 +430,7 @@ pub struct SinkSide {
 
 impl SinkSide {
     /// Delivers committed outputs (on the wire) to the sink.
-    pub fn push(&mut self, values: Vec<Value>) -> Result<(), String> {
+    pub fn push(&mut self, values: Vec<Value>) -> Result<(), WireError> {
         self.wire.push(&mut self.head, values)
     }
 
@@ -603,7 +445,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::{Agg, Query, WindowResult};
+    use crate::{Agg, Query, Source, Tuple, WindowResult};
 
     /// Numbers 0..n at 1000/s over 2 partitions: tuple k of a partition at 2k ms.
     fn numbers(q: &Query, n: u64) -> crate::Stream<u64> {

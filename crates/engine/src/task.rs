@@ -5,9 +5,10 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use crate::channel::{Message, Receiver, Signal};
 use crate::metrics::OperatorMetrics;
 use crate::operator::{Input, TwoInput};
+use crate::sync::channel::{Message, Receiver};
+use crate::sync::Signal;
 use crate::tuple::{now_ns, Tuple};
 
 /// What one step of a task achieved.
@@ -255,13 +256,13 @@ pub struct StopFlag {
 
 impl StopFlag {
     pub(crate) fn register(&self, signal: Arc<Signal>) {
-        crate::channel::lock(&self.signals).push(signal);
+        crate::sync::lock(&self.signals).push(signal);
     }
 
     /// Requests the stop and wakes sleeping sources.
     pub fn request(&self) {
         self.stop.store(true, Ordering::SeqCst);
-        for s in crate::channel::lock(&self.signals).iter() {
+        for s in crate::sync::lock(&self.signals).iter() {
             s.notify();
         }
     }

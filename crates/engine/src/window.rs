@@ -13,6 +13,7 @@ use std::time::Duration;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
+use crate::error::InvalidSetting;
 use crate::operator::{Operator, Output};
 use crate::tuple::{now_ns, Data, Tuple};
 
@@ -55,7 +56,11 @@ impl Window {
     }
 
     /// Checks the shape; the message says how to fix it.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InvalidSetting> {
+        self.check().map_err(|message| InvalidSetting::new("window", message))
+    }
+
+    fn check(&self) -> Result<(), String> {
         if self.size_ns == 0 || self.slide_ns == 0 {
             return Err("window size and slide must be positive".into());
         }
@@ -326,7 +331,7 @@ mod tests {
     #[test]
     fn bad_shapes_are_explained() {
         assert!(Window::tumbling(Duration::ZERO).validate().is_err());
-        let e = Window::sliding(Duration::from_secs(1), Duration::from_secs(2)).validate().unwrap_err();
+        let e = Window::sliding(Duration::from_secs(1), Duration::from_secs(2)).validate().unwrap_err().to_string();
         assert!(e.contains("slide"), "{e}");
     }
 }

@@ -61,7 +61,7 @@ fn every_policy_name_builds_and_ranks_a_running_engine() {
     let qbs = PolicyPrioritizer::new("qbs").unwrap().priorities(&topology, &engine.snapshot(), Default::default());
     let classes: Vec<f64> = qbs.unwrap();
     assert_eq!(classes, vec![5.0, 10.0, 10.0], "the output side is QBS' high class");
-    assert!(PolicyPrioritizer::new("script:queue_size +").is_err_and(|e| e.contains("script")));
+    assert!(PolicyPrioritizer::new("script:queue_size +").is_err_and(|e| e.to_string().contains("script")));
     engine.stop();
     wait_or_fail(engine, HANG).unwrap();
 }

@@ -111,8 +111,8 @@ fn sample(stages: &Rc<Stages>, interval_ns: u64) -> Sample {
     }
 }
 
-fn protocol(e: String) -> Error {
-    Error::Protocol(e)
+fn protocol(e: impl ToString) -> Error {
+    Error::Protocol(e.to_string())
 }
 
 impl Job for QueryJob {

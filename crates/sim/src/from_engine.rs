@@ -29,8 +29,10 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
+use moirai_contract::metrics::OperatorCounters;
 use moirai_engine::graph::{LogicalEdge, LogicalGraph, LogicalNode, NodeKind, Partitioning};
-use moirai_middleware::driver::moirai::{EngineClient, EngineCounters, EngineTopology};
+use moirai_engine::topology::Topology;
+use moirai_middleware::driver::moirai::EngineClient;
 
 use crate::event::Nanos;
 use crate::model::{Model, NodeCost, Rate};
@@ -106,7 +108,7 @@ pub struct EngineSample {
     /// The window between the two reads, seconds (as timed here).
     pub window_s: f64,
     /// `/topology`.
-    pub topology: EngineTopology,
+    pub topology: Topology,
     /// Per chain, in the order of their first physical operator.
     pub chains: Vec<SampledChain>,
 }
@@ -131,13 +133,11 @@ pub fn sample(url: &str, window: Duration, hop: HopCosts) -> Result<EngineSample
             ))
         }
     })?;
-    if topology.physical.iter().enumerate().any(|(i, p)| p.id != i) {
-        return Err(bad(format!("--from-engine: {url}/topology: physical ids are not 0..n in order")));
-    }
+    topology.check_ids().map_err(|e| bad(format!("--from-engine: {url}/topology: {e}")))?;
     // Threads are read only for an engine on this machine (a loopback URL): a remote engine's pid
     // would name some other process here.
     let local = moirai_middleware::driver::loopback_port(url).is_some();
-    let read = |t: &EngineTopology| -> Result<(Instant, BTreeMap<usize, EngineCounters>, Vec<Option<f64>>), SimError> {
+    let read = |t: &Topology| -> Result<(Instant, BTreeMap<usize, OperatorCounters>, Vec<Option<f64>>), SimError> {
         let at = Instant::now();
         let counters = client.counters().map_err(|e| bad(format!("--from-engine: {e}")))?;
         let wakeups = t.physical.iter().map(|p| if local { voluntary_switches(t.pid, p.tid) } else { None }).collect();
@@ -147,7 +147,7 @@ pub fn sample(url: &str, window: Duration, hop: HopCosts) -> Result<EngineSample
     std::thread::sleep(window);
     let (t1, after, w1) = read(&topology)?;
     let window_s = (t1 - t0).as_secs_f64();
-    let pool = !topology.threading.is_empty() && topology.threading != "dedicated";
+    let pool = topology.is_pool();
     let ops: Vec<SampledOperator> = (0..topology.physical.len())
         .map(|id| {
             let (a, b) = (before.get(&id).cloned().unwrap_or_default(), after.get(&id).cloned().unwrap_or_default());
@@ -180,18 +180,9 @@ fn chain_name(physical: &str) -> &str {
     physical.rsplit_once(" (").map_or(physical, |(name, _)| name)
 }
 
-fn kind_of(kind: &str) -> Result<NodeKind, SimError> {
-    match kind {
-        "source" => Ok(NodeKind::Source),
-        "operator" => Ok(NodeKind::Operator),
-        "sink" => Ok(NodeKind::Sink),
-        other => Err(SimError::Model(format!("--from-engine: unknown operator kind '{other}' in /topology"))),
-    }
-}
-
 /// Checks that every index in `topology` points at something, so that nothing below indexes out
 /// of bounds on an engine that answers garbage.
-fn check(topology: &EngineTopology, operators: usize) -> Result<(), SimError> {
+fn check(topology: &Topology, operators: usize) -> Result<(), SimError> {
     let bad = |what: String| Err(SimError::Model(format!("--from-engine: /topology is inconsistent: {what}")));
     let (n, nodes) = (topology.physical.len(), topology.logical.nodes.len());
     if n != operators || topology.physical.iter().enumerate().any(|(i, p)| p.id != i) {
@@ -211,7 +202,7 @@ fn check(topology: &EngineTopology, operators: usize) -> Result<(), SimError> {
 
 /// Per-chain costs from per-operator counters (`ops`, indexed by physical id; see the module docs).
 pub fn chains(
-    topology: &EngineTopology,
+    topology: &Topology,
     ops: &[SampledOperator],
     window_s: f64,
     hop: HopCosts,
@@ -246,7 +237,7 @@ pub fn chains(
         let head = logical.first().and_then(|&n| topology.logical.nodes.get(n)).ok_or_else(|| {
             SimError::Model(format!("--from-engine: operator '{}' names no logical operator", first.name))
         })?;
-        let kind = kind_of(&head.kind)?;
+        let kind = head.kind;
         let sum = |f: &dyn Fn(&SampledOperator) -> f64| ids.iter().map(|&i| f(&ops[i])).sum::<f64>();
         let (tuples_in, tuples_out, cpu_ns) = (sum(&|o| o.tuples_in), sum(&|o| o.tuples_out), sum(&|o| o.cpu_ns));
         let name = chain_name(&first.name).to_string();
@@ -274,7 +265,7 @@ pub fn chains(
                     .filter(|c| c.from == i)
                     .filter(|c| {
                         topology.logical.edges.iter().any(|e| {
-                            e.partitioning == "broadcast"
+                            e.partitioning == Partitioning::Broadcast
                                 && logical.contains(&e.from)
                                 && topology.physical[c.to].logical.first() == Some(&e.to)
                         })
@@ -309,18 +300,8 @@ impl EngineSample {
     /// The logical graph `/topology` describes; a stream with a Hone exchange is refused.
     pub fn graph(&self) -> Result<LogicalGraph, SimError> {
         let l = &self.topology.logical;
-        let nodes = (l.nodes.iter())
-            .map(|n| {
-                Ok(LogicalNode {
-                    query: n.query.clone(),
-                    name: n.name.clone(),
-                    kind: kind_of(&n.kind)?,
-                    ports: n.ports,
-                    parallelism: n.parallelism,
-                    thread: None,
-                })
-            })
-            .collect::<Result<Vec<_>, SimError>>()?;
+        // The same logical operators the engine planned (their thread hints are no business of the model).
+        let nodes = l.nodes.iter().map(|n| LogicalNode { thread: None, ..n.clone() }).collect();
         let edges = (l.edges.iter())
             .map(|e| {
                 if e.exchange.is_some() {
@@ -331,20 +312,7 @@ impl EngineSample {
                         l.nodes.get(e.to).map_or("?", |n| &n.name)
                     )));
                 }
-                let partitioning = match e.partitioning.as_str() {
-                    "forward" => Partitioning::Forward,
-                    "rebalance" => Partitioning::Rebalance,
-                    "shuffle" => Partitioning::Shuffle,
-                    "key_by" => Partitioning::KeyBy,
-                    "broadcast" => Partitioning::Broadcast,
-                    other => {
-                        return Err(SimError::Model(format!(
-                            "--from-engine: /topology has a stream with partitioning '{other}'; this engine is newer \
-                             or older than the simulator (expected forward, rebalance, shuffle, key_by or broadcast)"
-                        )))
-                    }
-                };
-                Ok(LogicalEdge { from: e.from, to: e.to, port: e.port, partitioning, exchange: None })
+                Ok(LogicalEdge { from: e.from, to: e.to, port: e.port, partitioning: e.partitioning, exchange: None })
             })
             .collect::<Result<Vec<_>, SimError>>()?;
         Ok(LogicalGraph { nodes, edges })
@@ -449,7 +417,7 @@ mod tests {
     use super::*;
 
     /// `/topology` of a source (2 instances) shuffling into a sink (1 instance), as an engine serves it.
-    fn topology(channels: &str) -> EngineTopology {
+    fn topology(channels: &str) -> Topology {
         serde_json::from_str(&format!(
             r#"{{"pid": 1, "threading": "dedicated", "chaining": false, "queries": ["q"],
             "logical": {{"nodes": [{{"query": "q", "name": "src", "kind": "source", "ports": 0, "parallelism": 2}},

@@ -79,7 +79,7 @@ pub fn configure(c: &Configuration, base: &SimConfig) -> Result<SimConfig, SimEr
     config.threading = match c.threading.as_deref() {
         None => Threading::Dedicated,
         Some(text) => {
-            let mut t: Threading = text.parse().map_err(not)?;
+            let mut t: Threading = text.parse().map_err(|e: moirai_engine::InvalidSetting| not(e.to_string()))?;
             // Without a worker count, one worker per simulated core (not per core of this machine).
             let counted = text.split(':').skip(1).any(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
             match &mut t {

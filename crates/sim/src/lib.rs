@@ -54,8 +54,6 @@ pub mod hone;
 pub mod lab;
 mod linear_road;
 pub mod model;
-mod observe;
-mod policy;
 pub mod sim;
 pub mod wordcount;
 

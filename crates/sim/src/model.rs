@@ -12,9 +12,9 @@
 //! [`Model::syn`] builds SYN (incl. `--lachesis` and `--blocking`) from `moirai_workloads::syn`:
 //! the same queries and the same drawn costs as `moirai run syn`.
 
-use moirai_engine::engine::{Topology, TopologyOperator};
 use moirai_engine::graph::{LogicalGraph, NodeKind, Partitioning};
 use moirai_engine::plan::PhysicalPlan;
+use moirai_engine::topology::{PhysicalOperator, Topology};
 use moirai_engine::{BuiltQuery, Threading};
 use moirai_workloads::syn::{self, SynConfig};
 
@@ -225,7 +225,7 @@ impl Model {
                 block: chain.iter().find_map(|&n| nodes[n].block),
                 rate,
             });
-            physical.push(TopologyOperator {
+            physical.push(PhysicalOperator {
                 id: p.id,
                 query: p.query.clone(),
                 name: p.name.clone(),
@@ -250,12 +250,12 @@ impl Model {
         }
         let topology = Topology {
             pid: 0,
-            threading: Threading::Dedicated,
+            threading: Threading::Dedicated.to_string(),
             threads: Vec::new(),
             thread_level: 0,
             chaining,
             queries: names,
-            logical: graph,
+            logical: graph.document(),
             physical,
             channels: plan.channels,
         };

@@ -8,6 +8,7 @@
 //! - [`wordcount`]: Hone's WordCount, with shuffle, key and partial key grouping.
 //! - [`ysb`]: the Yahoo Streaming Benchmark (ad events, campaign join, 10 s windows).
 #![forbid(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod check;
 pub mod cost;

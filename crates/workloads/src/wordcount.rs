@@ -138,7 +138,7 @@ impl WordCountConfig {
         }
         crate::check::window_ms("window_ms", self.window_ms, "e.g. 1000").map_err(BuildError::Config)?;
         if let Some(h) = &self.exchange {
-            h.validate().map_err(BuildError::Config)?;
+            h.validate().map_err(|e| BuildError::Config(e.to_string()))?;
         }
         if let Some(f) = self.straggler {
             if !(f.is_finite() && (1.0..=1000.0).contains(&f)) {

@@ -173,8 +173,10 @@ pub fn applied(port: u16, policy: &str) -> BTreeMap<i32, (String, i64)> {
         .collect()
 }
 
-/// The Flink jobs, built on first use; `None` (test skipped, with the reason) without root or a JDK.
+/// The Flink jobs, built on first use; `None` (test skipped, with the reason) without root or a
+/// JDK and Maven.
 pub fn flink_jobs(test: &str) -> Option<FlinkJobs> {
+    moirai_bench::requires::or_skip(test, moirai_bench::requires::jdk_and_maven())?;
     if !is_root() {
         eprintln!("SKIPPED {test}: needs root (CAP_SYS_NICE, cgroupfs)");
         return None;

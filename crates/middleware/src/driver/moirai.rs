@@ -22,123 +22,16 @@ use std::time::Duration;
 
 use moirai_os::identity::{self, LockFile};
 
-use moirai_sched::{LogicalOperator, Metric, OpKind, PhysicalOperator, SpeTopology, ThreadRef};
-use serde::Deserialize;
+use moirai_contract::sched as contract;
+use moirai_sched::{Metric, SpeTopology, ThreadRef};
 
 use super::{Driver, Observation};
 use crate::prometheus;
 
-/// `/topology`, as far as the driver needs it.
-#[derive(Clone, Debug, Deserialize)]
-pub struct EngineTopology {
-    /// The engine's process id.
-    pub pid: u32,
-    /// The threading model (`dedicated`, `dynamic:2`, ...; absent from older engines).
-    #[serde(default)]
-    pub threading: String,
-    /// Whether forward edges were fused (chaining).
-    #[serde(default)]
-    pub chaining: bool,
-    /// Query names.
-    pub queries: Vec<String>,
-    /// Logical operators and streams.
-    pub logical: EngineLogical,
-    /// Physical operators.
-    pub physical: Vec<EnginePhysical>,
-    /// Channels between physical operators.
-    pub channels: Vec<EngineChannel>,
-}
-
-/// Logical part of `/topology`.
-#[derive(Clone, Debug, Deserialize)]
-pub struct EngineLogical {
-    /// Operators.
-    pub nodes: Vec<EngineNode>,
-    /// Streams.
-    pub edges: Vec<EngineEdge>,
-}
-
-/// A logical operator.
-#[derive(Clone, Debug, Deserialize)]
-pub struct EngineNode {
-    /// Query.
-    pub query: String,
-    /// Name.
-    pub name: String,
-    /// `source`, `operator` or `sink`.
-    pub kind: String,
-    /// Input ports (0 for a source, 2 for a join).
-    #[serde(default)]
-    pub ports: usize,
-    /// Instances (fission).
-    #[serde(default = "one")]
-    pub parallelism: usize,
-}
-
-fn one() -> usize {
-    1
-}
-
-/// A logical stream.
-#[derive(Clone, Debug, Deserialize)]
-pub struct EngineEdge {
-    /// Producer.
-    pub from: usize,
-    /// Consumer.
-    pub to: usize,
-    /// The consumer's input port.
-    #[serde(default)]
-    pub port: usize,
-    /// `forward`, `rebalance`, `shuffle`, `key_by` or `broadcast`.
-    #[serde(default)]
-    pub partitioning: String,
-    /// A Hone exchange on this stream, as the engine describes it (absent: none).
-    #[serde(default)]
-    pub exchange: Option<serde_json::Value>,
-}
-
-/// A physical operator.
-#[derive(Clone, Debug, Deserialize)]
-pub struct EnginePhysical {
-    /// Physical id.
-    pub id: usize,
-    /// Query.
-    pub query: String,
-    /// Physical name.
-    pub name: String,
-    /// Fused logical operators.
-    pub logical: Vec<usize>,
-    /// Instance index.
-    pub instance: usize,
-    /// Its thread (0 before it started).
-    pub tid: i32,
-}
-
-/// A channel.
-#[derive(Clone, Debug, Deserialize)]
-pub struct EngineChannel {
-    /// Producer.
-    pub from: usize,
-    /// Consumer.
-    pub to: usize,
-}
-
-/// Primitive metrics of one physical operator, from `/metrics`.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct EngineCounters {
-    /// `moirai_operator_tuples_in_total`.
-    pub tuples_in: f64,
-    /// `moirai_operator_tuples_out_total`.
-    pub tuples_out: f64,
-    /// `moirai_operator_queue_len`.
-    pub queue_len: f64,
-    /// `moirai_operator_head_wait_seconds`.
-    pub head_wait_s: f64,
-    /// `moirai_operator_cpu_seconds_total`, in ns.
-    pub cpu_ns: f64,
-    /// `moirai_operator_backlog`: how far a source is behind its schedule.
-    pub backlog: f64,
-}
+/// `/topology` and the counters of `/metrics`: the engine's own document types
+/// ([`moirai_contract`]), so that writer and reader cannot drift apart.
+pub use moirai_contract::metrics::OperatorCounters as EngineCounters;
+pub use moirai_contract::topology::Topology as EngineTopology;
 
 /// An HTTP client for one engine.
 pub struct EngineClient {
@@ -186,16 +79,7 @@ impl EngineClient {
         let mut out: BTreeMap<usize, EngineCounters> = BTreeMap::new();
         for s in samples {
             let Ok(id) = s.label("id").parse::<usize>() else { continue };
-            let c = out.entry(id).or_default();
-            match s.name.as_str() {
-                "moirai_operator_tuples_in_total" => c.tuples_in = s.value,
-                "moirai_operator_tuples_out_total" => c.tuples_out = s.value,
-                "moirai_operator_queue_len" => c.queue_len = s.value,
-                "moirai_operator_head_wait_seconds" => c.head_wait_s = s.value,
-                "moirai_operator_cpu_seconds_total" => c.cpu_ns = s.value * 1e9,
-                "moirai_operator_backlog" => c.backlog = s.value,
-                _ => {}
-            }
+            out.entry(id).or_default().set(&s.name, s.value);
         }
         Ok(out)
     }
@@ -389,20 +273,6 @@ impl MoiraiDriver {
     }
 }
 
-/// True when the engine runs a pool threading model: a worker thread runs whichever operator is
-/// queued next, so no thread belongs to one operator.
-fn is_pool(threading: &str) -> bool {
-    !threading.is_empty() && threading != "dedicated"
-}
-
-fn kind_of(kind: &str) -> OpKind {
-    match kind {
-        "source" => OpKind::Source,
-        "sink" => OpKind::Sink,
-        _ => OpKind::Operator,
-    }
-}
-
 /// Converts an engine topology; threads not started yet, or already gone from /proc, are left
 /// out (their operator has no thread this round). Under a pool threading model no operator has
 /// a thread of its own (its `tid` is only the worker that ran it last): operators get none, and
@@ -419,47 +289,17 @@ pub fn to_spe_topology_keeping(
     t: &EngineTopology,
     last: &BTreeMap<i32, ThreadRef>,
 ) -> (SpeTopology, Option<std::io::Error>) {
-    let pool = is_pool(&t.threading);
+    let pool = t.is_pool();
     let mut short = None;
-    let logical = t
-        .logical
-        .nodes
-        .iter()
-        .map(|n| LogicalOperator { name: n.name.clone(), query: n.query.clone(), kind: kind_of(&n.kind) })
-        .collect();
-    let physical = t
-        .physical
-        .iter()
-        .map(|p| {
-            let threads = match moirai_os::proc::thread_stat(t.pid, p.tid) {
-                _ if p.tid <= 0 || pool => Vec::new(),
-                Ok(stat) => vec![ThreadRef { tid: p.tid, start_ticks: stat.start_ticks }],
-                Err(e) if moirai_os::limits::is_out_of_descriptors(&e) => {
-                    short.get_or_insert(e);
-                    last.get(&p.tid).copied().into_iter().collect()
-                }
-                Err(_) => Vec::new(),
-            };
-            PhysicalOperator {
-                name: p.name.clone(),
-                query: p.query.clone(),
-                logical: p.logical.clone(),
-                instance: p.instance,
-                threads,
-            }
-        })
-        .collect();
-    let dedup = |pairs: Vec<(usize, usize)>| pairs.into_iter().collect::<BTreeSet<_>>().into_iter().collect();
-    // Physical ids are indices: the engine numbers its physical operators 0..n in order.
-    let topology = SpeTopology {
-        name: name.to_string(),
-        pid: t.pid,
-        queries: t.queries.clone(),
-        logical,
-        logical_edges: dedup(t.logical.edges.iter().map(|e| (e.from, e.to)).collect()),
-        physical,
-        physical_edges: dedup(t.channels.iter().map(|c| (c.from, c.to)).collect()),
-    };
+    let topology = contract::spe_topology(name, t, |p| match moirai_os::proc::thread_stat(t.pid, p.tid) {
+        _ if p.tid <= 0 || pool => Vec::new(),
+        Ok(stat) => vec![ThreadRef { tid: p.tid, start_ticks: stat.start_ticks }],
+        Err(e) if moirai_os::limits::is_out_of_descriptors(&e) => {
+            short.get_or_insert(e);
+            last.get(&p.tid).copied().into_iter().collect()
+        }
+        Err(_) => Vec::new(),
+    });
     (topology, short)
 }
 
@@ -473,14 +313,12 @@ impl Driver for MoiraiDriver {
     }
 
     fn provides(&self) -> BTreeSet<Metric> {
-        [Metric::TuplesIn, Metric::TuplesOut, Metric::QueueLen, Metric::HeadWait, Metric::CpuNs].into()
+        contract::PROVIDES.into()
     }
 
     fn observe(&mut self, needed: &[Metric]) -> Result<Observation, String> {
         let engine = self.client.topology()?;
-        if engine.physical.iter().enumerate().any(|(i, p)| p.id != i) {
-            return Err(format!("{}/topology: physical ids are not 0..n in order", self.client.url()));
-        }
+        engine.check_ids().map_err(|e| format!("{}/topology: {e}", self.client.url()))?;
         self.short_now = false;
         self.verify(&engine)?;
         let (mut topology, short) = to_spe_topology_keeping(&self.name, &engine, &self.mapping);
@@ -508,7 +346,7 @@ impl Driver for MoiraiDriver {
                 topology.physical[i].threads.retain(|t| t.tid != tid);
             }
         }
-        if is_pool(&engine.threading) {
+        if engine.is_pool() {
             self.warn_once(format!(
                 "the engine runs the pool threading model '{}': a worker thread runs many operators, so \
                  per-operator nice values and cgroups do not apply and none of its threads is changed (see \
@@ -516,35 +354,10 @@ impl Driver for MoiraiDriver {
                 engine.threading
             ));
         }
-        let is_source: Vec<bool> = engine
-            .physical
-            .iter()
-            .map(|p| p.logical.first().and_then(|&n| engine.logical.nodes.get(n)).is_some_and(|n| n.kind == "source"))
-            .collect();
         let mut samples = Vec::new();
         if !needed.is_empty() {
             let counters = self.client.counters()?;
-            for (op, c) in counters {
-                if op >= topology.physical.len() {
-                    continue;
-                }
-                for &m in needed {
-                    let v = match m {
-                        Metric::TuplesIn => c.tuples_in,
-                        Metric::TuplesOut => c.tuples_out,
-                        // A source's input queue is the external one (Kafka, or the engine's own
-                        // open-loop source lagging behind its schedule), as lachesis-mod's
-                        // external-queue metrics had it: without it a source always looks idle to
-                        // queue-size scheduling and gets the lowest priority, starving the query.
-                        Metric::QueueLen if is_source[op] => c.backlog,
-                        Metric::QueueLen => c.queue_len,
-                        Metric::HeadWait => c.head_wait_s,
-                        Metric::CpuNs => c.cpu_ns,
-                        _ => continue,
-                    };
-                    samples.push((op, m, v));
-                }
-            }
+            samples = contract::samples(&engine, counters.iter().map(|(&op, c)| (op, c)), needed);
         }
         // A round that read `/proc` whole ends the shortage: the next one is reported again.
         self.shortage &= self.short_now;

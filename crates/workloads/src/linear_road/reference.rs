@@ -61,7 +61,7 @@ pub fn run(records: impl IntoIterator<Item = Record>) -> Vec<LrOutput> {
 }
 
 /// [`run`], with the historical tolls table of `history_seed`
-/// ([`historical_toll`](super::model::historical_toll)).
+/// ([`super::model::historical_toll`]).
 pub fn run_with_history(records: impl IntoIterator<Item = Record>, history_seed: u64) -> Vec<LrOutput> {
     let mut reference = Reference { history_seed, ..Reference::default() };
     let mut second: Vec<PositionReport> = Vec::new();

@@ -109,14 +109,14 @@ impl Simulation<'_> {
                     self.ops[op].level = level;
                 }
             }
-            Err(e) => self.policy_errors = (self.policy_errors.0 + 1, Some(e)),
+            Err(e) => self.policy_errors = (self.policy_errors.0 + 1, Some(e.to_string())),
         }
     }
 }
 
 /// The controller `moirai schedule --policy NAME --period P` runs for one moirai engine.
 pub(crate) fn os_controller(name: &str, period_ns: Nanos) -> Result<Controller, SimError> {
-    let spec = adapter::policy_spec(name).map_err(SimError::Config)?;
+    let spec = adapter::policy_spec(name).map_err(|e| SimError::Config(e.to_string()))?;
     let policy = spec.build(name).map_err(|e| SimError::Config(format!("policy '{name}': {e}")))?;
     let run = PolicyRun { name: name.to_string(), period: ns(period_ns), scope: Scope::all() };
     let caps = Capabilities { spe: "engine".into(), driver: "moirai".into(), provides: adapter::PROVIDES.into() };

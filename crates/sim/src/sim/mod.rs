@@ -17,10 +17,10 @@
 //!
 //! **Threads.** Under `dedicated` every physical operator has a thread, a CFS entity that sleeps
 //! when its operator cannot run and is woken (after `wakeup_ns`) when it can. Under `dynamic:N`
-//! and `policy:NAME:N`, N worker threads take ready operators from a ready queue — FIFO for the
-//! dynamic pool (least recently run first), [`PRIORITY_LEVELS`] FIFO levels for the policy
-//! executor — and keep one for a turn (a batch of steps, at most a quantum when one is set), as
-//! the engine's pools do.
+//! and `policy:NAME:N`, N worker threads take ready operators from the engine's own ready queue
+//! ([`moirai_engine::ready`]: FIFO for the dynamic pool, least recently run first; priority
+//! levels for the policy executor, with its source interval) and keep one for a turn (a batch of
+//! steps, at most a quantum when one is set), as the engine's pools do.
 //!
 //! **Policies.** At the OS level (`qs`, `hr`, … as `moirai schedule` runs them) a [`Controller`](moirai_sched::Controller)
 //! runs the policy every period on the simulated clock and the middleware's nice translator
@@ -42,14 +42,17 @@
 //! thread after the step, before its core does anything else; a tuple's cost is drawn by
 //! `cost_dist` around its operator's mean.
 
+mod observe;
+mod policy;
+
 use std::collections::VecDeque;
 use std::time::Duration;
 
 use moirai_engine::adapter::PolicyPrioritizer;
-use moirai_engine::engine::Topology;
-use moirai_engine::executor::PoolThread;
 use moirai_engine::graph::{NodeKind, Partitioning};
-use moirai_engine::user_level::PRIORITY_LEVELS;
+use moirai_engine::ready::{wakes_a_worker, LocalFifo, ReadyDiscipline, ReadyQueue, Turn as EngineTurn};
+use moirai_engine::topology::PoolThread;
+use moirai_engine::topology::Topology;
 use moirai_engine::Threading;
 
 use crate::cfs::{Entity, RunQueue};
@@ -59,16 +62,13 @@ pub use crate::config::{
 };
 use crate::event::{EventQueue, Nanos};
 use crate::model::{Model, Rate};
-use crate::observe::Measure;
-use crate::policy::{os_controller, Middleware};
 use crate::SimError;
+use observe::Measure;
+use policy::{os_controller, Middleware};
 
 /// The thread id the first simulated thread gets (the rest follow), as the scheduling core sees
 /// them.
 pub const TID_BASE: i32 = 1000;
-
-/// Steps a dynamic-pool worker takes on an operator per turn (the engine's `STEPS_PER_RUN`).
-pub const DYNAMIC_STEPS_PER_TURN: usize = 8;
 
 /// A tuple in a channel.
 #[derive(Clone, Copy, Debug)]
@@ -158,26 +158,19 @@ pub(crate) struct Thread {
     pub waiting: bool,
     pub slice_end: Nanos,
     pub turn: Option<Turn>,
+    /// Turns this worker started (the ready queue's source interval counts them).
+    pub turns: u64,
     pub cpu_ns: u64,
     /// It was woken and has not run since: it owes the wake-up's CPU (`wakeup_cpu_ns`).
     pub woken: bool,
 }
 
-/// The ready queue of a pool.
+/// A pool: the engine's ready queue ([`moirai_engine::ready`], over single-threaded FIFOs), its
+/// turn, and its idle workers.
 pub(crate) struct Pool {
-    levels: Vec<VecDeque<usize>>,
-    queued: usize,
+    ready: ReadyQueue<LocalFifo>,
+    turn: EngineTurn,
     idle: Vec<usize>,
-    steps: usize,
-    quantum: Option<Nanos>,
-}
-
-impl Pool {
-    fn pop(&mut self) -> Option<usize> {
-        let op = self.levels.iter_mut().rev().find_map(|l| l.pop_front())?;
-        self.queued -= 1;
-        Some(op)
-    }
 }
 
 /// A step in progress on a core.
@@ -303,15 +296,20 @@ impl<'m> Simulation<'m> {
             })
             .collect();
         let mut topology = model.topology.clone();
-        topology.threading = config.threading.clone();
-        let (workers, pool) = match &config.threading {
-            Threading::Dedicated => (0, None),
-            Threading::Dynamic { threads } => (*threads, Some((1, DYNAMIC_STEPS_PER_TURN, None))),
-            Threading::Policy(p) => {
-                (p.threads, Some((PRIORITY_LEVELS, p.batch, p.quantum.map(|q| q.as_nanos() as Nanos))))
-            }
+        topology.threading = config.threading.to_string();
+        let workers = match &config.threading {
+            Threading::Dedicated => 0,
+            Threading::Dynamic { threads } => *threads,
+            Threading::Policy(p) => p.threads,
             _ => unreachable!("validated"),
         };
+        // The engine's discipline of this threading model: levels, turns, a source interval.
+        let sources: Vec<bool> = model.operators.iter().map(|o| o.kind == NodeKind::Source).collect();
+        let pool = ReadyDiscipline::of(&config.threading).map(|d| Pool {
+            ready: ReadyQueue::new(&d, sources),
+            turn: d.turn,
+            idle: Vec::new(),
+        });
         let mut sim = Simulation {
             model,
             rq: RunQueue::new(config.cores, config.cfs),
@@ -324,13 +322,7 @@ impl<'m> Simulation<'m> {
             ops,
             threads: Vec::new(),
             entities: Vec::new(),
-            pool: pool.map(|(levels, steps, quantum)| Pool {
-                levels: vec![VecDeque::new(); levels],
-                queued: 0,
-                idle: Vec::new(),
-                steps,
-                quantum,
-            }),
+            pool,
             middleware: None,
             prioritizer: None,
             measure: Measure::new(model, &config),
@@ -363,7 +355,7 @@ impl<'m> Simulation<'m> {
             sim.events.push(0, Event::OsPolicy);
         }
         if let Threading::Policy(p) = &sim.config.threading {
-            let prioritizer = PolicyPrioritizer::new(&p.policy).map_err(SimError::Config)?;
+            let prioritizer = PolicyPrioritizer::new(&p.policy).map_err(|e| SimError::Config(e.to_string()))?;
             sim.prioritizer = Some((prioritizer, p.period.as_nanos() as Nanos));
             sim.events.push(0, Event::UserPolicy);
         }
@@ -387,6 +379,7 @@ impl<'m> Simulation<'m> {
             waiting: true,
             slice_end: 0,
             turn: None,
+            turns: 0,
             cpu_ns: 0,
             woken: false,
         });
@@ -536,14 +529,15 @@ impl<'m> Simulation<'m> {
         if self.ops[op].queued {
             return;
         }
-        self.enqueue(op);
         // A worker that readies an operator in its own turn, with nothing else queued, takes it
-        // after the turn itself: no other worker is woken for it (as the engine's pools do).
+        // after the turn itself: no other worker is woken for it (the engine's rule).
         let own_turn = from.and_then(|c| self.cores[c].current).is_some_and(|t| self.threads[t].op.is_none());
-        let pool = self.pool.as_mut().expect("a pool operator");
-        if own_turn && pool.queued == 1 {
+        let was_empty = self.pool.as_ref().expect("a pool operator").ready.is_empty();
+        self.enqueue(op);
+        if !wakes_a_worker(own_turn, was_empty) {
             return;
         }
+        let pool = self.pool.as_mut().expect("a pool operator");
         if let Some(w) = pool.idle.pop() {
             self.threads[w].waiting = false;
             self.threads[w].state = State::Waking;
@@ -561,11 +555,7 @@ impl<'m> Simulation<'m> {
     }
 
     fn enqueue(&mut self, op: usize) {
-        let level = self.ops[op].level as usize;
-        let pool = self.pool.as_mut().expect("a pool operator");
-        let level = level.min(pool.levels.len() - 1);
-        pool.levels[level].push_back(op);
-        pool.queued += 1;
+        self.pool.as_ref().expect("a pool operator").ready.push(op, self.ops[op].level);
         self.ops[op].queued = true;
     }
 
@@ -867,12 +857,13 @@ impl<'m> Simulation<'m> {
                 }
             }
             let pool = self.pool.as_mut().expect("a worker's pool");
-            let (steps, quantum) = (pool.steps, pool.quantum);
-            let Some(op) = pool.pop() else { return false };
+            let turn = pool.turn;
+            let Some(op) = pool.ready.pop(self.threads[thread].turns) else { return false };
+            self.threads[thread].turns += 1;
             self.ops[op].queued = false;
             self.ops[op].busy = true;
-            let until = quantum.map_or(Nanos::MAX, |q| start + q);
-            self.threads[thread].turn = Some(Turn { op, steps_left: steps, until });
+            let until = turn.ends_at(start).unwrap_or(Nanos::MAX);
+            self.threads[thread].turn = Some(Turn { op, steps_left: turn.steps, until });
         }
     }
 

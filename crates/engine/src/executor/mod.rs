@@ -1,0 +1,134 @@
+//! Executors: who runs the engine's tasks, behind one trait ([`Executor`]) — how physical
+//! operators get CPU time (IBM Streams' naming).
+//!
+//! - [`Dedicated`] ([`Threading::Dedicated`]): one OS thread per physical operator, sleeping on
+//!   its [`Signal`] when idle or blocked, left to the OS scheduler — as Storm and Flink run, and
+//!   the baseline the middleware steers.
+//! - [`Pools`] (`dynamic`, `elastic`, `fused`, `policy`): worker threads that take ready tasks
+//!   from a ready queue ([`crate::ready`]), any worker runs any task. `elastic` sizes the pool at
+//!   run time and `policy` orders its ready queue by a scheduling policy; both are run-time
+//!   controllers ([`crate::control`]) that act on a running pool through [`ThreadLevel`] and the
+//!   operators' priority levels.
+//!
+//! All of them drive the same non-blocking [`Task`]s: a step never waits, so a worker that finds
+//! a task blocked on a full output or idle moves on to another one. An executor knows tasks, not
+//! queries, channels or types; the threading configuration it runs by is plain data
+//! ([`crate::threading`]).
+
+mod dedicated;
+mod pool;
+
+use std::sync::atomic::{AtomicI32, AtomicUsize};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use serde::Serialize;
+
+pub use dedicated::Dedicated;
+pub use pool::Pools;
+
+use crate::metrics::OperatorMetrics;
+use crate::sync::{AbortFlag, Signal};
+use crate::task::Task;
+use crate::threading::Threading;
+
+/// A task handed to an executor: the run-time of one physical operator (or of a Hone link), with
+/// what the executor needs to place and account for it.
+pub struct ExecutorTask {
+    /// Physical name, for the thread and for error reports.
+    pub name: String,
+    /// The task.
+    pub task: Box<dyn Task>,
+    /// Its counters (the executor records the thread it runs on and its CPU time there).
+    pub metrics: Arc<OperatorMetrics>,
+    /// The signal that wakes it (the same as `task.signal()`).
+    pub signal: Arc<Signal>,
+    /// Indices (into the executor's list) of the tasks it sends to.
+    pub downstream: Vec<usize>,
+    /// The thread it was placed on by a thread hint, for [`Threading::Fused`].
+    pub thread_hint: Option<String>,
+    /// Whether it is a source (the policy executor may schedule sources at a fixed interval).
+    pub source: bool,
+}
+
+/// Called by an executor when a task panics: with the task's name and the panic message.
+pub type OnPanic = Arc<dyn Fn(&str, String) + Send + Sync>;
+
+pub use moirai_contract::topology::PoolThread;
+
+/// What executors and run-time controllers publish while the engine runs (read through
+/// [`crate::view::EngineView`]).
+#[derive(Default)]
+pub struct Observed {
+    /// Worker threads (pools only): name and tid.
+    pub threads: Mutex<Vec<(String, Arc<AtomicI32>)>>,
+    /// The pools' thread level now (the sum over pools; 0 for dedicated).
+    pub thread_level: AtomicUsize,
+    /// Every change of the elastic level.
+    pub level_changes: Mutex<Vec<LevelChange>>,
+}
+
+/// One decision of the elastic controller.
+#[derive(Clone, Debug, Serialize)]
+pub struct LevelChange {
+    /// Seconds since the pool started.
+    pub at_s: f64,
+    /// Level before.
+    pub from: usize,
+    /// Level after.
+    pub to: usize,
+    /// Throughput observed at `from`, tuples/s over all operators.
+    pub throughput: f64,
+    /// The rule that decided.
+    pub reason: String,
+}
+
+/// The thread level of a running pool: how many of its workers run tasks. A run-time controller
+/// (elastic) changes it.
+pub trait ThreadLevel: Send + Sync {
+    /// Workers allowed to run tasks now.
+    fn level(&self) -> usize;
+    /// Sets it: workers from `level` up park, those below run.
+    fn set_level(&self, level: usize);
+    /// True once every task of the pool has finished, or the engine aborted.
+    fn is_done(&self) -> bool;
+}
+
+/// What an executor started.
+pub struct Started {
+    /// The threads to join.
+    pub threads: Vec<JoinHandle<()>>,
+    /// Signals to notify when the engine aborts, so that sleeping workers see the abort.
+    pub wake_on_abort: Vec<Arc<Signal>>,
+    /// The pools' thread levels (empty for the dedicated model).
+    pub pools: Vec<Arc<dyn ThreadLevel>>,
+}
+
+/// A threading model's way of running tasks.
+pub trait Executor {
+    /// Starts running `tasks`; reports a task's panic through `on_panic`, stops when `abort` is
+    /// raised, and publishes its worker threads and thread level in `observed`.
+    fn start(
+        &self,
+        tasks: Vec<ExecutorTask>,
+        abort: Arc<AbortFlag>,
+        on_panic: OnPanic,
+        observed: Arc<Observed>,
+    ) -> std::io::Result<Started>;
+}
+
+/// The executor of a threading model.
+pub fn executor(threading: &Threading) -> Box<dyn Executor> {
+    match Pools::of(threading) {
+        Some(pools) => Box::new(pools),
+        None => Box::new(Dedicated),
+    }
+}
+
+fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "non-string panic payload".into())
+}

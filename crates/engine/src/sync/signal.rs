@@ -1,0 +1,134 @@
+//! The event count a task sleeps on, and the engine's abort flag.
+
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use super::primitive::atomic::{fence, AtomicUsize, Ordering};
+use super::primitive::{lock, Condvar, Mutex};
+
+/// Makes a task runnable on a worker pool: set by pool threading models, called on every
+/// [`Signal::notify`] instead of waking a thread of the task's own.
+pub type Wake = Arc<dyn Fn() + Send + Sync>;
+
+/// Wakes one task when any of its input channels gets a message, when one of its full output
+/// channels has drained, or when its source is asked to stop (an event count).
+///
+/// A task on a thread of its own (the dedicated model) sleeps here: it registers as a sleeper
+/// *before* it checks its channels one last time; a producer publishes its message *before* it
+/// checks for sleepers. With a sequentially consistent fence on both sides, at least one of them
+/// sees the other, so a wake-up is never lost, and producers pay only an atomic load when nobody
+/// sleeps. A task on a worker pool has a [`Wake`] hook instead, which queues it.
+pub struct Signal {
+    epoch: Mutex<u64>,
+    wake: Condvar,
+    sleepers: AtomicUsize,
+    /// Output channels of this task at or above capacity.
+    full_outputs: AtomicUsize,
+    /// Set once, before any thread runs the task (not part of the protocol loom explores).
+    hook: OnceLock<Wake>,
+}
+
+impl Default for Signal {
+    fn default() -> Self {
+        Signal {
+            epoch: Mutex::new(0),
+            wake: Condvar::new(),
+            sleepers: AtomicUsize::new(0),
+            full_outputs: AtomicUsize::new(0),
+            hook: OnceLock::new(),
+        }
+    }
+}
+
+impl Signal {
+    /// Wakes the task: its thread if it sleeps here, or through its pool's hook.
+    pub fn notify(&self) {
+        if let Some(hook) = self.hook.get() {
+            hook();
+            return;
+        }
+        fence(Ordering::SeqCst);
+        if self.sleepers.load(Ordering::Relaxed) > 0 {
+            *lock(&self.epoch) += 1;
+            self.wake.notify_all();
+        }
+    }
+
+    /// Wakes one of the threads sleeping here (for a pool's idle workers, which all wait on one
+    /// signal and each can take the work).
+    pub fn notify_one(&self) {
+        fence(Ordering::SeqCst);
+        if self.sleepers.load(Ordering::Relaxed) > 0 {
+            *lock(&self.epoch) += 1;
+            self.wake.notify_one();
+        }
+    }
+
+    /// Routes every later [`Signal::notify`] to `hook` (once; a pool sets it before it starts).
+    pub fn set_hook(&self, hook: Wake) {
+        let _ = self.hook.set(hook);
+    }
+
+    /// True while some output channel of the task is full: it must not be stepped until then.
+    pub fn is_blocked(&self) -> bool {
+        self.full_outputs.load(Ordering::SeqCst) > 0
+    }
+
+    /// Counts one more full output of the task (a full channel, an exchange's outgoing queue):
+    /// it is blocked until [`Signal::release`].
+    pub(crate) fn hold(&self) {
+        self.full_outputs.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Undoes one [`Signal::hold`]; true when that was the task's last full output, and the task
+    /// must be notified (after the caller released its locks).
+    pub(crate) fn release(&self) -> bool {
+        self.full_outputs.fetch_sub(1, Ordering::SeqCst) == 1
+    }
+
+    /// Blocks until [`Signal::notify`] is called, `timeout` elapses, or `ready()` is true.
+    /// `ready` is checked after registering as a sleeper, so a message published concurrently is
+    /// never missed.
+    pub fn wait_unless(&self, timeout: Option<Duration>, ready: impl FnOnce() -> bool) {
+        let mut epoch = lock(&self.epoch);
+        self.sleepers.fetch_add(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        let start = *epoch;
+        if !ready() {
+            match timeout {
+                None => {
+                    while *epoch == start {
+                        epoch = self.wake.wait(epoch).unwrap_or_else(|e| e.into_inner());
+                    }
+                }
+                Some(t) => {
+                    let deadline = Instant::now() + t;
+                    while *epoch == start {
+                        let left = deadline.saturating_duration_since(Instant::now());
+                        if left.is_zero() {
+                            break;
+                        }
+                        epoch = self.wake.wait_timeout(epoch, left).unwrap_or_else(|e| e.into_inner()).0;
+                    }
+                }
+            }
+        }
+        self.sleepers.fetch_sub(1, Ordering::SeqCst);
+        drop(epoch);
+    }
+}
+
+/// Set once the engine aborts; every blocking wait checks it.
+#[derive(Default)]
+pub struct AbortFlag(std::sync::atomic::AtomicBool);
+
+impl AbortFlag {
+    /// Raises the flag.
+    pub fn raise(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+    /// True once raised.
+    pub fn is_raised(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}

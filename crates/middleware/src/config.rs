@@ -460,6 +460,11 @@ impl Config {
                 }
             }
         }
+        if self.policies.iter().filter(|p| p.translator == TranslatorKind::Realtime).count() > 1 {
+            return Err("more than one policy uses the realtime translator; keep one (its rt_threads bounds the \
+                        real-time threads of the whole machine)"
+                .into());
+        }
         let mut policy_names = BTreeSet::new();
         for p in &self.policies {
             if !policy_names.insert(&p.name) {
@@ -576,6 +581,11 @@ mod tests {
         assert!(e.contains("watchdog"), "{e}");
         let e = Config::from_toml(&rt.replace("\"fifo\"", "\"deadline\"")).unwrap_err();
         assert!(e.contains("deadline"), "{e}");
+        let two = rt
+            .replace("name = \"shares\"", "name = \"shares\"\nrt_threads = 1")
+            .replace("translator = \"cgroup\"", "translator = \"realtime\"");
+        let e = Config::from_toml(&two).unwrap_err();
+        assert!(e.contains("more than one policy uses the realtime translator"), "{e}");
     }
 
     #[test]

@@ -261,7 +261,7 @@ impl Daemon {
                         Translator::Nice(_) => "nice".into(),
                         Translator::Cgroup(c) => c.knob().into(),
                         Translator::RealTime(r) => {
-                            format!("nice, {:?} for {}", r.settings().class, r.settings().threads)
+                            format!("nice + {} (up to {} threads)", r.settings().class, r.settings().threads)
                         }
                     },
                     period: p.period,

@@ -53,6 +53,15 @@ pub enum RtClass {
     Fifo,
 }
 
+impl std::fmt::Display for RtClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RtClass::Rr => "SCHED_RR",
+            RtClass::Fifo => "SCHED_FIFO",
+        })
+    }
+}
+
 impl std::str::FromStr for RtClass {
     type Err = String;
 

@@ -126,7 +126,8 @@ impl Integration {
     fn own_flags(self) -> &'static [&'static str] {
         match self {
             Integration::Flink => &["--buffer-timeout-ms"],
-            Integration::Storm => &[],
+            // How idle executors wait: progressive (Storm's default) or park[:MICROS].
+            Integration::Storm => &["--wait-strategy"],
         }
     }
 }

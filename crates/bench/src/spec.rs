@@ -18,6 +18,12 @@ pub fn known_policies() -> Vec<&'static str> {
     moirai_contract::policies::os_level().collect()
 }
 
+/// `moirai schedule` flags a configuration may set with `/NAME=VALUE` (`qs/translator=realtime`,
+/// `flink:qs/translator=realtime/rt-threads=2`): they go to the middleware of that configuration,
+/// not to the workload. The simulator reads `/translator=` the same way.
+pub const MIDDLEWARE_ARGS: &[&str] =
+    &["translator", "rt-threads", "rt-class", "nice-best", "nice-worst", "autogroup-nice", "flink-queue"];
+
 /// Parses the offered rates of a sweep, in tuples/s, into an ascending list.
 ///
 /// Two forms: `FROM:TO:STEP` (FROM, FROM+STEP, ... up to TO inclusive) and a comma list
@@ -153,7 +159,9 @@ pub enum Scheduler {
 /// expression the middleware runs (`--script EXPR`, e.g. `flink:script:input_buffers`); THREADING is an engine
 /// threading model passed as `--threading`; each `/NAME=VALUE` is a workload argument of this
 /// configuration only, passed as `--NAME VALUE` (`/NAME` alone as `--NAME`): `os/exchange=lbf`
-/// runs WordCount with Hone's LBF exchange ([`vary`] writes them for a swept parameter); TAG
+/// runs WordCount with Hone's LBF exchange ([`vary`] writes them for a swept parameter), except
+/// the middleware's own flags ([`MIDDLEWARE_ARGS`], `qs/translator=realtime`), which go to
+/// `moirai schedule`; TAG
 /// only tells apart configurations that are otherwise the same (an A/A comparison shows the
 /// noise of the machine).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -171,6 +179,10 @@ pub struct Configuration {
     /// passed before the sweep's own arguments after `--`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub run_args: Vec<String>,
+    /// Arguments of this configuration's middleware (`/translator=realtime` →
+    /// `--translator realtime`), [`MIDDLEWARE_ARGS`] only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub schedule_args: Vec<String>,
 }
 
 impl Configuration {
@@ -185,9 +197,9 @@ impl Configuration {
             None => t,
         };
         // Workload arguments after '/': neither a threading model nor a system has one.
-        let (body, run_args) = match body.split_once('/') {
+        let (body, (run_args, schedule_args)) = match body.split_once('/') {
             Some((b, args)) => (b, parse_run_args(args).map_err(&bad)?),
-            None => (body, Vec::new()),
+            None => (body, (Vec::new(), Vec::new())),
         };
         // '@' first: a threading model may have ':' in it (os@dynamic:2), a system never '@'.
         let (head, threading) = match body.split_once('@') {
@@ -246,9 +258,16 @@ impl Configuration {
                 Scheduler::Os => return Err(bad("@policy needs a policy before it, e.g. qs@policy:2".into())),
             };
             let threading = Some(format!("policy:{policy}{settings}"));
-            return Ok(Configuration { label: t.to_string(), system, scheduler: Scheduler::Os, threading, run_args });
+            return Ok(Configuration {
+                label: t.to_string(),
+                system,
+                scheduler: Scheduler::Os,
+                threading,
+                run_args,
+                schedule_args,
+            });
         }
-        Ok(Configuration { label: t.to_string(), system, scheduler, threading, run_args })
+        Ok(Configuration { label: t.to_string(), system, scheduler, threading, run_args, schedule_args })
     }
 
     /// The middleware policy, if the configuration runs one.
@@ -282,9 +301,10 @@ impl fmt::Display for Configuration {
     }
 }
 
-/// `exchange=lbf/tau=20ms/sentence-variance` → `--exchange lbf --tau 20ms --sentence-variance`.
-fn parse_run_args(text: &str) -> Result<Vec<String>, String> {
-    let mut args = Vec::new();
+/// `exchange=lbf/tau=20ms/sentence-variance` → `--exchange lbf --tau 20ms --sentence-variance`;
+/// the middleware's flags ([`MIDDLEWARE_ARGS`]) apart: (workload arguments, middleware arguments).
+fn parse_run_args(text: &str) -> Result<(Vec<String>, Vec<String>), String> {
+    let (mut run, mut schedule) = (Vec::new(), Vec::new());
     for part in text.split('/') {
         let (name, value) = match part.split_once('=') {
             Some((n, v)) => (n, Some(v)),
@@ -295,6 +315,7 @@ fn parse_run_args(text: &str) -> Result<Vec<String>, String> {
                 "'{part}' after '/' is not a workload argument; write /NAME=VALUE (e.g. os/exchange=lbf) or /NAME"
             ));
         }
+        let args = if MIDDLEWARE_ARGS.contains(&name) { &mut schedule } else { &mut run };
         args.push(format!("--{name}"));
         match value {
             Some("") => return Err(format!("/{name}= has no value; write /{name}=VALUE or /{name}")),
@@ -302,7 +323,7 @@ fn parse_run_args(text: &str) -> Result<Vec<String>, String> {
             None => {}
         }
     }
-    Ok(args)
+    Ok((run, schedule))
 }
 
 /// Crosses configurations with the values of swept workload parameters: every configuration
@@ -335,7 +356,7 @@ pub fn vary(configurations: Vec<Configuration>, parameters: &[String]) -> Result
         let mut next = Vec::with_capacity(out.len() * values.len());
         for value in &values {
             for c in &out {
-                if c.run_args.iter().any(|a| a == &format!("--{name}")) {
+                if c.run_args.iter().chain(&c.schedule_args).any(|a| a == &format!("--{name}")) {
                     return Err(bad(&format!("configuration {} already sets /{name}", c.label)));
                 }
                 // Re-parse so that the label and the arguments stay one thing.
@@ -508,6 +529,21 @@ mod tests {
         assert!(msg("os/exchange=").contains("has no value"));
         assert!(msg("os/--exchange=lbf").contains("not a workload argument"));
         assert!(msg("flink:os/exchange=lbf").contains("after --"));
+    }
+
+    #[test]
+    fn the_middlewares_flags_go_to_the_middleware() {
+        let c = Configuration::parse("qs/translator=realtime/rt-threads=2/exchange=lbf#rt").unwrap();
+        assert_eq!(c.schedule_args, ["--translator", "realtime", "--rt-threads", "2"]);
+        assert_eq!(c.run_args, ["--exchange", "lbf"]);
+        let c = Configuration::parse("flink:qs/translator=realtime").unwrap();
+        assert_eq!(c.system, System::Flink);
+        assert_eq!(c.schedule_args, ["--translator", "realtime"]);
+        assert!(c.run_args.is_empty());
+        // Parsed for any scheduler; the sweep refuses them without a policy (the simulator too).
+        assert_eq!(Configuration::parse("os/translator=cgroup").unwrap().schedule_args, ["--translator", "cgroup"]);
+        let twice = vary(parse_configurations("qs/translator=nice").unwrap(), &["translator=realtime".into()]);
+        assert!(twice.unwrap_err().to_string().contains("already sets /translator"));
     }
 
     #[test]

@@ -254,10 +254,13 @@ mod tests {
     fn storm_job_flags_are_checked() {
         assert_eq!(check_job_args("syn", &args("--lachesis --queries 4 --parallelism 2 --seed 3")), Ok(()));
         assert_eq!(check_job_args("linear-road", &args("--shape lachesis --xways 2")), Ok(()));
+        assert_eq!(check_job_args("syn", &args("--lachesis --wait-strategy park:100")), Ok(()));
+        assert_eq!(check_job_args("linear-road", &args("--shape lachesis --wait-strategy=park")), Ok(()));
         let msg = |w: &str, a: &str| check_job_args(w, &args(a)).unwrap_err();
         assert!(msg("syn", "--metrics-dir /tmp/x").contains("a directory of its own"));
         assert!(msg("syn", "--buffer-timeout-ms 5").contains("the Storm job `syn` does not take --buffer-timeout-ms"));
         assert!(msg("syn", "--rest-port 8081").contains("does not take --rest-port"));
+        assert!(msg("syn", "--wait-strategy").contains("--wait-strategy needs a value"));
         assert!(msg("linear-road", "--xways 1").contains("pass -- --shape lachesis"));
         assert!(job_workload("wordcount").unwrap_err().contains("the Storm jobs (integrations/storm) have no"));
     }

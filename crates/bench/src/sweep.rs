@@ -129,6 +129,13 @@ impl SweepSpec {
             }
         }
         for c in &self.configurations {
+            if let (Some(arg), None) = (c.schedule_args.first(), c.policy()) {
+                return bad(format!(
+                    "configuration {}: {arg} is a flag of the middleware, which runs only for a policy (e.g. \
+                     qs/translator=realtime)",
+                    c.label
+                ));
+            }
             for arg in c.run_args.iter().filter(|a| a.starts_with("--")) {
                 if let Some((flag, why)) = LAB_FLAGS.iter().find(|(f, _)| f == arg) {
                     return bad(format!("configuration {}: {flag} cannot be a workload argument: {why}", c.label));
@@ -594,7 +601,7 @@ fn attempt_point(
                 Some(expression) => ("--script", expression),
                 None => ("--policy", policy),
             };
-            let args: Vec<String> = [
+            let mut args: Vec<String> = [
                 "schedule",
                 &target[0],
                 &target[1],
@@ -609,6 +616,8 @@ fn attempt_point(
             .iter()
             .map(|s| s.to_string())
             .collect();
+            // `qs/translator=realtime`: the configuration's own middleware flags.
+            args.extend(config.schedule_args.iter().cloned());
             match Child::spawn(&spec.exe, &args) {
                 Ok(m) => middleware = Some(m),
                 Err(e) => {

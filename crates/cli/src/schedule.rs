@@ -45,9 +45,20 @@ pub struct ScheduleArgs {
     /// physical ones.
     #[arg(long, default_value = "physical")]
     level: String,
-    /// How priorities reach Linux: nice (per thread) or cgroup (cpu.shares / cpu.weight per operator).
+    /// How priorities reach Linux: nice (per thread), cgroup (cpu.shares / cpu.weight per
+    /// operator), or realtime (nice per thread, and SCHED_RR for the highest ranked threads).
     #[arg(long, default_value = "nice")]
     translator: String,
+    /// realtime translator: most threads real-time at once [default: the CPUs - 1, at least 1].
+    #[arg(long, value_name = "N", conflicts_with = "config")]
+    rt_threads: Option<usize>,
+    /// realtime translator: rr (SCHED_RR) or fifo (SCHED_FIFO) [default: rr].
+    #[arg(long, conflicts_with = "config", value_parser = |s: &str| s.parse::<moirai_middleware::realtime::RtClass>())]
+    rt_class: Option<moirai_middleware::realtime::RtClass>,
+    /// Set the nice value of each SPE's session group (sched_autogroup: its whole session against
+    /// other sessions) to N while scheduling; restored on exit.
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    autogroup_nice: Option<i32>,
     /// Nice value for the highest priority (the nice translator maps priorities into
     /// [--nice-best, --nice-worst]; below 0 raises threads above every unscheduled thread of the
     /// machine, the SPE's own metrics thread included).
@@ -121,8 +132,14 @@ fn from_flags(a: &ScheduleArgs) -> Result<Config, String> {
     policy.translator = match a.translator.as_str() {
         "nice" => TranslatorKind::Nice,
         "cgroup" => TranslatorKind::Cgroup,
-        other => return Err(format!("--translator {other:?}: use nice or cgroup")),
+        "realtime" => TranslatorKind::Realtime,
+        other => return Err(format!("--translator {other:?}: use nice, cgroup or realtime")),
     };
+    if policy.translator != TranslatorKind::Realtime && (a.rt_threads.is_some() || a.rt_class.is_some()) {
+        return Err("--rt-threads and --rt-class are for --translator realtime".into());
+    }
+    policy.rt.threads = a.rt_threads.unwrap_or(policy.rt.threads);
+    policy.rt.class = a.rt_class.unwrap_or(policy.rt.class);
     policy.nice = moirai_sched::NiceRange { best: a.nice_best, worst: a.nice_worst };
     policy.nice.validate()?;
     if policy.translator == TranslatorKind::Cgroup {
@@ -152,6 +169,7 @@ fn from_flags(a: &ScheduleArgs) -> Result<Config, String> {
             exe: None,
             allow_owner_change: false,
             queue: (driver == DriverKind::Flink).then_some(a.flink_queue),
+            autogroup_nice: a.autogroup_nice,
         })
     })
     .collect();
@@ -239,6 +257,9 @@ pub fn run(a: ScheduleArgs) -> i32 {
                     c.ui_addr = a.ui;
                 }
                 c.ui_public |= a.ui_public;
+                if a.autogroup_nice.is_some() {
+                    c.spes.iter_mut().for_each(|s| s.autogroup_nice = a.autogroup_nice);
+                }
                 c
             })
             .and_then(|c| c.validate().map(|()| c)),

@@ -317,3 +317,76 @@ period = "500ms"
         assert!(!PathBuf::from(format!("/proc/{pid}")).exists(), "the JVM {pid} is stopped");
     }
 }
+
+/// Fields 40 (rt_priority) and 41 (policy) of a thread's stat: (priority, policy), 2 = SCHED_RR.
+fn sched(pid: u32, tid: i32) -> (u32, u32) {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).unwrap();
+    let rest: Vec<&str> = text[text.rfind(')').unwrap() + 1..].split_whitespace().collect();
+    (rest[40 - 3].parse().unwrap(), rest[41 - 3].parse().unwrap())
+}
+
+/// The realtime translator on Storm: refused while the executors idle in Storm's default
+/// progressive wait (a thread dump shows it; the refusal says what to set), accepted once they
+/// park (`--wait-strategy park`, WaitStrategyPark): the executor a constant policy ranks highest
+/// goes SCHED_RR, no other thread of the JVM does, and it is restored on exit.
+#[test]
+fn real_time_is_refused_for_spinning_storm_executors_and_given_to_parking_ones() {
+    let Some(jobs) = storm_jobs("real_time_is_refused_for_spinning_storm_executors_and_given_to_parking_ones") else {
+        return;
+    };
+    if moirai_os::realtime::rt_throttling().unwrap().is_none() {
+        eprintln!("SKIPPED real_time_is_refused_for_spinning_storm_executors: RT throttling is off here");
+        return;
+    }
+    for (strategy, realtime) in [("progressive", false), ("park", true)] {
+        let args: Vec<String> =
+            ["--ops", "3", "--cost-ns", "2000", "--rate", "5000", "--duration", "10m", "--wait-strategy", strategy]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+        let mut job = StormJob::start(&jobs, "syn", &args).unwrap();
+        job.wait_running(PATIENCE).unwrap_or_else(|e| panic!("the Storm topology did not come up: {e}"));
+        let pid = job.pid();
+        let executors = executor_threads(&jvm_threads(pid));
+        let op2 = *executors.iter().find(|(_, c)| *c == "syn0-op2").expect("op2's executor").0;
+        let dir = temp_dir(&format!("storm-rt-{strategy}"));
+        let config = dir.0.join("rt.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "state_file = \"{}\"\n[[spe]]\nname = \"storm\"\ndriver = \"storm\"\nmetrics_dir = \"{}\"\n\
+                 [[policy]]\nname = \"pin\"\ntype = \"constant\"\nby = \"operator\"\nvalues = {{ \"syn0-op2 (1/1)\" = 5 }}\n\
+                 default = 1\ntranslator = \"realtime\"\nrt_threads = 1\nperiod = \"500ms\"\nnice_best = 0\n",
+                dir.0.join("state.json").display(),
+                job.metrics_dir().display()
+            ),
+        )
+        .unwrap();
+        let mw = Proc::spawn(&["schedule", "--config", &config.display().to_string(), "-v"]);
+        if realtime {
+            wait_until("op2's executor in SCHED_RR", || sched(pid, op2) == (49, 2));
+        } else {
+            // Several rounds with the executors mapped (nice values applied): none real-time.
+            std::thread::sleep(std::time::Duration::from_secs(8));
+        }
+        let rt: Vec<i32> = moirai_os::proc::threads(pid)
+            .unwrap()
+            .iter()
+            .map(|t| t.tid)
+            .filter(|&tid| std::fs::metadata(format!("/proc/{pid}/task/{tid}")).is_ok() && sched(pid, tid).1 != 0)
+            .collect();
+        assert_eq!(rt, if realtime { vec![op2] } else { vec![] }, "{strategy}: real-time threads of the JVM");
+        mw.signal(libc::SIGTERM);
+        let (code, err) = mw.wait();
+        assert_eq!(code, Some(0), "{err}");
+        assert_eq!(sched(pid, op2), (0, 0), "restored");
+        if !realtime {
+            assert!(
+                err.contains("no real-time classes for its threads") && err.contains("WaitStrategyProgressive"),
+                "the refusal names the wait strategy: {err}"
+            );
+            assert!(err.contains("--wait-strategy park"), "and what to set: {err}");
+        }
+        drop(job);
+    }
+}

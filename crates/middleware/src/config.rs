@@ -48,7 +48,9 @@
 //! A policy table holds the policy itself (`type` and its fields, see
 //! [`moirai_sched::PolicySpec`]: `qs`, `hr`, `fcfs`, `metric`, `random`, `constant`, `script`,
 //! `groups`) and how it is run: `name`, `period`, `translator`, `normalization`, `nice_best`,
-//! `nice_worst`, `weight_min`, `weight_max`, `spes`, `queries`. Unknown keys are errors.
+//! `nice_worst`, `weight_min`, `weight_max`, `spes`, `queries`, and for the `realtime`
+//! translator `rt_threads`, `rt_class`, `rt_priority_min`, `rt_priority_max`
+//! ([`crate::realtime::RtSettings`]). Unknown keys are errors.
 
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
@@ -57,6 +59,8 @@ use std::time::Duration;
 
 use moirai_sched::{NiceRange, Normalization, PolicyRun, PolicySpec, Scope};
 use serde::Deserialize;
+
+use crate::realtime::{RtClass, RtSettings};
 
 /// The whole configuration.
 #[derive(Clone, Debug)]
@@ -135,6 +139,11 @@ pub struct SpeConfig {
     /// Flink only: what `queue_len` reports (see [`FlinkQueue`]); absent: the default.
     #[serde(default)]
     pub queue: Option<FlinkQueue>,
+    /// The nice value of the SPE process's session group (`sched_autogroup`), which weighs its
+    /// whole session against other sessions; set when the SPE is first seen, restored on exit
+    /// (see [`crate::session`]). Absent: left alone.
+    #[serde(default)]
+    pub autogroup_nice: Option<i32>,
 }
 
 /// What the Flink driver reports as an operator's queue (`queue_len`, hence QS's `queue_size`).
@@ -170,6 +179,9 @@ pub enum TranslatorKind {
     Nice,
     /// A cpu cgroup per group (or per operator for a single-priority policy), with a weight.
     Cgroup,
+    /// Nice values per thread, and a real-time class for the highest ranked threads
+    /// ([`crate::realtime`], Lachesis-RT).
+    Realtime,
 }
 
 /// One policy and how it is run.
@@ -190,6 +202,8 @@ pub struct PolicyConfig {
     /// Weight range for the cgroup translator (`None`: the whole range of the host's cgroup
     /// version).
     pub weights: Option<(u64, u64)>,
+    /// How the realtime translator chooses its threads.
+    pub rt: RtSettings,
     /// The operators it governs.
     pub scope: Scope,
 }
@@ -209,7 +223,7 @@ struct FileConfig {
 }
 
 /// The keys of a policy table that are not the policy's own.
-const RUN_KEYS: [&str; 10] = [
+const RUN_KEYS: [&str; 14] = [
     "name",
     "period",
     "translator",
@@ -220,6 +234,10 @@ const RUN_KEYS: [&str; 10] = [
     "weight_max",
     "spes",
     "queries",
+    "rt_threads",
+    "rt_class",
+    "rt_priority_min",
+    "rt_priority_max",
 ];
 
 #[derive(Deserialize)]
@@ -235,6 +253,10 @@ struct RunKeys {
     weight_max: Option<u64>,
     spes: Option<Vec<String>>,
     queries: Option<Vec<String>>,
+    rt_threads: Option<usize>,
+    rt_class: Option<RtClass>,
+    rt_priority_min: Option<u8>,
+    rt_priority_max: Option<u8>,
 }
 
 /// Parses a duration such as `1s`, `250ms`; a clear error otherwise.
@@ -254,6 +276,7 @@ impl PolicyConfig {
             normalization: Normalization::Ratio,
             nice: NiceRange::default(),
             weights: None,
+            rt: RtSettings::default(),
             scope: Scope::all(),
         }
     }
@@ -300,9 +323,25 @@ impl PolicyConfig {
             policy.translator = t;
         }
         policy.normalization = run.normalization.unwrap_or(match policy.translator {
-            TranslatorKind::Nice => Normalization::Ratio,
+            TranslatorKind::Nice | TranslatorKind::Realtime => Normalization::Ratio,
             TranslatorKind::Cgroup => Normalization::Logarithmic,
         });
+        let rt_keys = run.rt_threads.is_some()
+            || run.rt_class.is_some()
+            || run.rt_priority_min.is_some()
+            || run.rt_priority_max.is_some();
+        if rt_keys && policy.translator != TranslatorKind::Realtime {
+            return Err(format!(
+                "{who}: rt_threads, rt_class, rt_priority_min and rt_priority_max are for translator = \"realtime\""
+            ));
+        }
+        let d = RtSettings::default();
+        policy.rt = RtSettings {
+            threads: run.rt_threads.unwrap_or(d.threads),
+            class: run.rt_class.unwrap_or(d.class),
+            priorities: (run.rt_priority_min.unwrap_or(d.priorities.0), run.rt_priority_max.unwrap_or(d.priorities.1)),
+        };
+        policy.rt.validate().map_err(|e| format!("{who}: {e}"))?;
         policy.nice = NiceRange { best: run.nice_best.unwrap_or(-20), worst: run.nice_worst.unwrap_or(19) };
         policy.nice.validate().map_err(|e| format!("{who}: {e}"))?;
         policy.weights = match (run.weight_min, run.weight_max) {
@@ -412,6 +451,19 @@ impl Config {
             if s.driver != DriverKind::Flink && s.queue.is_some() {
                 return Err(format!("SPE '{}': `queue` is for the flink driver; remove it", s.name));
             }
+            if let Some(n) = s.autogroup_nice {
+                if !(-20..=19).contains(&n) {
+                    return Err(format!(
+                        "SPE '{}': autogroup_nice {n} is out of range: a session group's nice lies in [-20, 19]",
+                        s.name
+                    ));
+                }
+            }
+        }
+        if self.policies.iter().filter(|p| p.translator == TranslatorKind::Realtime).count() > 1 {
+            return Err("more than one policy uses the realtime translator; keep one (its rt_threads bounds the \
+                        real-time threads of the whole machine)"
+                .into());
         }
         let mut policy_names = BTreeSet::new();
         for p in &self.policies {
@@ -429,6 +481,7 @@ impl Config {
             if p.period.is_zero() {
                 return Err(format!("policy '{}': period must be positive", p.name));
             }
+            p.rt.validate().map_err(|e| format!("policy '{}': {e}", p.name))?;
         }
         Ok(())
     }
@@ -509,6 +562,45 @@ mod tests {
         assert!(e.contains("ui"), "{e}");
         assert!(check_ui_addr("10.1.2.3:80".parse().unwrap(), false).is_err());
         assert!(check_ui_addr("10.1.2.3:80".parse().unwrap(), true).is_ok());
+    }
+
+    #[test]
+    fn the_realtime_translator_takes_its_own_keys() {
+        let rt = FULL
+            .replace("type = \"qs\"", "type = \"qs\"\ntranslator = \"realtime\"\nrt_threads = 2\nrt_class = \"fifo\"");
+        let c = Config::from_toml(&rt).unwrap();
+        assert_eq!(c.policies[1].translator, TranslatorKind::Realtime);
+        assert_eq!(c.policies[1].normalization, Normalization::Ratio, "nice values as the nice translator's");
+        assert_eq!((c.policies[1].rt.threads, c.policies[1].rt.class), (2, RtClass::Fifo));
+        assert_eq!(c.policies[1].rt.priorities, RtSettings::default().priorities);
+        let e = Config::from_toml(&FULL.replace("type = \"qs\"", "type = \"qs\"\nrt_threads = 2")).unwrap_err();
+        assert!(e.contains("are for translator = \"realtime\""), "{e}");
+        let e = Config::from_toml(&rt.replace("rt_threads = 2", "rt_threads = 0")).unwrap_err();
+        assert!(e.contains("rt_threads 0 is out of range"), "{e}");
+        let e = Config::from_toml(&rt.replace("rt_threads = 2", "rt_priority_max = 99")).unwrap_err();
+        assert!(e.contains("watchdog"), "{e}");
+        let e = Config::from_toml(&rt.replace("\"fifo\"", "\"deadline\"")).unwrap_err();
+        assert!(e.contains("deadline"), "{e}");
+        let two = rt
+            .replace("name = \"shares\"", "name = \"shares\"\nrt_threads = 1")
+            .replace("translator = \"cgroup\"", "translator = \"realtime\"");
+        let e = Config::from_toml(&two).unwrap_err();
+        assert!(e.contains("more than one policy uses the realtime translator"), "{e}");
+    }
+
+    #[test]
+    fn an_spe_may_set_its_session_groups_nice() {
+        let c = Config::from_toml(
+            &FULL.replace("url = \"http://127.0.0.1:9464\"", "url = \"http://127.0.0.1:9464\"\nautogroup_nice = -5"),
+        )
+        .unwrap();
+        assert_eq!(c.spes[0].autogroup_nice, Some(-5));
+        assert_eq!(Config::from_toml(FULL).unwrap().spes[0].autogroup_nice, None);
+        let e = Config::from_toml(
+            &FULL.replace("url = \"http://127.0.0.1:9464\"", "url = \"http://127.0.0.1:9464\"\nautogroup_nice = -21"),
+        )
+        .unwrap_err();
+        assert!(e.contains("autogroup_nice -21 is out of range") && e.contains("[-20, 19]"), "{e}");
     }
 
     #[test]

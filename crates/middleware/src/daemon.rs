@@ -24,6 +24,8 @@ use crate::driver::moirai::{MoiraiDriver, Pins};
 use crate::driver::storm::StormDriver;
 use crate::driver::{Driver, Observation};
 use crate::observe::{Log, Routes, SharedStats, StatsServer};
+use crate::realtime::RealTimeTranslator;
+use crate::session::Sessions;
 use crate::translate::{Applied, CgroupTranslator, NiceTranslator};
 
 /// Why the middleware cannot start or go on.
@@ -43,6 +45,7 @@ pub enum DaemonError {
 enum Translator {
     Nice(NiceTranslator),
     Cgroup(CgroupTranslator),
+    RealTime(Box<RealTimeTranslator>),
 }
 
 /// The middleware: drivers, the scheduling [`Controller`] and one translator per policy.
@@ -68,6 +71,8 @@ pub struct Daemon {
     /// Per SPE: `None` when it answered last time, else the error last reported (logged when it
     /// changes, e.g. from "unreachable" to a refusal, not every round).
     down: BTreeMap<String, Option<String>>,
+    /// Session groups: what nice can do for each SPE, and their `autogroup_nice`.
+    sessions: Sessions,
 }
 
 /// Takes an exclusive lock on `<state file>.lock`, so two middlewares never share a state file.
@@ -103,12 +108,15 @@ impl Daemon {
         }
         let mut needs: Vec<Need> = Vec::new();
         for p in &config.policies {
-            let need = match p.translator {
-                TranslatorKind::Nice => Need::Nice,
-                TranslatorKind::Cgroup => Need::Cgroups,
+            let need: &[Need] = match p.translator {
+                TranslatorKind::Nice => &[Need::Nice],
+                TranslatorKind::Cgroup => &[Need::Cgroups],
+                TranslatorKind::Realtime => &[Need::Nice, Need::RealTime],
             };
-            if !needs.contains(&need) {
-                needs.push(need);
+            for need in need {
+                if !needs.contains(need) {
+                    needs.push(*need);
+                }
             }
         }
         if config.policies.iter().filter(|p| p.translator == TranslatorKind::Cgroup).count() > 1 {
@@ -132,7 +140,12 @@ impl Daemon {
         // nice values below 0, it runs at the best of them itself (the threads it starts later —
         // its HTTP servers, jcmd for a thread dump — inherit it). Measured: 100 spinning Storm
         // executors at nice -10..-20 left a middleware at nice 0 two rounds in 75 s.
-        let best = config.policies.iter().filter(|p| p.translator == TranslatorKind::Nice).map(|p| p.nice.best).min();
+        let best = config
+            .policies
+            .iter()
+            .filter(|p| matches!(p.translator, TranslatorKind::Nice | TranslatorKind::Realtime))
+            .map(|p| p.nice.best)
+            .min();
         if let Some(best) = best.filter(|b| *b < 0) {
             let me = moirai_os::proc::current_tid();
             match moirai_os::nice::set_nice(me, best) {
@@ -180,6 +193,7 @@ impl Daemon {
         }
 
         let (mut policies, mut translators) = (Vec::new(), Vec::new());
+        let realtime = config.policies.iter().any(|p| p.translator == TranslatorKind::Realtime);
         for p in &config.policies {
             let policy = p.spec.build(&p.name).map_err(|e| DaemonError::Config(format!("policy '{}': {e}", p.name)))?;
             let translator = match p.translator {
@@ -187,10 +201,22 @@ impl Daemon {
                 TranslatorKind::Cgroup => {
                     let layout = CgroupLayout::detect().map_err(|e| DaemonError::Privilege(e.to_string()))?;
                     let instance = format!("schedule-{}", std::process::id());
-                    Translator::Cgroup(
-                        CgroupTranslator::new(&mut log, layout.cpu(), &instance, p.normalization, p.weights)
+                    let mut t = CgroupTranslator::new(&mut log, layout.cpu(), &instance, p.normalization, p.weights)
+                        .map_err(|e| DaemonError::Privilege(format!("policy '{}': {e}", p.name)))?;
+                    if realtime {
+                        // Real-time threads may then run in its groups (v1 CONFIG_RT_GROUP_SCHED).
+                        t.grant_realtime();
+                    }
+                    Translator::Cgroup(t)
+                }
+                TranslatorKind::Realtime => {
+                    // Stale after three periods without a round (at least 5 s: a thread dump may
+                    // take a few seconds).
+                    let stale = (p.period * 3).max(Duration::from_secs(5));
+                    Translator::RealTime(Box::new(
+                        RealTimeTranslator::new(p.normalization, p.nice, p.rt.clone(), stale)
                             .map_err(|e| DaemonError::Privilege(format!("policy '{}': {e}", p.name)))?,
-                    )
+                    ))
                 }
             };
             policies.push((p.run(), policy));
@@ -238,16 +264,25 @@ impl Daemon {
                     translator: match t {
                         Translator::Nice(_) => "nice".into(),
                         Translator::Cgroup(_) => "cgroup".into(),
+                        Translator::RealTime(_) => "realtime".into(),
                     },
                     applies: match t {
                         Translator::Nice(_) => "nice".into(),
                         Translator::Cgroup(c) => c.knob().into(),
+                        Translator::RealTime(r) => {
+                            format!("nice + {} (up to {} threads)", r.settings().class, r.settings().threads)
+                        }
                     },
                     period: p.period,
                 })
                 .collect();
             Recorder::new(spes, policies, controller.tick(), std::process::id())
         });
+        let sessions = Sessions::new(
+            config.spes.iter().filter_map(|s| Some((s.name.clone(), s.autogroup_nice?))).collect(),
+            config.policies.iter().any(|p| p.translator != TranslatorKind::Cgroup),
+            config.policies.iter().any(|p| p.translator == TranslatorKind::Cgroup),
+        );
         Ok(Daemon {
             drivers,
             configs: config.policies,
@@ -263,6 +298,7 @@ impl Daemon {
             out,
             start: Instant::now(),
             down: BTreeMap::new(),
+            sessions,
         })
     }
 
@@ -348,10 +384,25 @@ impl Daemon {
                     if let Some(Some(_)) = self.down.insert(d.spe().to_string(), None) {
                         self.out.info(format!("SPE '{}' is back", d.spe()));
                     }
+                    let (lines, errors) = self.sessions.attach(d.spe(), o.topology.pid, &mut self.log);
+                    lines.iter().for_each(|l| self.out.info(l));
+                    errors.iter().for_each(|e| self.out.error(e));
                     observations.push(o);
                 }
                 Err(e) => {
                     let e = e.to_string();
+                    // Nothing would correct a runaway real-time thread of an SPE that does not answer.
+                    for t in &mut self.translators {
+                        if let Translator::RealTime(rt) = t {
+                            let n = rt.release_spe(d.spe(), &self.log);
+                            if n > 0 {
+                                self.out.info(format!(
+                                    "SPE '{}' does not answer: {n} real-time thread(s) demoted",
+                                    d.spe()
+                                ));
+                            }
+                        }
+                    }
                     if self.recorder.is_some() {
                         self.record.down.insert(d.spe().to_string(), e.clone());
                     }
@@ -460,6 +511,12 @@ impl Daemon {
             let applied: Applied = match &mut self.translators[decision.policy] {
                 Translator::Nice(t) => t.apply(&schedule, cluster, &mut self.log),
                 Translator::Cgroup(t) => t.apply(&schedule, cluster, &mut self.log),
+                Translator::RealTime(t) => {
+                    let idle = self.drivers.iter().map(|d| (d.spe().to_string(), d.idle_wait())).collect();
+                    let rt = t.apply(&schedule, cluster, &mut self.log, &idle);
+                    crate::realtime::report(&self.out, &self.stats, name, &rt);
+                    rt.nice
+                }
             };
             threads += applied.values.len();
             for e in &applied.errors {

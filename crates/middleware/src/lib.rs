@@ -8,7 +8,9 @@
 //! [`moirai_os`], which records every original value first so that everything is put back on exit
 //! or after a crash. [`daemon`] runs the loop: drivers, then the round of
 //! [`moirai_sched::Controller`], then translators; [`config`] reads what to run; [`observe`] reports
-//! the middleware's own cost and decisions; [`dashboard`] shows them live.
+//! the middleware's own cost and decisions; [`dashboard`] shows them live. [`realtime`] is the
+//! real-time translator (Lachesis-RT) with its [`watchdog`]; [`session`] says what nice values can
+//! do under `sched_autogroup` and sets an SPE's session-group nice.
 #![forbid(missing_docs)]
 
 pub mod config;
@@ -17,7 +19,10 @@ pub mod dashboard;
 pub mod driver;
 pub mod observe;
 pub mod prometheus;
+pub mod realtime;
+pub mod session;
 pub mod translate;
+pub mod watchdog;
 
 pub use config::{Config, DriverKind, FlinkQueue, PolicyConfig, SpeConfig, TranslatorKind};
 pub use daemon::{Daemon, DaemonError};

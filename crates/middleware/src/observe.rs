@@ -35,6 +35,11 @@ pub struct Stats {
     pub threads: usize,
     /// The last value applied per (policy, spe, query, operator, tid).
     pub applied: BTreeMap<(String, String, String, String, i32), i64>,
+    /// The real-time priority of each thread a realtime policy made real-time, per (policy, spe,
+    /// query, operator, tid).
+    pub realtime: BTreeMap<(String, String, String, String, i32), u8>,
+    /// Threads the real-time watchdog demoted.
+    pub watchdog_demotions: u64,
     /// The dashboard's JSON of the last round ([`crate::dashboard::State`]), serialised once per
     /// round when the dashboard is on.
     pub dashboard: Option<Arc<str>>,
@@ -117,6 +122,30 @@ pub fn render(stats: &Stats, cpu_seconds: f64) -> String {
             escape(operator)
         );
     }
+    if stats.realtime.is_empty() && stats.watchdog_demotions == 0 {
+        return o;
+    }
+    let _ = writeln!(
+        o,
+        "# HELP moirai_schedule_realtime The real-time priority of a thread a realtime policy made real-time.\n\
+         # TYPE moirai_schedule_realtime gauge"
+    );
+    for ((policy, spe, query, operator, tid), v) in &stats.realtime {
+        let _ = writeln!(
+            o,
+            "moirai_schedule_realtime{{policy=\"{}\",spe=\"{}\",query=\"{}\",operator=\"{}\",tid=\"{tid}\"}} {v}",
+            escape(policy),
+            escape(spe),
+            escape(query),
+            escape(operator)
+        );
+    }
+    let _ = writeln!(
+        o,
+        "# HELP moirai_schedule_watchdog_demotions_total Threads the real-time watchdog put back into their original class.\n\
+         # TYPE moirai_schedule_watchdog_demotions_total counter\nmoirai_schedule_watchdog_demotions_total {}",
+        stats.watchdog_demotions
+    );
     o
 }
 

@@ -182,6 +182,8 @@ pub struct CgroupTranslator {
     weights: HashMap<String, u64>,
     /// (pid, tid) → (start ticks, group dir) where the thread was put.
     placed: HashMap<(u32, Tid), (u64, String)>,
+    /// Whether its groups get a real-time budget (a realtime policy runs beside it).
+    realtime: bool,
 }
 
 impl CgroupTranslator {
@@ -209,7 +211,15 @@ impl CgroupTranslator {
             dirs: BTreeMap::new(),
             weights: HashMap::new(),
             placed: HashMap::new(),
+            realtime: false,
         })
+    }
+
+    /// Gives every group it makes a share of the real-time budget (v1 `cpu.rt_runtime_us` under
+    /// `CONFIG_RT_GROUP_SCHED`), so that threads a realtime policy raises may run in them
+    /// (`moirai_os::cgroup::rt_budget`).
+    pub fn grant_realtime(&mut self) {
+        self.realtime = true;
     }
 
     /// The file its values are written to: `cpu.shares` (v1) or `cpu.weight` (v2).
@@ -240,6 +250,7 @@ impl CgroupTranslator {
     pub fn apply(&mut self, schedule: &Schedule, cluster: &Cluster, log: &mut RestoreLog) -> Applied {
         let (weight_of, targets) = cgroup_weights(schedule, cluster, self.normalization, self.range);
         let mut applied = Applied::default();
+        let groups_before = self.tree.groups().count();
         for (group, &weight) in &weight_of {
             let dir = self.dir_name(group);
             if let Err(e) = self.tree.ensure_group(log, &dir) {
@@ -254,6 +265,11 @@ impl CgroupTranslator {
                     }
                     Err(e) => applied.errors.push(format!("weight {weight} for group {dir}: {e}")),
                 }
+            }
+        }
+        if self.realtime && self.tree.groups().count() != groups_before {
+            if let Err(e) = moirai_os::cgroup::rt_budget::share_rt_runtime(&self.tree, log) {
+                applied.errors.push(format!("real-time budget of the groups: {e}"));
             }
         }
         for t in targets {

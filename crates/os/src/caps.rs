@@ -15,7 +15,7 @@ use std::path::Path;
 
 use crate::cgroup::{CgroupLayout, Hierarchy};
 use crate::error::OsError;
-use crate::realtime::rt_throttling;
+use crate::realtime::{rt_throttling_in, KERNEL_SYSCTL_DIR};
 
 /// The capabilities moirai may need.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,6 +104,12 @@ impl Privileges {
     /// Probes the calling process: effective uid and capabilities, the cgroup layout and
     /// write access to the cpu hierarchy.
     pub fn probe() -> Result<Privileges, OsError> {
+        Self::probe_in(Path::new(KERNEL_SYSCTL_DIR))
+    }
+
+    /// [`Privileges::probe`] with the kernel's scheduler sysctls read from `kernel` instead of
+    /// `/proc/sys/kernel`.
+    pub fn probe_in(kernel: &Path) -> Result<Privileges, OsError> {
         // SAFETY: geteuid has no preconditions and cannot fail.
         let euid = unsafe { libc::geteuid() };
         let cgroup = match CgroupLayout::detect() {
@@ -114,7 +120,7 @@ impl Privileges {
             }
             Err(e) => Err(e.to_string()),
         };
-        Ok(Privileges { euid, cap_eff: effective_capabilities()?, cgroup, rt_throttling: rt_throttling()? })
+        Ok(Privileges { euid, cap_eff: effective_capabilities()?, cgroup, rt_throttling: rt_throttling_in(kernel)? })
     }
 
     /// One line per item in `needs` that these privileges do not cover, saying how to get it.
@@ -181,7 +187,12 @@ fn writable(dir: &Path) -> bool {
 /// Checks that the calling process can do everything in `needs`; the error lists each missing
 /// item and how to get it ([`OsError::Preflight`]).
 pub fn preflight(needs: &[Need]) -> Result<(), OsError> {
-    let missing = Privileges::probe()?.missing(needs);
+    preflight_in(needs, Path::new(KERNEL_SYSCTL_DIR))
+}
+
+/// [`preflight`] with the kernel's scheduler sysctls read from `kernel` ([`Privileges::probe_in`]).
+pub fn preflight_in(needs: &[Need], kernel: &Path) -> Result<(), OsError> {
+    let missing = Privileges::probe_in(kernel)?.missing(needs);
     if missing.is_empty() {
         Ok(())
     } else {
@@ -274,6 +285,20 @@ mod tests {
 
         let err = OsError::Preflight { missing: unprivileged.missing(&[Need::Nice, Need::Cgroups]) };
         assert!(err.to_string().lines().count() >= 3, "one line per missing item: {err}");
+    }
+
+    #[test]
+    fn a_real_time_preflight_on_a_host_without_throttling_says_how_to_turn_it_on() {
+        let dir = crate::testutil::TempDir::new("preflight-rt");
+        std::fs::write(dir.0.join("sched_rt_runtime_us"), "-1\n").unwrap();
+        std::fs::write(dir.0.join("sched_rt_period_us"), "1000000\n").unwrap();
+        let err = preflight_in(&[Need::RealTime], &dir.0).unwrap_err().to_string();
+        assert!(err.contains("real-time throttling is disabled"), "{err}");
+        assert!(err.contains("sysctl -w kernel.sched_rt_runtime_us=950000"), "{err}");
+        // The nice translator does not care.
+        if Cap::SysNice.is_in(effective_capabilities().unwrap()) {
+            preflight_in(&[Need::Nice], &dir.0).unwrap();
+        }
     }
 
     #[test]

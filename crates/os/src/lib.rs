@@ -8,6 +8,8 @@
 //!   mechanism).
 //! - [`realtime`]: per-thread scheduling classes (`SCHED_RR`/`SCHED_FIFO`) for the optional
 //!   real-time translator, with the safety net it needs.
+//! - [`autogroup`]: session groups (`sched_autogroup`): whether the kernel uses them, a
+//!   process's group and the group's nice value (a handle across sessions).
 //! - [`caps`]: capability and privilege checks, and a [`caps::preflight`] that lists everything
 //!   missing before the middleware touches anything.
 //! - [`restore`]: the [`RestoreLog`], which records every thread's and group's original state
@@ -25,6 +27,7 @@
 //! a [`RestoreLog`] so that nothing is changed without a record of how to undo it.
 #![forbid(missing_docs)]
 
+pub mod autogroup;
 pub mod caps;
 pub mod cgroup;
 pub mod error;

@@ -156,15 +156,24 @@ pub fn set_sched_class(tid: Tid, class: SchedClass) -> Result<(), OsError> {
     }
 }
 
+/// Where the kernel's scheduler sysctls are (`sched_rt_runtime_us`, `sched_autogroup_enabled`).
+pub const KERNEL_SYSCTL_DIR: &str = "/proc/sys/kernel";
+
 /// The kernel's real-time throttling: `Some((runtime_us, period_us))`, or `None` when it is
 /// disabled (`sched_rt_runtime_us` = -1) and a runaway RT thread could freeze the machine.
 pub fn rt_throttling() -> Result<Option<(u64, u64)>, OsError> {
+    rt_throttling_in(std::path::Path::new(KERNEL_SYSCTL_DIR))
+}
+
+/// [`rt_throttling`] as read from `dir` instead of `/proc/sys/kernel` (a copy of its two files,
+/// e.g. to check what a host with throttling disabled is told).
+pub fn rt_throttling_in(dir: &std::path::Path) -> Result<Option<(u64, u64)>, OsError> {
     let read = |name: &str| -> Result<i64, OsError> {
-        let path = format!("/proc/sys/kernel/{name}");
-        let text = std::fs::read_to_string(&path).map_err(|e| OsError::io(format!("reading {path}"), e))?;
+        let path = dir.join(name);
+        let text = std::fs::read_to_string(&path).map_err(|e| OsError::io(format!("reading {}", path.display()), e))?;
         text.trim()
             .parse()
-            .map_err(|_| OsError::io(format!("parsing {path}"), std::io::Error::other(format!("{text:?}"))))
+            .map_err(|_| OsError::io(format!("parsing {}", path.display()), std::io::Error::other(format!("{text:?}"))))
     };
     let runtime = read("sched_rt_runtime_us")?;
     let period = read("sched_rt_period_us")?;
@@ -199,6 +208,23 @@ mod tests {
         let ended = crate::testutil::ended_thread();
         assert!(get_sched_class(ended).unwrap_err().is_thread_gone());
         assert_eq!(get_sched_class(current_tid()).unwrap(), SchedClass::Other);
+    }
+
+    #[test]
+    fn throttling_is_read_from_the_given_directory() {
+        let dir = crate::testutil::TempDir::new("rt-throttling");
+        let write = |runtime: &str| {
+            std::fs::write(dir.0.join("sched_rt_runtime_us"), runtime).unwrap();
+            std::fs::write(dir.0.join("sched_rt_period_us"), "1000000\n").unwrap();
+        };
+        write("950000\n");
+        assert_eq!(rt_throttling_in(&dir.0).unwrap(), Some((950_000, 1_000_000)));
+        write("-1\n");
+        assert_eq!(rt_throttling_in(&dir.0).unwrap(), None, "-1 is throttling disabled");
+        write("lots\n");
+        assert!(rt_throttling_in(&dir.0).unwrap_err().to_string().contains("sched_rt_runtime_us"));
+        // This host: whatever it is, it parses.
+        rt_throttling().unwrap();
     }
 
     #[test]

@@ -122,3 +122,67 @@ fn removing_a_group_sends_its_threads_home_first() {
     assert_eq!(report.groups_removed, 2, "{report}");
     assert!(!base_dir.exists());
 }
+
+/// With `CONFIG_RT_GROUP_SCHED`, a new group has no real-time budget: a thread in it cannot be
+/// made real-time until [`share_rt_runtime`] gives the instance's groups one. The thread only
+/// blocks, so being real-time costs the machine nothing; everything is restored, class first.
+#[test]
+fn real_time_threads_in_moirai_groups_need_the_budget_share_rt_runtime_gives() {
+    use moirai_os::cgroup::rt_budget::{rt_runtime_us, share_rt_runtime};
+    use moirai_os::realtime::{get_sched_class, rt_throttling, set_sched_class, SchedClass};
+    let Some(h) = v1_cpu_or_skip("real_time_threads_in_moirai_groups_need_the_budget_share_rt_runtime_gives") else {
+        return;
+    };
+    if rt_runtime_us(&h.mount).unwrap().is_none() || rt_throttling().unwrap().is_none() {
+        common::skip(
+            "real_time_threads_in_moirai_groups_need_the_budget: no CONFIG_RT_GROUP_SCHED or no RT throttling",
+        );
+        return;
+    }
+    let pid = std::process::id();
+    let a = Sleeper::spawn();
+    let home = thread_cgroup(pid, a.tid, &h).unwrap();
+    let base = unique("moirai-test-rt");
+    let base_dir = h.mount.join(&base);
+    let inst = base_dir.join("node1");
+    let (g1, g2) = (inst.join("g1"), inst.join("g2"));
+    let _undo = Cleanup::new({
+        let (home, tid) = (home.clone(), a.tid);
+        let dirs = vec![g1.clone(), g2.clone(), inst.clone(), base_dir.clone()];
+        move || {
+            let _ = set_sched_class(tid, SchedClass::Other);
+            undo_v1(&home, &[tid], &dirs)
+        }
+    });
+    let state = TempDir::new("v1-rt");
+    let mut log = RestoreLog::create(state.0.join("state.json")).unwrap();
+    let mut tree = CgroupTree::create_under(&mut log, &h, &base, "node1").unwrap();
+    tree.ensure_group(&mut log, "g1").unwrap();
+    tree.move_thread(&mut log, pid, a.tid, "g1").unwrap();
+    assert_eq!(rt_runtime_us(&g1).unwrap(), Some(0), "a new group has no real-time budget");
+    let refused = set_sched_class(a.tid, SchedClass::RoundRobin(5)).unwrap_err();
+    assert!(matches!(refused, OsError::RealTimeRefused { .. }), "{refused}");
+    assert!(refused.to_string().contains("cpu.rt_runtime_us"), "the error names the budget: {refused}");
+
+    let share = share_rt_runtime(&tree, &log).unwrap().expect("v1 with RT group scheduling");
+    assert!(share.instance_us > 0 && share.per_group_us == share.instance_us, "{share:?}");
+    assert_eq!(rt_runtime_us(&g1).unwrap(), Some(share.per_group_us));
+    log.set_sched_class(pid, a.tid, SchedClass::RoundRobin(5)).unwrap();
+    assert_eq!(get_sched_class(a.tid).unwrap(), SchedClass::RoundRobin(5));
+
+    // A second group halves the shares; the first shrinks before the second grows.
+    tree.ensure_group(&mut log, "g2").unwrap();
+    let share = share_rt_runtime(&tree, &log).unwrap().unwrap();
+    assert_eq!(share.groups.len(), 2);
+    assert_eq!(rt_runtime_us(&g1).unwrap(), Some(share.instance_us / 2));
+    assert_eq!(rt_runtime_us(&g2).unwrap(), Some(share.instance_us / 2));
+
+    // Restore: the class first (a real-time thread could not leave for a group without a
+    // budget), then the thread home, then the groups.
+    let report = log.restore();
+    assert!(report.is_clean(), "{report}");
+    assert_eq!(report.classes_restored, 1, "{report}");
+    assert_eq!(get_sched_class(a.tid).unwrap(), SchedClass::Other);
+    assert_eq!(thread_cgroup(pid, a.tid, &h).unwrap(), home);
+    assert!(!base_dir.exists());
+}

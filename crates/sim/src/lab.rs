@@ -95,7 +95,7 @@ pub fn configure(c: &Configuration, base: &SimConfig) -> Result<SimConfig, SimEr
             t
         }
     };
-    let mut args = c.run_args.iter();
+    let mut args = c.schedule_args.iter();
     while let Some(arg) = args.next() {
         if arg == "--translator" {
             let value = args.next().map(String::as_str).unwrap_or("");

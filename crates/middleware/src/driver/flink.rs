@@ -830,6 +830,12 @@ impl Driver for FlinkDriver {
         &self.name
     }
 
+    fn idle_wait(&self) -> super::IdleWait {
+        // A task thread waits in its mailbox (a blocking take since Flink 1.10); output flushers
+        // and timer threads sleep; a legacy source thread waits in the source's own code.
+        super::IdleWait::Blocks
+    }
+
     fn kind(&self) -> &'static str {
         "flink"
     }

@@ -14,6 +14,32 @@ use moirai_sched::Metric;
 /// What a driver saw in one round: the controller's input.
 pub use moirai_sched::Observation;
 
+/// How an SPE's operator threads wait when they have nothing to do. It decides whether they may
+/// run in a real-time class ([`crate::realtime`]): a real-time thread that polls takes its CPU
+/// from every normal thread of the machine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IdleWait {
+    /// They block (on a channel, a mailbox) until there is work.
+    Blocks,
+    /// They poll, parking for a fixed time between polls (Storm's `WaitStrategyPark`).
+    Parks,
+    /// They spin, or poll in naps too short to give the CPU away (Storm's default
+    /// `WaitStrategyProgressive`); the text says what showed it.
+    Spins(String),
+    /// Not known (yet); the text says why.
+    Unknown(String),
+}
+
+impl std::fmt::Display for IdleWait {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IdleWait::Blocks => write!(f, "its threads block when idle"),
+            IdleWait::Parks => write!(f, "its threads park when idle"),
+            IdleWait::Spins(why) | IdleWait::Unknown(why) => f.write_str(why),
+        }
+    }
+}
+
 /// A driver.
 pub trait Driver: Send {
     /// The SPE's configured name.
@@ -30,6 +56,10 @@ pub trait Driver: Send {
     /// logged and counted once.
     fn take_errors(&mut self) -> Vec<String> {
         Vec::new()
+    }
+    /// How the SPE's operator threads wait when idle, as far as the driver knows.
+    fn idle_wait(&self) -> IdleWait {
+        IdleWait::Unknown(format!("the {} driver does not say how its threads wait", self.kind()))
     }
 }
 

@@ -308,6 +308,12 @@ impl Driver for MoiraiDriver {
         &self.name
     }
 
+    fn idle_wait(&self) -> super::IdleWait {
+        // A dedicated operator thread waits on its channels' condition variable; pool threads
+        // (which the driver never reports) are not scheduled per operator anyway.
+        super::IdleWait::Blocks
+    }
+
     fn kind(&self) -> &'static str {
         "moirai"
     }

@@ -44,12 +44,14 @@ use std::time::{Duration, Instant, SystemTime};
 use moirai_sched::{LogicalOperator, Metric, OpKind, PhysicalOperator, SpeTopology, ThreadRef};
 
 use super::jvm::{any_gone, cpu_ns, java_processes, parse_thread_dump, stamp, thread_dump};
-use super::{Driver, Observation};
+use super::{Driver, IdleWait, Observation};
 
 /// A metric file counts as live when written this recently (its topology runs).
 pub const LIVE: Duration = Duration::from_secs(10);
 /// The least time between two dumps while a live component has no executor thread yet.
 const DUMP_RETRY: Duration = Duration::from_secs(5);
+/// The least time between two dumps while no executor was seen idle (how they wait is unknown).
+const IDLE_RETRY: Duration = Duration::from_secs(30);
 /// The gauge a spout reports its backlog in (FLIP-33).
 pub const PENDING_RECORDS: &str = "pendingRecords";
 
@@ -222,6 +224,8 @@ struct ExecutorMap {
     /// The live topologies then.
     topologies: BTreeSet<String>,
     taken: Instant,
+    /// How the executors waited then.
+    idle: IdleWait,
 }
 
 /// The driver for the Storm workers on this machine that report into one metrics directory.
@@ -286,9 +290,14 @@ impl StormDriver {
         choose_worker(candidates, topologies, &self.dir).map_err(|e| format!("{e} (user {owner} owns the directory)"))
     }
 
-    fn take_map(&mut self, owner: u32, topologies: &BTreeSet<String>) -> Result<(u32, Vec<Executor>), String> {
+    fn take_map(
+        &mut self,
+        owner: u32,
+        topologies: &BTreeSet<String>,
+    ) -> Result<(u32, Vec<Executor>, IdleWait), String> {
         let pid = self.find_jvm(owner, topologies)?;
         let dump = thread_dump(pid)?;
+        let idle = idle_wait_in_dump(&dump);
         let mut executors = Vec::new();
         for (name, tid) in parse_thread_dump(&dump) {
             let Some((component, a, b)) = parse_executor_thread(&name) else { continue };
@@ -300,7 +309,7 @@ impl StormDriver {
             }
         }
         executors.sort_by(|x, y| (&x.component, x.tasks).cmp(&(&y.component, y.tasks)));
-        Ok((pid, executors))
+        Ok((pid, executors, idle))
     }
 
     /// The ids of the live topologies, and the directory's live metric files of the given
@@ -332,6 +341,44 @@ impl StormDriver {
             }
         }
         Ok((topologies, newest.into_values().map(|(_, path, parsed)| (path, parsed)).collect()))
+    }
+}
+
+/// How the topology's executors wait when idle, from the stacks of a thread dump: executors of
+/// the topology's own components (not Storm's `__system` & co.) seen inside
+/// `WaitStrategyProgressive.idle` (Storm's default: after every tuple it returns at once, then
+/// naps in `parkNanos(1)` a thousand times before it sleeps) spin; inside `WaitStrategyPark.idle`
+/// they park. A dump in which no executor was idle says nothing.
+pub fn idle_wait_in_dump(dump: &str) -> IdleWait {
+    let (mut progressive, mut park) = (0, 0);
+    let mut executor = false;
+    for line in dump.lines() {
+        if let Some(header) = line.strip_prefix('"') {
+            let name = header.rsplit_once('"').map_or("", |(n, _)| n);
+            executor = parse_executor_thread(name).is_some_and(|(c, _, _)| !c.starts_with("__"));
+        } else if executor {
+            let frame = line.trim_start();
+            if frame.starts_with("at org.apache.storm.policy.WaitStrategyProgressive.idle(") {
+                progressive += 1;
+            } else if frame.starts_with("at org.apache.storm.policy.WaitStrategyPark.idle(") {
+                park += 1;
+            }
+        }
+    }
+    if progressive > 0 {
+        IdleWait::Spins(format!(
+            "a thread dump shows {progressive} executor(s) idling in Storm's default WaitStrategyProgressive, which \
+             polls after naps of a few microseconds; set topology.bolt.wait.strategy, topology.spout.wait.strategy and \
+             topology.backpressure.wait.strategy to org.apache.storm.policy.WaitStrategyPark (moirai's Storm jobs: \
+             --wait-strategy park)"
+        ))
+    } else if park > 0 {
+        IdleWait::Parks
+    } else {
+        IdleWait::Unknown(format!(
+            "no executor was idle in the last thread dump, so how they wait is not known yet (read again within {}s)",
+            IDLE_RETRY.as_secs()
+        ))
     }
 }
 
@@ -493,6 +540,13 @@ impl Driver for StormDriver {
         [Metric::TuplesIn, Metric::TuplesOut, Metric::QueueLen, Metric::CpuNs].into()
     }
 
+    fn idle_wait(&self) -> IdleWait {
+        match &self.map {
+            Some(m) => m.idle.clone(),
+            None => IdleWait::Unknown("no thread dump taken yet".into()),
+        }
+    }
+
     fn observe(&mut self, needed: &[Metric]) -> Result<Observation, String> {
         let owner = self.owner()?;
         // Threads first: the component ids they name are what the file names are parsed against.
@@ -509,19 +563,20 @@ impl Driver for StormDriver {
                 any_gone(m.pid, m.executors.iter().map(|e| &e.thread))
                     || m.topologies != topologies
                     || (mapped.len() < topologies.len() && m.taken.elapsed() >= DUMP_RETRY)
+                    || (matches!(m.idle, IdleWait::Unknown(_)) && m.taken.elapsed() >= IDLE_RETRY)
             }
         };
         if stale {
-            let (pid, executors) = match self.take_map(owner, &topologies) {
+            let (pid, executors, idle) = match self.take_map(owner, &topologies) {
                 Ok(found) => found,
                 Err(e) => {
                     self.warn_once(format!("{e}; its executors are not scheduled until a thread dump succeeds"));
-                    (self.pid.unwrap_or(0), Vec::new())
+                    (self.pid.unwrap_or(0), Vec::new(), IdleWait::Unknown(format!("no thread dump: {e}")))
                 }
             };
             let components = executors.iter().map(|e| e.component.as_str()).collect();
             (topologies, files) = self.live_files(owner, &components)?;
-            self.map = Some(ExecutorMap { pid, executors, topologies, taken: Instant::now() });
+            self.map = Some(ExecutorMap { pid, executors, topologies, taken: Instant::now(), idle });
         }
         let map = self.map.as_ref().expect("set above");
         let (pid, executors) = (map.pid, map.executors.clone());
@@ -638,6 +693,35 @@ mod tests {
         for other in ["Thread-13", "Thread-x-busy-executor[1, 1]", "main", "Thread-4-busy-executor[3, 1]"] {
             assert_eq!(parse_executor_thread(other), None, "{other}");
         }
+    }
+
+    #[test]
+    fn how_executors_wait_is_read_from_their_stacks() {
+        let dump = |strategy: &str, system: &str| {
+            format!(
+                "\"Thread-33-__system-executor[-1, -1]\" #206 prio=5 nid=0x3c51 waiting on condition\n\
+                 \tat jdk.internal.misc.Unsafe.park(java.base@17/Native Method)\n\
+                 \tat org.apache.storm.policy.{system}.idle(WaitStrategy.java:55)\n\
+                 \"Thread-38-syn0-op1-executor[1, 1]\" #211 prio=5 nid=0x3c56 runnable\n\
+                 \tat jdk.internal.misc.Unsafe.park(java.base@17/Native Method)\n\
+                 \tat java.util.concurrent.locks.LockSupport.parkNanos(java.base@17/LockSupport.java:410)\n\
+                 \tat org.apache.storm.policy.{strategy}.idle(WaitStrategy.java:66)\n\
+                 \tat org.apache.storm.executor.bolt.BoltExecutor$1.call(BoltExecutor.java:180)\n\
+                 \"main\" #1 prio=5 nid=0x1 waiting\n"
+            )
+        };
+        let spins = idle_wait_in_dump(&dump("WaitStrategyProgressive", "WaitStrategyPark"));
+        assert!(
+            matches!(&spins, IdleWait::Spins(why) if why.contains("1 executor(s)") && why.contains("--wait-strategy park")),
+            "{spins:?}"
+        );
+        assert_eq!(
+            idle_wait_in_dump(&dump("WaitStrategyPark", "WaitStrategyProgressive")),
+            IdleWait::Parks,
+            "the system executor does not count"
+        );
+        let busy = dump("Other", "WaitStrategyPark");
+        assert!(matches!(idle_wait_in_dump(&busy), IdleWait::Unknown(_)), "no executor idle: unknown");
     }
 
     #[test]

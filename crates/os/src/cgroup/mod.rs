@@ -6,6 +6,8 @@
 //! - [`membership`]: which group a thread or process is in, from `/proc/<pid>/task/<tid>/cgroup`.
 //! - [`tree`]: [`CgroupTree`], the groups `<cpu mount>/moirai/<instance>/<group>` with their
 //!   weights and threads, every change recorded in a [`crate::restore::RestoreLog`].
+//! - [`rt_budget`]: the real-time budget (`cpu.rt_runtime_us`) v1 groups need before real-time
+//!   threads may run in them (`CONFIG_RT_GROUP_SCHED`).
 //! - `fs`: the cgroupfs operations themselves and what their errnos mean.
 //!
 //! The original Lachesis forked `cgcreate`/`cgclassify` and knew only v1; here everything is a
@@ -14,6 +16,7 @@
 pub(crate) mod fs;
 pub mod layout;
 pub mod membership;
+pub mod rt_budget;
 pub mod tree;
 
 pub use layout::{

@@ -4,6 +4,7 @@
 //! A [`RestoreLog`] records the original state *before* the first change of each thing:
 //!
 //! - a thread's nice value and scheduling class,
+//! - a session group's nice value ([`crate::autogroup`]),
 //! - a thread's cpu cgroup, and its process's (the process's is what v2 moves, and where threads
 //!   born later inside a moirai group go back to),
 //! - each cgroup directory moirai created, and each `cgroup.subtree_control` it changed.
@@ -40,13 +41,14 @@ mod undo;
 pub use undo::RestoreReport;
 
 pub(crate) use state::{identity, Identity, State};
-use state::{load, ControllerRecord, NiceRecord, ProcessRecord, SchedRecord, ThreadRecord, FORMAT};
+use state::{load, AutogroupRecord, ControllerRecord, NiceRecord, ProcessRecord, SchedRecord, ThreadRecord, FORMAT};
 
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::autogroup::{autogroup, set_autogroup_nice, Autogroup};
 use crate::cgroup::fs::{CgroupFs, KernelFs};
 use crate::cgroup::Hierarchy;
 use crate::error::OsError;
@@ -214,6 +216,38 @@ impl RestoreLog {
         }
         self.commit()?;
         set_sched_class(tid, class)
+    }
+
+    /// The scheduling class thread `tid` of `pid` had before moirai first changed it.
+    pub fn original_class(&self, pid: u32, tid: Tid) -> Option<SchedClass> {
+        self.state.sched.iter().find(|r| r.pid == pid && r.tid == tid).map(|r| r.class)
+    }
+
+    /// Sets the nice value of the session group of process `pid` — which weighs the whole session
+    /// against other sessions ([`crate::autogroup`]) — recording the group's original value first
+    /// if moirai has not changed this group before. Returns the group as it was before this
+    /// call. [`OsError::ThreadGone`] if the process ended.
+    pub fn set_autogroup_nice(&mut self, pid: u32, nice: i32) -> Result<Autogroup, OsError> {
+        crate::nice::validate_nice(nice as i64)?;
+        let stat = thread_stat(pid, pid as Tid).map_err(|_| OsError::ThreadGone { tid: pid as Tid })?;
+        let before = autogroup(pid)?;
+        if !self.state.autogroups.iter().any(|r| r.group == before.id) {
+            self.state.autogroups.push(AutogroupRecord {
+                pid,
+                start_ticks: stat.start_ticks,
+                group: before.id,
+                nice: before.nice,
+            });
+            self.dirty = true;
+        }
+        self.commit()?;
+        set_autogroup_nice(pid, nice)?;
+        Ok(before)
+    }
+
+    /// The nice value session group `group` had before moirai first changed it.
+    pub fn original_autogroup_nice(&self, group: u64) -> Option<i32> {
+        self.state.autogroups.iter().find(|r| r.group == group).map(|r| r.nice)
     }
 
     /// Undoes everything recorded, as far as it still exists; see [`RestoreReport`]. What is

@@ -36,6 +36,16 @@ pub(crate) struct SchedRecord {
     pub(crate) class: SchedClass,
 }
 
+/// A session group's nice value before moirai first changed it (see [`crate::autogroup`]): the
+/// group by its kernel id, and the process it was changed through.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct AutogroupRecord {
+    pub(crate) pid: u32,
+    pub(crate) start_ticks: u64,
+    pub(crate) group: u64,
+    pub(crate) nice: i32,
+}
+
 /// A thread's cpu cgroup before moirai first moved it; `None` if it was already inside
 /// moirai's tree (born there from a thread moirai had moved).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -71,6 +81,9 @@ pub(crate) struct State {
     pub(crate) writer_start_ticks: u64,
     pub(crate) nice: Vec<NiceRecord>,
     pub(crate) sched: Vec<SchedRecord>,
+    /// Session groups (absent in files of older moirai versions).
+    #[serde(default)]
+    pub(crate) autogroups: Vec<AutogroupRecord>,
     /// The cpu hierarchy the cgroup records refer to.
     pub(crate) cgroup: Option<Hierarchy>,
     /// The instance directory (`<mount>/moirai/<instance>`).
@@ -87,6 +100,7 @@ impl State {
     pub(crate) fn is_empty(&self) -> bool {
         self.nice.is_empty()
             && self.sched.is_empty()
+            && self.autogroups.is_empty()
             && self.processes.is_empty()
             && self.threads.is_empty()
             && self.groups.is_empty()

@@ -414,3 +414,93 @@ fn real_time_classes_are_recorded_and_restored_after_a_crash() {
     assert_eq!(report.classes_restored, 1, "{report}");
     assert_eq!(get_sched_class(a.tid).unwrap(), SchedClass::Other, "the class from before the first change");
 }
+
+// ---- session groups ----
+
+/// `sh -c 'sleep 60 & exec sleep 60'` in a session of its own: the process the test starts (the
+/// session leader) and a second process of the same session group.
+fn session_of_two() -> (std::process::Child, Cleanup) {
+    let mut cmd = std::process::Command::new("sh");
+    cmd.args(["-c", "sleep 60 & exec sleep 60"]);
+    // SAFETY: setsid is async-signal-safe; the closure allocates nothing.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        cmd.pre_exec(|| if libc::setsid() < 0 { Err(std::io::Error::last_os_error()) } else { Ok(()) });
+    }
+    let child = cmd.spawn().unwrap();
+    let sid = child.id() as i32;
+    // SAFETY: kill only signals the process group (= session) this test started.
+    let guard = Cleanup::new(move || unsafe {
+        libc::kill(-sid, libc::SIGKILL);
+    });
+    (child, guard)
+}
+
+#[test]
+fn a_session_groups_nice_is_recorded_and_restored_after_a_crash_through_any_process_of_it() {
+    if skip_unless_root("a_session_groups_nice_is_recorded_and_restored_after_a_crash_through_any_process_of_it") {
+        return;
+    }
+    use crate::autogroup::{autogroup, process_in_autogroup};
+    let dir = TempDir::new("autogroup");
+    let path = state_path(&dir);
+    let own = autogroup(std::process::id()).unwrap();
+    let (mut leader, _guard) = session_of_two();
+    let pid = leader.id();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let group = loop {
+        // Once the shell has forked its background sleep, the group has two processes.
+        let g = autogroup(pid).unwrap();
+        let members = fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|p| autogroup(*p).is_ok_and(|a| a.id == g.id))
+            .count();
+        if g.id != own.id && members >= 2 {
+            break g;
+        }
+        assert!(std::time::Instant::now() < deadline, "the child's session never had two processes");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+
+    let mut log = RestoreLog::create(&path).unwrap();
+    assert_eq!(log.set_autogroup_nice(pid, -4).unwrap(), group);
+    log.set_autogroup_nice(pid, 5).unwrap();
+    assert_eq!(autogroup(pid).unwrap().nice, 5);
+    assert_eq!(log.original_autogroup_nice(group.id), Some(group.nice), "the first original is kept");
+    assert_eq!(read_state(&path).autogroups.len(), 1, "on disk before the change");
+    // The crash: no restore.
+    std::mem::forget(log);
+    // The process the change went through ends; another process of its session lives on.
+    leader.kill().unwrap();
+    leader.wait().unwrap();
+    let other = process_in_autogroup(group.id).expect("the session's background sleep");
+    assert_ne!(other, pid);
+
+    let report = RestoreLog::restore_from(&path).unwrap();
+    assert_eq!(report.autogroups_restored, 1, "{report}");
+    assert_eq!(autogroup(other).unwrap(), group, "the session's nice is back");
+    assert_eq!(autogroup(std::process::id()).unwrap(), own, "the test's own session was never touched");
+    assert!(!path.exists());
+}
+
+#[test]
+fn a_session_group_that_ended_is_skipped() {
+    let dir = TempDir::new("autogroup-gone");
+    let path = state_path(&dir);
+    let state = State {
+        format: FORMAT,
+        writer_pid: 1,
+        autogroups: vec![AutogroupRecord { pid: u32::MAX / 2, start_ticks: 1, group: u64::MAX, nice: 0 }],
+        ..State::default()
+    };
+    fs::write(&path, serde_json::to_string(&state).unwrap()).unwrap();
+    let report = RestoreLog::restore_from(&path).unwrap();
+    assert_eq!((report.autogroups_restored, report.skipped_gone), (0, 1), "{report}");
+    // A state file of an older moirai (no "autogroups") still loads.
+    let mut old: serde_json::Value = serde_json::to_value(State { format: FORMAT, ..State::default() }).unwrap();
+    old.as_object_mut().unwrap().remove("autogroups");
+    fs::write(&path, old.to_string()).unwrap();
+    assert_eq!(RestoreLog::restore_from(&path).unwrap(), RestoreReport::default());
+}

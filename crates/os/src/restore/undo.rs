@@ -1,4 +1,4 @@
-//! Undoing a [`State`]: scheduling classes and nice values first, then cgroup membership, then the groups moirai
+//! Undoing a [`State`]: scheduling classes, nice values and session groups' nice values first, then cgroup membership, then the groups moirai
 //! created (children before parents), then the controllers it enabled.
 //!
 //! Every step checks that the thing still exists and is still the recorded one; what ended is
@@ -8,6 +8,7 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::autogroup::{autogroup, process_in_autogroup, set_autogroup_nice};
 use crate::cgroup::fs::{read_ids, write_id, CgroupFs};
 use crate::cgroup::membership::tgid_of;
 use crate::cgroup::{CgroupVersion, Hierarchy};
@@ -25,6 +26,8 @@ pub struct RestoreReport {
     pub classes_restored: usize,
     /// Threads whose original nice value was set again.
     pub nice_restored: usize,
+    /// Session groups whose original nice value was set again.
+    pub autogroups_restored: usize,
     /// Threads moved back to their original cgroup one by one (v1, or v2 threads that had a
     /// cgroup of their own).
     pub threads_moved_back: usize,
@@ -58,10 +61,11 @@ impl fmt::Display for RestoreReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} classes and {} nice values restored, {} threads and {} processes moved back, {} strays moved, {} groups removed, \
+            "{} classes, {} nice values and {} session groups restored, {} threads and {} processes moved back, {} strays moved, {} groups removed, \
              {} controllers disabled, {} skipped (ended), {} skipped (tid reused)",
             self.classes_restored,
             self.nice_restored,
+            self.autogroups_restored,
             self.threads_moved_back,
             self.processes_moved_back,
             self.strays_moved,
@@ -136,6 +140,7 @@ pub(crate) fn undo(state: &mut State, fs: &dyn CgroupFs) -> RestoreReport {
     // Classes first: a thread back in SCHED_OTHER can then move to any cgroup.
     undo_sched(state, &mut report);
     undo_nice(state, &mut report);
+    undo_autogroups(state, &mut report);
     if let Some(h) = state.cgroup.clone() {
         match h.version {
             CgroupVersion::V1 => undo_v1_threads(state, fs, &h, &mut report),
@@ -214,6 +219,34 @@ fn undo_nice(state: &mut State, report: &mut RestoreReport) {
         |r| format!("nice of thread {} (pid {}) back to {}", r.tid, r.pid, r.nice),
         |report| &mut report.nice_restored,
     );
+}
+
+/// Sets each recorded session group's nice value back, through the recorded process if it still
+/// belongs to the group, else through any process of the group; a group with no process left
+/// is gone (the kernel frees it with its last process).
+fn undo_autogroups(state: &mut State, report: &mut RestoreReport) {
+    state.autogroups.retain(|r| {
+        let same = identity(r.pid, r.pid as Tid, r.start_ticks) == Identity::Same
+            && autogroup(r.pid).is_ok_and(|g| g.id == r.group);
+        let Some(pid) = (if same { Some(r.pid) } else { process_in_autogroup(r.group) }) else {
+            report.skipped_gone += 1;
+            return false;
+        };
+        match set_autogroup_nice(pid, r.nice) {
+            Ok(()) => {
+                report.autogroups_restored += 1;
+                false
+            }
+            Err(OsError::ThreadGone { .. }) => {
+                report.skipped_gone += 1;
+                false
+            }
+            Err(e) => {
+                report.failures.push(format!("nice of session group /autogroup-{} back to {}: {e}", r.group, r.nice));
+                true
+            }
+        }
+    });
 }
 
 fn undo_v1_threads(state: &mut State, fs: &dyn CgroupFs, h: &Hierarchy, report: &mut RestoreReport) {

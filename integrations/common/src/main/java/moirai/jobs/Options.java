@@ -24,7 +24,7 @@ public final class Options {
     public enum Engine {
         /** {@code moirai.flink.Run}: {@code --rest-port}, {@code --buffer-timeout-ms}. */
         FLINK,
-        /** {@code moirai.storm.Run}: {@code --metrics-dir}, {@code --workers}. */
+        /** {@code moirai.storm.Run}: {@code --metrics-dir}, {@code --workers}, {@code --wait-strategy}. */
         STORM,
         /** No job (e.g. {@link SynDraw}): only the workloads' flags. */
         NONE
@@ -74,6 +74,11 @@ public final class Options {
             l.add("  --metrics-dir DIR    where Storm's CsvStormReporter writes the metrics, one CSV file per");
             l.add("                       metric, every second [default: a fresh temporary directory]");
             l.add("  --workers W          worker slots of the topology, threads of this JVM [default: 1]");
+            l.add("  --wait-strategy S    how idle executors wait (Storm's spout, bolt and backpressure wait");
+            l.add("                       strategies): progressive (Storm's default: spin, then 1000 x");
+            l.add("                       parkNanos(1), then 1 ms sleeps) or park[:MICROS] (WaitStrategyPark,");
+            l.add("                       LockSupport.parkNanos of MICROS us each time; 100 if not given)");
+            l.add("                       [default: progressive]");
         }
         l.add("  --json               print the summary as one JSON object on the last line of stdout");
         l.add("  -h, --help           print this help");
@@ -116,6 +121,11 @@ public final class Options {
     public String metricsDir;
     /** Storm: worker slots. */
     public int workers = 1;
+    /**
+     * Storm: the park time of {@code WaitStrategyPark} in microseconds for every wait situation
+     * (spout, bolt, backpressure), or null for Storm's default {@code WaitStrategyProgressive}.
+     */
+    public Long parkMicros;
     public boolean json;
     /** The engine whose flags these are. */
     public Engine engine;
@@ -201,6 +211,7 @@ public final class Options {
             case "--selectivity" -> "0.5";
             case "--rest-port" -> "18081";
             case "--metrics-dir" -> "/tmp/storm-metrics";
+            case "--wait-strategy" -> "park";
             case "--rate", "--ramp-to" -> "20000";
             case "--cost-ns" -> "1000";
             case "--seed" -> "42";
@@ -236,6 +247,10 @@ public final class Options {
             case "--workers" -> {
                 requireEngine(flag, Engine.STORM);
                 workers = (int) integer(flag, value, 1, 64);
+            }
+            case "--wait-strategy" -> {
+                requireEngine(flag, Engine.STORM);
+                parkMicros = waitStrategy(value);
             }
             default -> {
                 if (syn) {
@@ -279,6 +294,32 @@ public final class Options {
             }
             default -> throw unknown(flag, "linear-road");
         }
+    }
+
+    /** {@code progressive} → null; {@code park} → 100 (Storm's default park time); {@code park:N} → N. */
+    private static Long waitStrategy(String value) throws UsageError {
+        if (value.equals("progressive")) {
+            return null;
+        }
+        if (value.equals("park")) {
+            return 100L;
+        }
+        if (value.startsWith("park:")) {
+            long micros;
+            try {
+                micros = Long.parseLong(value.substring(5).trim());
+            } catch (NumberFormatException e) {
+                micros = -1;
+            }
+            // 0 would make WaitStrategyPark busy-poll: the opposite of what the flag is for.
+            if (micros < 1 || micros > 1_000_000) {
+                throw new UsageError("--wait-strategy " + value + ": the park time is a number of microseconds in "
+                        + "1..1000000, e.g. --wait-strategy park:100");
+            }
+            return micros;
+        }
+        throw new UsageError("--wait-strategy " + value + ": use progressive (Storm's default) or park[:MICROS], "
+                + "e.g. --wait-strategy park:100");
     }
 
     private void requireEngine(String flag, Engine needed) throws UsageError {

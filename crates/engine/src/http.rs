@@ -23,8 +23,7 @@ pub(crate) struct MetricsServer {
 
 impl MetricsServer {
     pub(crate) fn start(addr: SocketAddr, view: Arc<EngineView>) -> std::io::Result<MetricsServer> {
-        let server =
-            Server::start(addr, "moirai engine: metrics endpoint", move |r: &Request<'_>| respond(r, &view))?;
+        let server = Server::start(addr, "moirai engine: metrics endpoint", move |r: &Request<'_>| respond(r, &view))?;
         Ok(MetricsServer { server })
     }
 

@@ -58,6 +58,7 @@ public final class Run {
                 && System.getProperty("log4j.configurationFile") == null) {
             System.setProperty("log4j2.configurationFile", "classpath:moirai-storm-log4j2.xml");
         }
+        Path scratch = scratchDir();
         Options options;
         try {
             options = Options.parse(args, Options.Engine.STORM);
@@ -85,8 +86,41 @@ public final class Run {
         }
         stdout.flush();
         System.err.flush();
+        deleteTree(scratch);
         // Storm's non-daemon threads must not keep the JVM alive.
         Runtime.getRuntime().halt(code);
+    }
+
+    /**
+     * A scratch directory of this run, made the JVM's {@code java.io.tmpdir} before Storm starts:
+     * the LocalCluster's state (Nimbus' blobs, the supervisor's RocksDB, ~75 MB), RocksDB's native
+     * library and the default metrics directory go there, and it is deleted when the run ends —
+     * normally or on SIGTERM/SIGINT (a shutdown hook) — so that runs leave nothing in /tmp. Only
+     * a SIGKILL leaves it behind (named {@code moirai-storm-*}).
+     */
+    private static Path scratchDir() {
+        try {
+            Path dir = Files.createTempDirectory("moirai-storm-");
+            System.setProperty("java.io.tmpdir", dir.toString());
+            Runtime.getRuntime().addShutdownHook(new Thread(() -> deleteTree(dir), "moirai-storm-scratch"));
+            return dir;
+        } catch (IOException e) {
+            System.err.println("moirai-storm: cannot create a scratch directory in " + System.getProperty("java.io.tmpdir")
+                    + " (" + e + "); Storm's local state stays in the default temporary directory");
+            return null;
+        }
+    }
+
+    /** Deletes a directory and everything in it, as far as it can (a file Storm still writes may stay). */
+    private static void deleteTree(Path dir) {
+        if (dir == null || !Files.exists(dir)) {
+            return;
+        }
+        try (java.util.stream.Stream<Path> paths = Files.walk(dir)) {
+            paths.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        } catch (IOException | java.io.UncheckedIOException e) {
+            System.err.println("moirai-storm: could not delete the scratch directory " + dir + ": " + e);
+        }
     }
 
     /** The topology could not start; the message says why and what to do. */
@@ -115,7 +149,9 @@ public final class Run {
     static Path metricsDir(Options o) throws StartError {
         try {
             if (o.metricsDir == null) {
-                return Files.createTempDirectory("moirai-storm-metrics-");
+                // In the run's scratch directory (named explicitly: Files caches the temporary
+                // directory it first saw), deleted with it when the run ends.
+                return Files.createTempDirectory(Path.of(System.getProperty("java.io.tmpdir")), "moirai-storm-metrics-");
             }
             Path dir = Path.of(o.metricsDir).toAbsolutePath();
             Files.createDirectories(dir);

@@ -15,6 +15,37 @@ use std::path::{Path, PathBuf};
 /// and the processes' descriptors; `None` if nobody listens there or the holder's descriptors
 /// cannot be read (another user's process, without root).
 pub fn listening_pid(port: u16) -> Option<u32> {
+    listener(port).map(|l| l.pid)
+}
+
+/// Which descriptor of which process holds a listening TCP socket: what [`listener`] found, kept
+/// so that [`Listener::still_listening`] can check it again with one `readlink` instead of
+/// scanning every socket and process of the machine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Listener {
+    /// The process.
+    pub pid: u32,
+    /// Its descriptor of the socket.
+    pub fd: u32,
+    /// The socket's `socket:[inode]` link text.
+    link: String,
+}
+
+impl Listener {
+    /// Whether the process still holds this very socket. A listening socket cannot be bound to
+    /// another port, its inode is not reused while it lives, and it dies with the process (a
+    /// reused pid holds other sockets), so this proves that `pid` still listens on the port
+    /// [`listener`] was asked about — without reading `/proc/net/tcp`, whose length grows with
+    /// every connection of the machine (each closed one stays in TIME_WAIT for a minute).
+    pub fn still_listening(&self) -> bool {
+        std::fs::read_link(format!("/proc/{}/fd/{}", self.pid, self.fd))
+            .is_ok_and(|l| l.as_os_str().as_encoded_bytes() == self.link.as_bytes())
+    }
+}
+
+/// The process and descriptor holding a listening TCP socket on `port` (IPv4 or IPv6), as
+/// [`listening_pid`] finds it.
+pub fn listener(port: u16) -> Option<Listener> {
     let mut sockets = BTreeSet::new();
     for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
         let Ok(text) = std::fs::read_to_string(table) else { continue };
@@ -34,8 +65,11 @@ pub fn listening_pid(port: u16) -> Option<u32> {
         let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
         let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { continue };
         for fd in fds.flatten() {
-            if std::fs::read_link(fd.path()).is_ok_and(|l| sockets.contains(l.to_string_lossy().as_ref())) {
-                return Some(pid);
+            let Ok(link) = std::fs::read_link(fd.path()) else { continue };
+            let link = link.to_string_lossy();
+            if sockets.contains(link.as_ref()) {
+                let fd = fd.file_name().to_str().and_then(|n| n.parse().ok())?;
+                return Some(Listener { pid, fd, link: link.into_owned() });
             }
         }
     }
@@ -150,6 +184,23 @@ mod tests {
         assert_eq!(listening_pid(port), Some(std::process::id()));
         drop(listener);
         assert_eq!(listening_pid(port), None);
+    }
+
+    #[test]
+    fn a_found_listener_is_checked_again_by_its_descriptor() {
+        let socket = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = socket.local_addr().unwrap().port();
+        let found = listener(port).expect("this process listens");
+        assert_eq!((found.pid, found.fd), (std::process::id(), socket.as_raw_fd() as u32));
+        assert!(found.still_listening());
+        drop(socket);
+        assert!(!found.still_listening(), "the socket is closed");
+        // The descriptor number reused by another socket (the lowest free one, unless another
+        // test took it meanwhile) is not the listener.
+        let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        if other.as_raw_fd() as u32 == found.fd {
+            assert!(!found.still_listening(), "another socket on the same descriptor");
+        }
     }
 
     #[test]

@@ -21,7 +21,8 @@ use moirai_os::identity::{self, LockFile};
 use moirai_sched::{LogicalOperator, Metric, OpKind, PhysicalOperator, SpeTopology, ThreadRef};
 use serde::Deserialize;
 
-use super::{Driver, Observation};
+use super::threads::ThreadCensus;
+use super::{Driver, Observation, SourceLoad};
 use crate::prometheus;
 
 /// `/topology`, as far as the driver needs it.
@@ -177,13 +178,37 @@ impl EngineClient {
 
     /// Reads `/metrics`: counters per physical operator id.
     pub fn counters(&self) -> Result<BTreeMap<usize, EngineCounters>, String> {
+        let table = self.counter_table()?;
+        Ok(table.into_iter().enumerate().filter_map(|(id, c)| Some((id, c?))).collect())
+    }
+
+    /// Reads `/metrics`: counters per physical operator id (the index), `None` for an id
+    /// without samples.
+    pub fn counter_table(&self) -> Result<Vec<Option<EngineCounters>>, String> {
         let text = self.get("/metrics")?;
-        let samples = prometheus::parse(&text).map_err(|e| format!("{}/metrics: {e}", self.base))?;
-        let mut out: BTreeMap<usize, EngineCounters> = BTreeMap::new();
-        for s in samples {
-            let Ok(id) = s.label("id").parse::<usize>() else { continue };
-            let c = out.entry(id).or_default();
-            match s.name.as_str() {
+        let mut out: Vec<Option<EngineCounters>> = Vec::new();
+        let wanted = |name: &str| {
+            matches!(
+                name,
+                "moirai_operator_tuples_in_total"
+                    | "moirai_operator_tuples_out_total"
+                    | "moirai_operator_queue_len"
+                    | "moirai_operator_head_wait_seconds"
+                    | "moirai_operator_cpu_seconds_total"
+                    | "moirai_operator_backlog"
+            )
+        };
+        prometheus::scan(&text, wanted, |s| {
+            let Some(id) = s.label("id").and_then(|id| id.parse::<usize>().ok()) else { return };
+            // Ids are the engine's physical operators, 0..n; a wild one is not worth a gap.
+            if id >= MAX_OPERATORS {
+                return;
+            }
+            if out.len() <= id {
+                out.resize(id + 1, None);
+            }
+            let c = out[id].get_or_insert_with(EngineCounters::default);
+            match s.name {
                 "moirai_operator_tuples_in_total" => c.tuples_in = s.value,
                 "moirai_operator_tuples_out_total" => c.tuples_out = s.value,
                 "moirai_operator_queue_len" => c.queue_len = s.value,
@@ -192,10 +217,14 @@ impl EngineClient {
                 "moirai_operator_backlog" => c.backlog = s.value,
                 _ => {}
             }
-        }
+        })
+        .map_err(|e| format!("{}/metrics: {e}", self.base))?;
         Ok(out)
     }
 }
+
+/// The most physical operators an engine has (`moirai run` accepts 100 000 in all).
+const MAX_OPERATORS: usize = 1 << 20;
 
 /// The driver for a moirai engine.
 pub struct MoiraiDriver {
@@ -206,6 +235,14 @@ pub struct MoiraiDriver {
     state_file: PathBuf,
     /// The engine process attached to: (pid, owner uid), and the lock held on it.
     attached: Option<(u32, u32, LockFile)>,
+    /// The socket the engine was last found listening on (loopback URLs).
+    listener: Option<identity::Listener>,
+    /// The engine's threads, listed every round.
+    census: ThreadCensus,
+    /// The topology last read, kept while the engine's thread set stays the same.
+    cached: Option<Cached>,
+    /// The sources as the last observation saw them.
+    sources: Option<SourceLoad>,
     /// Warnings already shown.
     warnings: BTreeSet<String>,
 }
@@ -260,6 +297,10 @@ impl MoiraiDriver {
             pins,
             state_file,
             attached: None,
+            listener: None,
+            census: ThreadCensus::new(),
+            cached: None,
+            sources: None,
             warnings: BTreeSet::new(),
         })
     }
@@ -272,24 +313,30 @@ impl MoiraiDriver {
 
     /// Checks that the process `/topology` names is the engine this middleware may schedule, and
     /// holds the lock on it; the error says what was refused and why.
-    fn verify(&mut self, engine: &EngineTopology) -> Result<(), String> {
-        let (url, pid) = (self.client.url().to_string(), engine.pid);
+    fn verify(&mut self, pid: u32) -> Result<(), String> {
+        let url = self.client.url().to_string();
         let refuse = |why: String| Err(format!("refusing to schedule the process {url} names (pid {pid}): {why}"));
         match super::loopback_port(&url) {
-            Some(port) => match identity::listening_pid(port) {
-                Some(listener) if listener == pid => {}
+            // The socket found in an earlier round, still held by this very process: the port is
+            // still its own (one readlink instead of a scan of every socket and process).
+            Some(_) if self.listener.as_ref().is_some_and(|l| l.pid == pid && l.still_listening()) => {}
+            Some(port) => match identity::listener(port) {
+                Some(listener) if listener.pid == pid => self.listener = Some(listener),
                 Some(listener) => {
+                    self.listener = None;
                     return refuse(format!(
-                        "the port is served by process {listener}, not by {pid}; another process answers on the \
-                         engine's port"
-                    ))
+                        "the port is served by process {}, not by {pid}; another process answers on the engine's \
+                         port",
+                        listener.pid
+                    ));
                 }
                 None => {
+                    self.listener = None;
                     return refuse(
                         "no process visible to this middleware listens on that port (run it as root or as the \
                          engine's user)"
                             .into(),
-                    )
+                    );
                 }
             },
             None => self.warn_once(format!(
@@ -368,6 +415,15 @@ fn kind_of(kind: &str) -> OpKind {
 /// a thread of its own (its `tid` is only the worker that ran it last): operators get none, and
 /// nothing of the engine is reniced or moved.
 pub fn to_spe_topology(name: &str, t: &EngineTopology) -> SpeTopology {
+    to_spe_topology_with(name, t, |pid, tid| moirai_os::proc::thread_stat(pid, tid).ok().map(|s| s.start_ticks))
+}
+
+/// [`to_spe_topology`] with the threads' start times from `start_ticks(pid, tid)` (`None`: gone).
+pub fn to_spe_topology_with(
+    name: &str,
+    t: &EngineTopology,
+    mut start_ticks: impl FnMut(u32, i32) -> Option<u64>,
+) -> SpeTopology {
     let pool = is_pool(&t.threading);
     let logical = t
         .logical
@@ -379,9 +435,9 @@ pub fn to_spe_topology(name: &str, t: &EngineTopology) -> SpeTopology {
         .physical
         .iter()
         .map(|p| {
-            let threads = match moirai_os::proc::thread_stat(t.pid, p.tid) {
-                Ok(stat) if p.tid > 0 && !pool => vec![ThreadRef { tid: p.tid, start_ticks: stat.start_ticks }],
-                _ => Vec::new(),
+            let threads = match (p.tid > 0 && !pool).then(|| start_ticks(t.pid, p.tid)).flatten() {
+                Some(start_ticks) => vec![ThreadRef { tid: p.tid, start_ticks }],
+                None => Vec::new(),
             };
             PhysicalOperator {
                 name: p.name.clone(),
@@ -419,48 +475,31 @@ impl Driver for MoiraiDriver {
     }
 
     fn observe(&mut self, needed: &[Metric]) -> Result<Observation, String> {
-        let engine = self.client.topology()?;
-        if engine.physical.iter().enumerate().any(|(i, p)| p.id != i) {
-            return Err(format!("{}/topology: physical ids are not 0..n in order", self.client.url()));
+        // `/topology` is read again only when the engine's threads changed (or it is another
+        // process): an engine's queries are fixed for its life, and an operator thread that
+        // starts, ends or is replaced changes the thread set.
+        let cached = match self.cached.take() {
+            Some(c) if !self.census.refresh(c.topology.pid) => c,
+            _ => self.read_topology()?,
+        };
+        let result = self.verify(cached.topology.pid);
+        let topology = cached.topology.clone();
+        let is_source = cached.is_source.clone();
+        if cached.complete {
+            self.cached = Some(cached);
         }
-        self.verify(&engine)?;
-        let mut topology = to_spe_topology(&self.name, &engine);
-        // Under the dedicated model each thread runs one operator: a tid listed twice is a lie.
-        let mut seen = BTreeMap::new();
-        for (i, op) in topology.physical.iter().enumerate() {
-            for t in &op.threads {
-                seen.entry(t.tid).or_insert_with(Vec::new).push(i);
-            }
-        }
-        for (tid, ops) in seen.into_iter().filter(|(_, ops)| ops.len() > 1) {
-            let names: Vec<String> = ops.iter().map(|&i| topology.physical[i].name.clone()).collect();
-            self.warn_once(format!(
-                "thread {tid} is listed for several operators ({}); none of them gets it",
-                names.join(", ")
-            ));
-            for i in ops {
-                topology.physical[i].threads.retain(|t| t.tid != tid);
-            }
-        }
-        if is_pool(&engine.threading) {
-            self.warn_once(format!(
-                "the engine runs the pool threading model '{}': a worker thread runs many operators, so \
-                 per-operator nice values and cgroups do not apply and none of its threads is changed (see \
-                 docs/threading.md)",
-                engine.threading
-            ));
-        }
-        let is_source: Vec<bool> = engine
-            .physical
-            .iter()
-            .map(|p| p.logical.first().and_then(|&n| engine.logical.nodes.get(n)).is_some_and(|n| n.kind == "source"))
-            .collect();
+        result?;
         let mut samples = Vec::new();
         if !needed.is_empty() {
-            let counters = self.client.counters()?;
-            for (op, c) in counters {
+            let counters = self.client.counter_table()?;
+            let mut sources = SourceLoad::default();
+            for (op, c) in counters.into_iter().enumerate() {
                 if op >= topology.physical.len() {
-                    continue;
+                    break;
+                }
+                let Some(c) = c else { continue };
+                if is_source[op] {
+                    sources.add(Some(c.backlog), c.tuples_in);
                 }
                 for &m in needed {
                     let v = match m {
@@ -479,7 +518,67 @@ impl Driver for MoiraiDriver {
                     samples.push((op, m, v));
                 }
             }
+            self.sources = Some(sources);
         }
         Ok(Observation { topology, samples })
+    }
+
+    fn sources(&self) -> Option<SourceLoad> {
+        self.sources
+    }
+}
+
+/// A topology as read from `/topology`, with what the rounds need of it.
+struct Cached {
+    topology: SpeTopology,
+    /// Per physical operator: whether it is a source.
+    is_source: Vec<bool>,
+    /// Whether every operator had its thread (else it is read again next round).
+    complete: bool,
+}
+
+impl MoiraiDriver {
+    /// Reads `/topology` and converts it (thread ids checked against `/proc`).
+    fn read_topology(&mut self) -> Result<Cached, String> {
+        let engine = self.client.topology()?;
+        if engine.physical.iter().enumerate().any(|(i, p)| p.id != i) {
+            return Err(format!("{}/topology: physical ids are not 0..n in order", self.client.url()));
+        }
+        self.census.refresh(engine.pid);
+        let census = &mut self.census;
+        let mut topology = to_spe_topology_with(&self.name, &engine, |pid, tid| census.start_ticks(pid, tid));
+        // Under the dedicated model each thread runs one operator: a tid listed twice is a lie.
+        let mut seen = BTreeMap::new();
+        for (i, op) in topology.physical.iter().enumerate() {
+            for t in &op.threads {
+                seen.entry(t.tid).or_insert_with(Vec::new).push(i);
+            }
+        }
+        for (tid, ops) in seen.into_iter().filter(|(_, ops)| ops.len() > 1) {
+            let names: Vec<String> = ops.iter().map(|&i| topology.physical[i].name.clone()).collect();
+            self.warn_once(format!(
+                "thread {tid} is listed for several operators ({}); none of them gets it",
+                names.join(", ")
+            ));
+            for i in ops {
+                topology.physical[i].threads.retain(|t| t.tid != tid);
+            }
+        }
+        let pool = is_pool(&engine.threading);
+        if pool {
+            self.warn_once(format!(
+                "the engine runs the pool threading model '{}': a worker thread runs many operators, so \
+                 per-operator nice values and cgroups do not apply and none of its threads is changed (see \
+                 docs/threading.md)",
+                engine.threading
+            ));
+        }
+        let is_source = engine
+            .physical
+            .iter()
+            .map(|p| p.logical.first().and_then(|&n| engine.logical.nodes.get(n)).is_some_and(|n| n.kind == "source"))
+            .collect();
+        let complete = pool || topology.physical.iter().all(|p| !p.threads.is_empty());
+        Ok(Cached { topology, is_source, complete })
     }
 }

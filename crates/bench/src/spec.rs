@@ -169,6 +169,10 @@ pub struct Configuration {
     /// passed before the sweep's own arguments after `--`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub run_args: Vec<String>,
+    /// Arguments of this configuration's middleware (`/mw.nice-best=0` → `moirai schedule …
+    /// --nice-best 0`), after the lab's own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub schedule_args: Vec<String>,
 }
 
 impl Configuration {
@@ -182,10 +186,17 @@ impl Configuration {
             Some(_) => return Err(bad("the #TAG after '#' must be letters, digits, '-' or '_'".into())),
             None => t,
         };
-        // Workload arguments after '/': neither a threading model nor a system has one.
-        let (body, run_args) = match body.split_once('/') {
-            Some((b, args)) => (b, parse_run_args(args).map_err(&bad)?),
-            None => (body, Vec::new()),
+        // Workload arguments after '/': neither a threading model nor a system has one. Those
+        // named `mw.NAME` are the middleware's.
+        let (body, run_args, schedule_args) = match body.split_once('/') {
+            Some((b, args)) => {
+                let (run, mw) = split_schedule_args(args);
+                let run =
+                    if run.is_empty() && !mw.is_empty() { Vec::new() } else { parse_run_args(&run).map_err(&bad)? };
+                let mw = if mw.is_empty() { Vec::new() } else { parse_run_args(&mw).map_err(&bad)? };
+                (b, run, mw)
+            }
+            None => (body, Vec::new(), Vec::new()),
         };
         // '@' first: a threading model may have ':' in it (os@dynamic:2), a system never '@'.
         let (head, threading) = match body.split_once('@') {
@@ -225,6 +236,11 @@ impl Configuration {
                 system.name()
             )));
         }
+        if !schedule_args.is_empty() && scheduler == Scheduler::Os {
+            return Err(bad(
+                "/mw.NAME=VALUE arguments are for the middleware; name a policy, e.g. qs/mw.period=100ms".into()
+            ));
+        }
         if system.is_jvm() && !run_args.is_empty() {
             return Err(bad(format!(
                 "/NAME=VALUE arguments are for moirai's engine; pass the {} job's after --",
@@ -242,9 +258,19 @@ impl Configuration {
                 Scheduler::Os => return Err(bad("@policy needs a policy before it, e.g. qs@policy:2".into())),
             };
             let threading = Some(format!("policy:{policy}{settings}"));
-            return Ok(Configuration { label: t.to_string(), system, scheduler: Scheduler::Os, threading, run_args });
+            if !schedule_args.is_empty() {
+                return Err(bad("/mw.NAME=VALUE arguments are for the middleware, which @policy does not run".into()));
+            }
+            return Ok(Configuration {
+                label: t.to_string(),
+                system,
+                scheduler: Scheduler::Os,
+                threading,
+                run_args,
+                schedule_args,
+            });
         }
-        Ok(Configuration { label: t.to_string(), system, scheduler, threading, run_args })
+        Ok(Configuration { label: t.to_string(), system, scheduler, threading, run_args, schedule_args })
     }
 
     /// The middleware policy, if the configuration runs one.
@@ -276,6 +302,13 @@ impl fmt::Display for Configuration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.label)
     }
+}
+
+/// Splits `a=1/mw.b=2/c` into the workload's part (`a=1/c`) and the middleware's (`b=2`).
+fn split_schedule_args(text: &str) -> (String, String) {
+    let (mw, run): (Vec<&str>, Vec<&str>) = text.split('/').partition(|p| p.starts_with("mw."));
+    let mw: Vec<&str> = mw.iter().map(|p| &p[3..]).collect();
+    (run.join("/"), mw.join("/"))
 }
 
 /// `exchange=lbf/tau=20ms/sentence-variance` → `--exchange lbf --tau 20ms --sentence-variance`.
@@ -504,6 +537,20 @@ mod tests {
         assert!(msg("os/exchange=").contains("has no value"));
         assert!(msg("os/--exchange=lbf").contains("not a workload argument"));
         assert!(msg("flink:os/exchange=lbf").contains("after --"));
+    }
+
+    #[test]
+    fn configurations_carry_middleware_arguments() {
+        let c = Configuration::parse("qs/mw.nice-best=0/ops=3/mw.activation=always#b").unwrap();
+        assert_eq!(c.schedule_args, ["--nice-best", "0", "--activation", "always"]);
+        assert_eq!(c.run_args, ["--ops", "3"]);
+        let c = Configuration::parse("storm:qs/mw.period=1s").unwrap();
+        assert_eq!(c.schedule_args, ["--period", "1s"]);
+        assert!(c.run_args.is_empty());
+        let msg = |s: &str| Configuration::parse(s).unwrap_err().to_string();
+        assert!(msg("os/mw.period=1s").contains("name a policy"));
+        assert!(msg("qs@policy:2/mw.period=1s").contains("@policy does not run"));
+        assert!(msg("qs/mw.=1").contains("not a workload argument"));
     }
 
     #[test]

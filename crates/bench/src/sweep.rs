@@ -608,6 +608,7 @@ fn attempt_point(
             ]
             .iter()
             .map(|s| s.to_string())
+            .chain(config.schedule_args.iter().cloned())
             .collect();
             match Child::spawn(&spec.exe, &args) {
                 Ok(m) => middleware = Some(m),
@@ -750,8 +751,10 @@ fn attempt_point(
     }
 }
 
+/// The middleware's CPU so far, with that of the children it waited for (`jcmd` for a JVM's
+/// thread dump).
 fn cpu_sample(pid: u32) -> Option<(Instant, u64)> {
-    moirai_os::proc::process_cpu_ns(pid).ok().map(|ns| (Instant::now(), ns))
+    moirai_os::proc::process_and_children_cpu_ns(pid).ok().map(|ns| (Instant::now(), ns))
 }
 
 /// A one-line description of a point, for logs.

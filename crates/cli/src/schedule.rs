@@ -6,6 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
+use moirai_middleware::activity::ActivationMode;
+use moirai_middleware::config::DEFAULT_ACTIVATION_THRESHOLD;
 use moirai_middleware::config::{
     parse_period, Config, DriverKind, PolicyConfig, SpeConfig, TranslatorKind, DEFAULT_STATE_FILE,
 };
@@ -56,6 +58,10 @@ pub struct ScheduleArgs {
     /// Nice value for the lowest priority.
     #[arg(long, default_value_t = 19, allow_hyphen_values = true)]
     nice_worst: i32,
+    /// Smooth each thread's priority over rounds: the weight of the newest round, above 0 and at
+    /// most 1 (1 = no smoothing).
+    #[arg(long)]
+    smoothing: Option<f64>,
     /// How often the policy runs, e.g. 1s or 100ms.
     #[arg(long, default_value = "1s")]
     period: String,
@@ -74,6 +80,15 @@ pub struct ScheduleArgs {
     /// the SPEs' processes and threads, and the middleware runs as root).
     #[arg(long)]
     ui_public: bool,
+    /// When the policies' schedules are enforced on an SPE: auto (only while the machine's CPU is
+    /// saturated and the SPE's sources fall behind; its threads get their original values back
+    /// when that ends) or always.
+    #[arg(long, value_name = "auto|always", value_parser = |s: &str| s.parse::<ActivationMode>())]
+    activation: Option<ActivationMode>,
+    /// The share of the machine's CPU (0.5 to 1.0) at or above which it counts as fully used, for
+    /// --activation auto.
+    #[arg(long, value_name = "SHARE")]
+    activation_threshold: Option<f64>,
     /// Stop after this many rounds (then restore), instead of running until SIGINT/SIGTERM.
     #[arg(long)]
     rounds: Option<u64>,
@@ -123,6 +138,10 @@ fn from_flags(a: &ScheduleArgs) -> Result<Config, String> {
     };
     policy.nice = moirai_sched::NiceRange { best: a.nice_best, worst: a.nice_worst };
     policy.nice.validate()?;
+    if let Some(s) = a.smoothing {
+        moirai_middleware::config::check_smoothing(s).map_err(|e| format!("--{e}"))?;
+        policy.smoothing = s;
+    }
     if policy.translator == TranslatorKind::Cgroup {
         policy.normalization = moirai_sched::Normalization::Logarithmic;
     }
@@ -160,6 +179,8 @@ fn from_flags(a: &ScheduleArgs) -> Result<Config, String> {
         ui_public: a.ui_public,
         spes,
         policies: vec![policy],
+        activation: a.activation.unwrap_or_default(),
+        activation_threshold: a.activation_threshold.unwrap_or(DEFAULT_ACTIVATION_THRESHOLD),
     };
     config.validate()?;
     Ok(config)
@@ -237,6 +258,12 @@ pub fn run(a: ScheduleArgs) -> i32 {
                     c.ui_addr = a.ui;
                 }
                 c.ui_public |= a.ui_public;
+                if let Some(mode) = a.activation {
+                    c.activation = mode;
+                }
+                if let Some(share) = a.activation_threshold {
+                    c.activation_threshold = share;
+                }
                 c
             })
             .and_then(|c| c.validate().map(|()| c)),

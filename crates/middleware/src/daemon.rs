@@ -17,6 +17,7 @@ use moirai_os::cgroup::CgroupLayout;
 use moirai_os::{RestoreLog, RestoreReport};
 use moirai_sched::{Capabilities, Cluster, Controller, Due, Metric, OpRef, Schedule};
 
+use crate::activity::{self, ActivationMode, Activity};
 use crate::config::{Config, DriverKind, PolicyConfig, TranslatorKind};
 use crate::dashboard::{PolicyInfo, Recorder, RoundRecord};
 use crate::driver::flink::FlinkDriver;
@@ -68,6 +69,10 @@ pub struct Daemon {
     /// Per SPE: `None` when it answered last time, else the error last reported (logged when it
     /// changes, e.g. from "unreachable" to a refusal, not every round).
     down: BTreeMap<String, Option<String>>,
+    /// Whether the schedules are enforced on each SPE now.
+    activity: Activity,
+    /// Per SPE: the reason code last shown with `-v`.
+    shown: BTreeMap<String, &'static str>,
 }
 
 /// Takes an exclusive lock on `<state file>.lock`, so two middlewares never share a state file.
@@ -174,7 +179,9 @@ impl Daemon {
         for p in &config.policies {
             let policy = p.spec.build(&p.name).map_err(|e| DaemonError::Config(format!("policy '{}': {e}", p.name)))?;
             let translator = match p.translator {
-                TranslatorKind::Nice => Translator::Nice(NiceTranslator::new(p.normalization, p.nice)),
+                TranslatorKind::Nice => {
+                    Translator::Nice(NiceTranslator::new(p.normalization, p.nice).smoothing(p.smoothing))
+                }
                 TranslatorKind::Cgroup => {
                     let layout = CgroupLayout::detect().map_err(|e| DaemonError::Privilege(e.to_string()))?;
                     let instance = format!("schedule-{}", std::process::id());
@@ -193,6 +200,9 @@ impl Daemon {
             .map(|d| Capabilities { spe: d.spe().to_string(), driver: d.kind().to_string(), provides: d.provides() })
             .collect();
         let controller = Controller::new(policies, capabilities).map_err(|e| DaemonError::Config(e.to_string()))?;
+        let kinds: Vec<(String, String)> =
+            drivers.iter().map(|d| (d.spe().to_string(), d.kind().to_string())).collect();
+        let activity = Activity::new(config.activation, config.activation_threshold, &kinds);
         let stats = SharedStats::default();
         // One server when the metrics and the dashboard share an address, else one each.
         let shared = config.metrics_addr.is_some() && config.metrics_addr == config.ui_addr;
@@ -254,6 +264,8 @@ impl Daemon {
             out,
             start: Instant::now(),
             down: BTreeMap::new(),
+            activity,
+            shown: BTreeMap::new(),
         })
     }
 
@@ -284,6 +296,14 @@ impl Daemon {
             self.controller.tick(),
             self.log.path().display()
         ));
+        match self.activity.mode() {
+            ActivationMode::Auto => self.out.info(format!(
+                "acting on an SPE only while scheduling can help: the machine's CPU at least {:.0} % busy and its \
+                 sources falling behind (--activation always acts from the start)",
+                self.activity.cpu_threshold() * 100.0
+            )),
+            ActivationMode::Always => self.out.info("acting on every SPE from the first round (--activation always)"),
+        }
         let mut done = 0u64;
         while !stop.load(Ordering::SeqCst) && rounds.is_none_or(|r| done < r) {
             let now = self.start.elapsed();
@@ -313,15 +333,25 @@ impl Daemon {
 
     fn observe(&mut self) -> Vec<Observation> {
         let mut observations = Vec::new();
+        let mut released = Vec::new();
+        let auto = self.activity.mode() == ActivationMode::Auto;
+        self.activity.sample_cpu();
         for d in &mut self.drivers {
             // What the controller's metric provider needs; everything the driver offers when the
             // provider does not cover this SPE yet.
             let mut metrics: Vec<Metric> =
                 self.controller.needed(d.spe()).unwrap_or_else(|| d.provides().into_iter().collect());
+            let mut extra: &[Metric] = &[];
             if self.recorder.is_some() {
                 // The dashboard's queues and rates, where the driver has them.
+                extra = &Recorder::EXTRA_METRICS;
+            } else if auto {
+                // The activation rule's: the sources' backlogs and input.
+                extra = &ACTIVATION_METRICS;
+            }
+            if !extra.is_empty() {
                 let provides = d.provides();
-                for m in Recorder::EXTRA_METRICS {
+                for &m in extra {
                     if provides.contains(&m) && !metrics.contains(&m) {
                         metrics.push(m);
                     }
@@ -332,6 +362,13 @@ impl Daemon {
                 Ok(o) => {
                     if let Some(Some(_)) = self.down.insert(d.spe().to_string(), None) {
                         self.out.info(format!("SPE '{}' is back", d.spe()));
+                    }
+                    let at = self.start.elapsed();
+                    if let Some(t) = self.activity.update(d.spe(), at, d.sources()) {
+                        self.out.info(activity::describe(d.spe(), &t));
+                        if !t.active {
+                            released.push((d.spe().to_string(), o.topology.pid));
+                        }
                     }
                     observations.push(o);
                 }
@@ -347,7 +384,46 @@ impl Daemon {
                 }
             }
         }
+        for (spe, pid) in released {
+            self.release(&spe, pid);
+        }
+        self.show_activity();
         observations
+    }
+
+    /// Hands every thread of SPE `spe` (process `pid`) back its original value, now that the
+    /// middleware leaves it to Linux.
+    fn release(&mut self, spe: &str, pid: u32) {
+        for t in &mut self.translators {
+            match t {
+                Translator::Nice(t) => t.forget(pid),
+                Translator::Cgroup(t) => t.forget(pid),
+            }
+        }
+        let report = self.log.restore_process(pid);
+        self.out.debug(format!("SPE '{spe}': {report}"));
+        for f in &report.failures {
+            self.fail(format!("SPE '{spe}': handing a thread back its original value: {f}"));
+        }
+        let mut stats = self.stats.lock();
+        stats.applied.retain(|k, _| k.1 != spe);
+        stats.changes += (report.nice_restored + report.classes_restored + report.threads_moved_back) as u64;
+    }
+
+    /// Publishes each SPE's activity; with `-v`, says why whenever the reason changes.
+    fn show_activity(&mut self) {
+        let views = self.activity.views();
+        if self.out.verbose {
+            for (spe, v) in &views {
+                if self.shown.insert(spe.clone(), v.code) != Some(v.code) {
+                    let state = if v.active { "active" } else { "idle" };
+                    self.out.debug(format!("SPE '{spe}': {state} — {}", v.reason));
+                }
+            }
+        }
+        let mut stats = self.stats.lock();
+        stats.machine_busy = self.activity.busy();
+        stats.activity = views;
     }
 
     fn round(&mut self, due: &Due) {
@@ -380,6 +456,9 @@ impl Daemon {
         let Some(recorder) = &mut self.recorder else { return };
         let mut record = std::mem::take(&mut self.record);
         record.round_ns = ns;
+        record.activation = self.activity.mode().as_str();
+        record.machine_busy = self.activity.busy();
+        record.activity = self.activity.views();
         (record.changes, record.errors) = {
             let s = self.stats.lock();
             (s.changes, s.errors)
@@ -442,6 +521,11 @@ impl Daemon {
                     continue;
                 }
             };
+            // Only the SPEs on which scheduling can help now.
+            let Some(schedule) = self.activity.filter(schedule, cluster) else {
+                self.stats.lock().applied.retain(|k, _| k.0 != *name);
+                continue;
+            };
             let applied: Applied = match &mut self.translators[decision.policy] {
                 Translator::Nice(t) => t.apply(&schedule, cluster, &mut self.log),
                 Translator::Cgroup(t) => t.apply(&schedule, cluster, &mut self.log),
@@ -473,6 +557,10 @@ impl Daemon {
         self.stats.lock().errors += 1;
     }
 }
+
+/// What the activation rule needs sampled, when the policies do not need it anyway: the
+/// sources' backlog (their `queue_len`) and input (`tuples_in`).
+const ACTIVATION_METRICS: [Metric; 2] = [Metric::QueueLen, Metric::TuplesIn];
 
 /// Notes the priority `policy`'s `schedule` gave each operator, for the dashboard.
 fn record_priorities(record: &mut RoundRecord, policy: &str, schedule: &Schedule, cluster: &Cluster) {

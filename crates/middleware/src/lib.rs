@@ -8,9 +8,11 @@
 //! [`moirai_os`], which records every original value first so that everything is put back on exit
 //! or after a crash. [`daemon`] runs the loop: drivers, then the round of
 //! [`moirai_sched::Controller`], then translators; [`config`] reads what to run; [`observe`] reports
-//! the middleware's own cost and decisions; [`dashboard`] shows them live.
+//! the middleware's own cost and decisions; [`dashboard`] shows them live; [`activity`] decides,
+//! per SPE, whether the schedules are enforced now (only while scheduling can help).
 #![forbid(missing_docs)]
 
+pub mod activity;
 pub mod config;
 pub mod daemon;
 pub mod dashboard;

@@ -168,6 +168,26 @@ pub fn process_cpu_ns(pid: u32) -> io::Result<u64> {
     Ok((stat.utime_ticks + stat.stime_ticks) * 1_000_000_000 / clock_ticks_per_second())
 }
 
+/// CPU time (user + system) of a whole process and of its children that it waited for
+/// (`cutime + cstime`: e.g. the `jcmd` a middleware runs for a thread dump), in nanoseconds, at
+/// clock-tick resolution.
+pub fn process_and_children_cpu_ns(pid: u32) -> io::Result<u64> {
+    let text = read_stat(std::path::Path::new(&format!("/proc/{pid}/stat")))?;
+    let bad = || io::Error::new(io::ErrorKind::InvalidData, format!("stat: too few fields: {text:?}"));
+    let close = text.rfind(')').ok_or_else(bad)?;
+    // Fields 14..=17 (utime, stime, cutime, cstime), numbered from 3 after the name.
+    let ticks: u64 = text[close + 1..]
+        .split_whitespace()
+        .skip(14 - 3)
+        .take(4)
+        .map(|f| f.parse::<i64>().map(|v| v.max(0) as u64))
+        .collect::<Result<Vec<u64>, _>>()
+        .map_err(|_| bad())?
+        .iter()
+        .sum();
+    Ok(ticks * 1_000_000_000 / clock_ticks_per_second())
+}
+
 /// Resident set size of a process, in bytes (`VmRSS` of `/proc/<pid>/status`).
 pub fn process_rss_bytes(pid: u32) -> io::Result<u64> {
     let status = fs::read_to_string(format!("/proc/{pid}/status"))?;
@@ -202,6 +222,26 @@ mod tests {
         assert!(ids.contains(&current_tid()) && ids.contains(&(me as Tid)), "{ids:?}");
         assert!(ids.windows(2).all(|w| w[0] < w[1]));
         assert!(thread_ids(u32::MAX / 2).is_err());
+    }
+
+    #[test]
+    fn a_process_cpu_counts_its_children_it_waited_for() {
+        let me = std::process::id();
+        // Own time first, so that the total (read after it) is never the smaller.
+        let children = || {
+            let own = process_cpu_ns(me).unwrap();
+            process_and_children_cpu_ns(me).unwrap() - own
+        };
+        let before = children();
+        // A child that burns CPU (a shell loop: well over one clock tick), waited for.
+        let status = std::process::Command::new("sh")
+            .args(["-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let after = children();
+        assert!(after >= before + 10_000_000, "children's CPU {before} ns before, {after} ns after");
+        assert!(process_and_children_cpu_ns(u32::MAX / 2).is_err());
     }
 
     #[test]

@@ -167,6 +167,21 @@ pub enum Reason {
     },
 }
 
+impl Reason {
+    /// A short, stable name of the kind of reason, for metric labels: `starting`, `cpu_room`,
+    /// `keeping_up`, `rate_fell_back`, `behind`, `holding`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Reason::Starting => "starting",
+            Reason::CpuRoom { .. } => "cpu_room",
+            Reason::KeepingUp { .. } => "keeping_up",
+            Reason::RateFellBack { .. } => "rate_fell_back",
+            Reason::Behind { .. } => "behind",
+            Reason::Holding { .. } => "holding",
+        }
+    }
+}
+
 fn seconds(d: Duration) -> String {
     if d >= Duration::from_secs(1000) {
         "over 1000 s".into()

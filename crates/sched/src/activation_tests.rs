@@ -226,6 +226,7 @@ fn samples_out_of_order_are_ignored_and_the_first_window_is_starting() {
     };
     assert_eq!(r.update(s(500)), None);
     assert_eq!(r.reason(), &Reason::Starting);
+    assert_eq!(r.reason().code(), "starting");
     assert_eq!(r.update(s(400)), None, "older than the last sample");
     assert_eq!(r.update(s(500)), None, "as old as the last sample");
     assert_eq!(r.update(s(1000)), None, "the window does not reach back 1 s yet");

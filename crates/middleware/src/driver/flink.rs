@@ -33,7 +33,7 @@ use moirai_sched::{LogicalOperator, Metric, OpKind, PhysicalOperator, SpeTopolog
 use serde::Deserialize;
 
 use super::jvm::{any_gone, comm_matches, cpu_ns, java_processes, parse_thread_dump, pick_jvm, stamp, thread_dump};
-use super::{Driver, Observation};
+use super::{Driver, Observation, SourceLoad};
 use crate::config::FlinkQueue;
 
 /// The gauge a source reports its backlog in (FLIP-33).
@@ -669,6 +669,8 @@ pub struct FlinkDriver {
     /// What `queue_len` reports.
     queue: FlinkQueue,
     checked_fetcher: bool,
+    /// The sources as the last observation that read counters saw them.
+    sources: Option<SourceLoad>,
 }
 
 impl FlinkDriver {
@@ -684,6 +686,7 @@ impl FlinkDriver {
             warnings: BTreeSet::new(),
             queue: FlinkQueue::default(),
             checked_fetcher: false,
+            sources: None,
         })
     }
 
@@ -870,6 +873,7 @@ impl Driver for FlinkDriver {
         };
         let pid = topology.pid;
         let mut samples = Vec::new();
+        let mut sources = SourceLoad::default();
         if !needed.is_empty() {
             let mut per_job = Vec::with_capacity(jobs.len());
             for job in &jobs {
@@ -881,6 +885,11 @@ impl Driver for FlinkDriver {
                 let (counters, records) = &per_job[r.job];
                 let c = counters[r.vertex].get(r.subtask).copied().unwrap_or_default();
                 let rec = records[r.vertex][r.subtask];
+                if jobs[r.job].vertices[r.vertex].inputs.is_empty() {
+                    // In records whatever `queue_len` counts: the activation rule compares the
+                    // backlog with the input rate.
+                    sources.add(c.pending, rec.tuples_in);
+                }
                 for &m in needed {
                     let value = match m {
                         Metric::TuplesIn => rec.tuples_in,
@@ -899,8 +908,13 @@ impl Driver for FlinkDriver {
                     samples.push((op, m, value));
                 }
             }
+            self.sources = Some(sources);
         }
         Ok(Observation { topology, samples })
+    }
+
+    fn sources(&self) -> Option<SourceLoad> {
+        self.sources
     }
 }
 

@@ -44,7 +44,7 @@ use std::time::{Duration, Instant, SystemTime};
 use moirai_sched::{LogicalOperator, Metric, OpKind, PhysicalOperator, SpeTopology, ThreadRef};
 
 use super::jvm::{any_gone, cpu_ns, java_processes, parse_thread_dump, stamp, thread_dump};
-use super::{Driver, Observation};
+use super::{Driver, Observation, SourceLoad};
 
 /// A metric file counts as live when written this recently (its topology runs).
 pub const LIVE: Duration = Duration::from_secs(10);
@@ -232,6 +232,8 @@ pub struct StormDriver {
     pid: Option<u32>,
     map: Option<ExecutorMap>,
     warnings: BTreeSet<String>,
+    /// The spouts as the last observation saw them.
+    sources: Option<SourceLoad>,
 }
 
 impl StormDriver {
@@ -245,7 +247,14 @@ impl StormDriver {
                 dir.display()
             ));
         }
-        Ok(StormDriver { name: name.to_string(), dir: dir.to_path_buf(), pid, map: None, warnings: BTreeSet::new() })
+        Ok(StormDriver {
+            name: name.to_string(),
+            dir: dir.to_path_buf(),
+            pid,
+            map: None,
+            warnings: BTreeSet::new(),
+            sources: None,
+        })
     }
 
     fn warn_once(&mut self, text: String) {
@@ -530,9 +539,13 @@ impl Driver for StormDriver {
             self.warn_once(w);
         }
         let mut samples = Vec::new();
+        let mut sources = SourceLoad::default();
         for (op, own) in task_files.iter().enumerate() {
             let c = executor_counters(&files, own);
             let kind = topology.logical[topology.physical[op].logical[0]].kind;
+            if kind == OpKind::Source {
+                sources.add(c.pending, c.emitted);
+            }
             for &m in needed {
                 let value = match m {
                     Metric::TuplesIn if kind == OpKind::Source => c.emitted,
@@ -547,7 +560,12 @@ impl Driver for StormDriver {
                 samples.push((op, m, value));
             }
         }
+        self.sources = Some(sources);
         Ok(Observation { topology, samples })
+    }
+
+    fn sources(&self) -> Option<SourceLoad> {
+        self.sources
     }
 }
 

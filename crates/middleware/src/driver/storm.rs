@@ -44,6 +44,7 @@ use std::time::{Duration, Instant, SystemTime};
 use moirai_sched::{LogicalOperator, Metric, OpKind, PhysicalOperator, SpeTopology, ThreadRef};
 
 use super::jvm::{any_gone, cpu_ns, java_processes, parse_thread_dump, stamp, thread_dump};
+use super::threads::ThreadCensus;
 use super::{Driver, Observation, SourceLoad};
 
 /// A metric file counts as live when written this recently (its topology runs).
@@ -234,6 +235,8 @@ pub struct StormDriver {
     warnings: BTreeSet<String>,
     /// The spouts as the last observation saw them.
     sources: Option<SourceLoad>,
+    /// The worker's threads, listed every round: a mapped thread gone shows as a change.
+    census: ThreadCensus,
 }
 
 impl StormDriver {
@@ -254,6 +257,7 @@ impl StormDriver {
             map: None,
             warnings: BTreeSet::new(),
             sources: None,
+            census: ThreadCensus::new(),
         })
     }
 
@@ -515,7 +519,8 @@ impl Driver for StormDriver {
             None => true,
             Some(m) => {
                 let mapped: BTreeSet<&str> = files.iter().map(|(_, f)| f.topology.as_str()).collect();
-                any_gone(m.pid, m.executors.iter().map(|e| &e.thread))
+                // Looked for (one stat per executor) only when the JVM's thread set changed.
+                (self.census.refresh(m.pid) && any_gone(m.pid, m.executors.iter().map(|e| &e.thread)))
                     || m.topologies != topologies
                     || (mapped.len() < topologies.len() && m.taken.elapsed() >= DUMP_RETRY)
             }

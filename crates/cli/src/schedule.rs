@@ -192,11 +192,12 @@ pub const STOP_GRACE: Duration = Duration::from_secs(5);
 /// After a stop request, gives the loop [`STOP_GRACE`] to finish; then restores every original
 /// value from the state file itself and ends the process (exit code 1).
 fn watchdog(stop: &AtomicBool, finished: &AtomicBool, state: &std::path::Path, log: &Log) {
+    // Parked until the signal handler unparks it (a spurious wake-up only looks again).
     while !stop.load(Ordering::SeqCst) {
         if finished.load(Ordering::SeqCst) {
             return;
         }
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::park_timeout(Duration::from_secs(1));
     }
     let deadline = std::time::Instant::now() + STOP_GRACE;
     while std::time::Instant::now() < deadline {
@@ -277,23 +278,31 @@ pub fn run(a: ScheduleArgs) -> i32 {
         }
     };
     let stop = Arc::new(AtomicBool::new(false));
-    let flag = stop.clone();
-    if let Err(e) = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)) {
-        log.error(format!("cannot handle SIGINT/SIGTERM: {e}"));
-        return 1;
-    }
     // The signal is seen on ctrlc's own thread; if the scheduling loop does not end within the
     // grace period (stuck in a policy), this watchdog restores from the state file and exits.
     let finished = Arc::new(AtomicBool::new(false));
-    {
+    let watchdog_thread = {
         let (stop, finished, state, out) = (stop.clone(), finished.clone(), config.state_file.clone(), log.clone());
-        if let Err(e) = std::thread::Builder::new()
+        match std::thread::Builder::new()
             .name("stop-watchdog".into())
             .spawn(move || watchdog(&stop, &finished, &state, &out))
         {
-            log.error(format!("cannot start the stop watchdog: {e}"));
-            return 1;
+            Ok(t) => t.thread().clone(),
+            Err(e) => {
+                log.error(format!("cannot start the stop watchdog: {e}"));
+                return 1;
+            }
         }
+    };
+    // The loop and the watchdog sleep parked (no wake-ups in slices): the handler wakes both.
+    let (flag, main_thread) = (stop.clone(), std::thread::current());
+    if let Err(e) = ctrlc::set_handler(move || {
+        flag.store(true, Ordering::SeqCst);
+        main_thread.unpark();
+        watchdog_thread.unpark();
+    }) {
+        log.error(format!("cannot handle SIGINT/SIGTERM: {e}"));
+        return 1;
     }
     let daemon = match Daemon::new(config, log.clone()) {
         Ok(d) => d,

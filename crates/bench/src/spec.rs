@@ -21,8 +21,19 @@ pub fn known_policies() -> Vec<&'static str> {
 /// `moirai schedule` flags a configuration may set with `/NAME=VALUE` (`qs/translator=realtime`,
 /// `flink:qs/translator=realtime/rt-threads=2`): they go to the middleware of that configuration,
 /// not to the workload. The simulator reads `/translator=` the same way.
-pub const MIDDLEWARE_ARGS: &[&str] =
-    &["translator", "rt-threads", "rt-class", "nice-best", "nice-worst", "autogroup-nice", "flink-queue"];
+pub const MIDDLEWARE_ARGS: &[&str] = &[
+    "translator",
+    "rt-threads",
+    "rt-class",
+    "nice-best",
+    "nice-worst",
+    "autogroup-nice",
+    "flink-queue",
+    "period",
+    "activation",
+    "activation-threshold",
+    "smoothing",
+];
 
 /// Parses the offered rates of a sweep, in tuples/s, into an ascending list.
 ///
@@ -258,6 +269,12 @@ impl Configuration {
                 Scheduler::Os => return Err(bad("@policy needs a policy before it, e.g. qs@policy:2".into())),
             };
             let threading = Some(format!("policy:{policy}{settings}"));
+            if !schedule_args.is_empty() {
+                return Err(bad(format!(
+                    "{} are flags of the middleware, which @policy does not run",
+                    schedule_args.iter().filter(|a| a.starts_with("--")).cloned().collect::<Vec<_>>().join(", ")
+                )));
+            }
             return Ok(Configuration {
                 label: t.to_string(),
                 system,
@@ -544,6 +561,18 @@ mod tests {
         assert_eq!(Configuration::parse("os/translator=cgroup").unwrap().schedule_args, ["--translator", "cgroup"]);
         let twice = vary(parse_configurations("qs/translator=nice").unwrap(), &["translator=realtime".into()]);
         assert!(twice.unwrap_err().to_string().contains("already sets /translator"));
+    }
+
+    #[test]
+    fn configurations_carry_activation_and_period_to_the_middleware() {
+        let c = Configuration::parse("qs/nice-best=0/ops=3/activation=always#b").unwrap();
+        assert_eq!(c.schedule_args, ["--nice-best", "0", "--activation", "always"]);
+        assert_eq!(c.run_args, ["--ops", "3"]);
+        let c = Configuration::parse("storm:qs/period=1s/smoothing=0.5/activation-threshold=0.9").unwrap();
+        assert_eq!(c.schedule_args, ["--period", "1s", "--smoothing", "0.5", "--activation-threshold", "0.9"]);
+        assert!(c.run_args.is_empty());
+        let msg = Configuration::parse("qs@policy:2/period=1s").unwrap_err().to_string();
+        assert!(msg.contains("--period are flags of the middleware, which @policy does not run"), "{msg}");
     }
 
     #[test]

@@ -615,6 +615,7 @@ fn attempt_point(
             ]
             .iter()
             .map(|s| s.to_string())
+            .chain(config.schedule_args.iter().cloned())
             .collect();
             // `qs/translator=realtime`: the configuration's own middleware flags.
             args.extend(config.schedule_args.iter().cloned());
@@ -759,8 +760,10 @@ fn attempt_point(
     }
 }
 
+/// The middleware's CPU so far, with that of the children it waited for (`jcmd` for a JVM's
+/// thread dump).
 fn cpu_sample(pid: u32) -> Option<(Instant, u64)> {
-    moirai_os::proc::process_cpu_ns(pid).ok().map(|ns| (Instant::now(), ns))
+    moirai_os::proc::process_and_children_cpu_ns(pid).ok().map(|ns| (Instant::now(), ns))
 }
 
 #[cfg(test)]

@@ -43,6 +43,10 @@ pub struct EngineArgs {
     /// --duration (the papers' increasing-rate runs).
     #[arg(long)]
     pub(crate) ramp_to: Option<f64>,
+    /// With --ramp-to: reach it after this long (e.g. 10s) and hold it for the rest of the run,
+    /// instead of ramping over the whole --duration.
+    #[arg(long, value_parser = humantime::parse_duration, requires = "ramp_to")]
+    ramp_over: Option<Duration>,
     /// How long the sources produce (e.g. 5s, 1m; at most 30days) [default: 5s; a Linear Road
     /// --input runs to its end unless given].
     #[arg(long, value_parser = humantime::parse_duration)]
@@ -590,6 +594,14 @@ fn check(args: &EngineArgs) -> Result<(), String> {
     if let Some(d) = args.duration() {
         check::duration("--duration", d)?;
     }
+    if let Some(over) = args.ramp_over {
+        if over.is_zero() || args.duration().is_some_and(|d| over > d) {
+            return Err(format!(
+                "--ramp-over {} must be positive and at most the run's --duration",
+                humantime::format_duration(over)
+            ));
+        }
+    }
     if !(0.0..0.9).contains(&args.warmup) {
         return Err(format!("--warmup {} must be a share of the run in [0, 0.9)", args.warmup));
     }
@@ -638,7 +650,7 @@ fn execute(
         channel_capacity: args.channel_capacity,
         batch_size: args.batch_size,
         metrics_addr: args.metrics_addr,
-        ramp: args.ramp_to.zip(duration).map(|(to, over)| (to / args.rate, over)),
+        ramp: args.ramp_to.zip(args.ramp_over.or(duration)).map(|(to, over)| (to / args.rate, over)),
         verbose: args.verbose,
     };
     let pid = std::process::id();

@@ -6,6 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
+use moirai_middleware::activity::ActivationMode;
+use moirai_middleware::config::DEFAULT_ACTIVATION_THRESHOLD;
 use moirai_middleware::config::{
     parse_period, Config, DriverKind, PolicyConfig, SpeConfig, TranslatorKind, DEFAULT_STATE_FILE,
 };
@@ -67,6 +69,10 @@ pub struct ScheduleArgs {
     /// Nice value for the lowest priority.
     #[arg(long, default_value_t = 19, allow_hyphen_values = true)]
     nice_worst: i32,
+    /// Smooth each thread's priority over rounds: the weight of the newest round, above 0 and at
+    /// most 1 (1 = no smoothing).
+    #[arg(long)]
+    smoothing: Option<f64>,
     /// How often the policy runs, e.g. 1s or 100ms.
     #[arg(long, default_value = "1s")]
     period: String,
@@ -85,6 +91,15 @@ pub struct ScheduleArgs {
     /// the SPEs' processes and threads, and the middleware runs as root).
     #[arg(long)]
     ui_public: bool,
+    /// When the policies' schedules are enforced on an SPE: auto (only while the machine's CPU is
+    /// saturated and the SPE's sources fall behind; its threads get their original values back
+    /// when that ends) or always.
+    #[arg(long, value_name = "auto|always", value_parser = |s: &str| s.parse::<ActivationMode>())]
+    activation: Option<ActivationMode>,
+    /// The share of the machine's CPU (0.5 to 1.0) at or above which it counts as fully used, for
+    /// --activation auto.
+    #[arg(long, value_name = "SHARE")]
+    activation_threshold: Option<f64>,
     /// Stop after this many rounds (then restore), instead of running until SIGINT/SIGTERM.
     #[arg(long)]
     rounds: Option<u64>,
@@ -142,6 +157,10 @@ fn from_flags(a: &ScheduleArgs) -> Result<Config, String> {
     policy.rt.class = a.rt_class.unwrap_or(policy.rt.class);
     policy.nice = moirai_sched::NiceRange { best: a.nice_best, worst: a.nice_worst };
     policy.nice.validate()?;
+    if let Some(s) = a.smoothing {
+        moirai_middleware::config::check_smoothing(s).map_err(|e| format!("--{e}"))?;
+        policy.smoothing = s;
+    }
     if policy.translator == TranslatorKind::Cgroup {
         policy.normalization = moirai_sched::Normalization::Logarithmic;
     }
@@ -180,6 +199,8 @@ fn from_flags(a: &ScheduleArgs) -> Result<Config, String> {
         ui_public: a.ui_public,
         spes,
         policies: vec![policy],
+        activation: a.activation.unwrap_or_default(),
+        activation_threshold: a.activation_threshold.unwrap_or(DEFAULT_ACTIVATION_THRESHOLD),
     };
     config.validate()?;
     Ok(config)
@@ -191,11 +212,12 @@ pub const STOP_GRACE: Duration = Duration::from_secs(5);
 /// After a stop request, gives the loop [`STOP_GRACE`] to finish; then restores every original
 /// value from the state file itself and ends the process (exit code 1).
 fn watchdog(stop: &AtomicBool, finished: &AtomicBool, state: &std::path::Path, log: &Log) {
+    // Parked until the signal handler unparks it (a spurious wake-up only looks again).
     while !stop.load(Ordering::SeqCst) {
         if finished.load(Ordering::SeqCst) {
             return;
         }
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::park_timeout(Duration::from_secs(1));
     }
     let deadline = std::time::Instant::now() + STOP_GRACE;
     while std::time::Instant::now() < deadline {
@@ -260,6 +282,12 @@ pub fn run(a: ScheduleArgs) -> i32 {
                 if a.autogroup_nice.is_some() {
                     c.spes.iter_mut().for_each(|s| s.autogroup_nice = a.autogroup_nice);
                 }
+                if let Some(mode) = a.activation {
+                    c.activation = mode;
+                }
+                if let Some(share) = a.activation_threshold {
+                    c.activation_threshold = share;
+                }
                 c
             })
             .and_then(|c| c.validate().map(|()| c)),
@@ -273,23 +301,31 @@ pub fn run(a: ScheduleArgs) -> i32 {
         }
     };
     let stop = Arc::new(AtomicBool::new(false));
-    let flag = stop.clone();
-    if let Err(e) = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst)) {
-        log.error(format!("cannot handle SIGINT/SIGTERM: {e}"));
-        return 1;
-    }
     // The signal is seen on ctrlc's own thread; if the scheduling loop does not end within the
     // grace period (stuck in a policy), this watchdog restores from the state file and exits.
     let finished = Arc::new(AtomicBool::new(false));
-    {
+    let watchdog_thread = {
         let (stop, finished, state, out) = (stop.clone(), finished.clone(), config.state_file.clone(), log.clone());
-        if let Err(e) = std::thread::Builder::new()
+        match std::thread::Builder::new()
             .name("stop-watchdog".into())
             .spawn(move || watchdog(&stop, &finished, &state, &out))
         {
-            log.error(format!("cannot start the stop watchdog: {e}"));
-            return 1;
+            Ok(t) => t.thread().clone(),
+            Err(e) => {
+                log.error(format!("cannot start the stop watchdog: {e}"));
+                return 1;
+            }
         }
+    };
+    // The loop and the watchdog sleep parked (no wake-ups in slices): the handler wakes both.
+    let (flag, main_thread) = (stop.clone(), std::thread::current());
+    if let Err(e) = ctrlc::set_handler(move || {
+        flag.store(true, Ordering::SeqCst);
+        main_thread.unpark();
+        watchdog_thread.unpark();
+    }) {
+        log.error(format!("cannot handle SIGINT/SIGTERM: {e}"));
+        return 1;
     }
     let daemon = match Daemon::new(config, log.clone()) {
         Ok(d) => d,

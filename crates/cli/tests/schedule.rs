@@ -177,6 +177,10 @@ fn schedule(engine_port: u16, state: &std::path::Path, extra: &[&str]) -> (Proc,
         state.display().to_string(),
         "--metrics-addr".into(),
         format!("127.0.0.1:{port}"),
+        // These tests are about what is applied and restored: act from the first round, not only
+        // once the engine falls behind (schedule_activation.rs tests that rule).
+        "--activation".into(),
+        "always".into(),
     ];
     args.extend(extra.iter().map(|s| s.to_string()));
     (Proc::spawn(&args.iter().map(String::as_str).collect::<Vec<_>>()), port)
@@ -258,6 +262,8 @@ fn a_crash_is_undone_by_the_next_start() {
         "qs",
         "--rounds",
         "1",
+        "--activation",
+        "always",
         "--state-file",
         &state.display().to_string(),
     ])
@@ -443,6 +449,7 @@ fn shares_per_query_and_nice_inside_from_a_config_file() {
             r#"
 state_file = "{}"
 metrics_addr = "127.0.0.1:{mw_port}"
+activation = "always"
 
 [[spe]]
 name = "engine"

@@ -42,6 +42,8 @@ fn qs_sets_the_nice_values_of_every_flink_subtask_thread_and_restores_them() {
         "-10",
         "--nice-worst",
         "10",
+        "--activation",
+        "always",
         "--state-file",
         &state.display().to_string(),
         "--metrics-addr",

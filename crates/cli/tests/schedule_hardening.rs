@@ -145,7 +145,19 @@ http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
 fn schedule(port: u16, state: &Path, extra: &[&str]) -> Proc {
     let url = format!("http://127.0.0.1:{port}");
     let state = state.display().to_string();
-    let mut args = vec!["schedule", "--engine", &url, "--policy", "qs", "--period", "100ms", "--state-file", &state];
+    let mut args = vec![
+        "schedule",
+        "--engine",
+        &url,
+        "--policy",
+        "qs",
+        "--period",
+        "100ms",
+        "--activation",
+        "always",
+        "--state-file",
+        &state,
+    ];
     args.extend(extra);
     Proc::moirai(&args)
 }
@@ -304,7 +316,8 @@ fn nices(pid: u32) -> Vec<(i32, i32)> {
 fn config_file(dir: &Path, port: u16, state: &Path, policies: &str) -> PathBuf {
     let path = dir.join("schedule.toml");
     let text = format!(
-        "state_file = {state:?}\n\n[[spe]]\nname = \"engine\"\ndriver = \"moirai\"\nurl = \"http://127.0.0.1:{port}\"\n\n{policies}"
+        "state_file = {state:?}\nactivation = \"always\"\n\n[[spe]]\nname = \"engine\"\ndriver = \"moirai\"\nurl = \
+         \"http://127.0.0.1:{port}\"\n\n{policies}"
     );
     std::fs::write(&path, text).unwrap();
     path

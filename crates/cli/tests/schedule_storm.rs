@@ -70,6 +70,8 @@ fn schedule_storm(job: &StormJob, state: &std::path::Path, mw_port: u16) -> Proc
         "-10",
         "--nice-worst",
         "10",
+        "--activation",
+        "always",
         "--state-file",
         &state.display().to_string(),
         "--metrics-addr",
@@ -225,6 +227,7 @@ fn one_middleware_gives_moirai_flink_and_storm_a_cgroup_each_and_queue_size_nice
         format!(
             r#"
 state_file = "{}"
+activation = "always"
 metrics_addr = "127.0.0.1:{mw_port}"
 
 [[spe]]

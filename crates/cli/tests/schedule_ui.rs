@@ -184,6 +184,8 @@ fn a_headless_chromium_renders_the_live_dashboard() {
         "qs",
         "--period",
         "300ms",
+        "--activation",
+        "always",
         "--state-file",
         &state.display().to_string(),
         "--ui",

@@ -6,6 +6,8 @@
 //! metrics_addr = "127.0.0.1:9465"            # the middleware's own /metrics (optional)
 //! ui = "127.0.0.1:9466"                      # the live dashboard (optional; loopback unless
 //! # ui_public = true                         # this says otherwise)
+//! # activation = "auto"                      # act only while scheduling can help (or "always")
+//! # activation_threshold = 0.9               # the machine's CPU share that counts as fully used
 //!
 //! [[spe]]
 //! name = "engine"
@@ -57,7 +59,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use moirai_sched::{NiceRange, Normalization, PolicyRun, PolicySpec, Scope};
+use moirai_sched::{ActivationConfig, NiceRange, Normalization, PolicyRun, PolicySpec, Scope};
+
+use crate::activity::ActivationMode;
 use serde::Deserialize;
 
 use crate::realtime::{RtClass, RtSettings};
@@ -77,7 +81,14 @@ pub struct Config {
     pub spes: Vec<SpeConfig>,
     /// Policies to run.
     pub policies: Vec<PolicyConfig>,
+    /// When the policies' schedules are enforced on an SPE (see [`crate::activity`]).
+    pub activation: ActivationMode,
+    /// The share of the machine's CPU at which it counts as fully used, for the activation rule.
+    pub activation_threshold: f64,
 }
+
+/// The default CPU threshold of the activation rule (`activation_threshold`).
+pub const DEFAULT_ACTIVATION_THRESHOLD: f64 = 0.9;
 
 /// The default state file.
 pub const DEFAULT_STATE_FILE: &str = "/run/moirai/schedule-state.json";
@@ -204,6 +215,9 @@ pub struct PolicyConfig {
     pub weights: Option<(u64, u64)>,
     /// How the realtime translator chooses its threads.
     pub rt: RtSettings,
+    /// The weight of the newest round in each thread's smoothed priority (1: none; nice
+    /// translator only).
+    pub smoothing: f64,
     /// The operators it governs.
     pub scope: Scope,
 }
@@ -220,16 +234,20 @@ struct FileConfig {
     spe: Vec<SpeConfig>,
     #[serde(default)]
     policy: Vec<toml::Table>,
+    #[serde(default)]
+    activation: ActivationMode,
+    activation_threshold: Option<f64>,
 }
 
 /// The keys of a policy table that are not the policy's own.
-const RUN_KEYS: [&str; 14] = [
+const RUN_KEYS: [&str; 15] = [
     "name",
     "period",
     "translator",
     "normalization",
     "nice_best",
     "nice_worst",
+    "smoothing",
     "weight_min",
     "weight_max",
     "spes",
@@ -249,6 +267,7 @@ struct RunKeys {
     normalization: Option<Normalization>,
     nice_best: Option<i32>,
     nice_worst: Option<i32>,
+    smoothing: Option<f64>,
     weight_min: Option<u64>,
     weight_max: Option<u64>,
     spes: Option<Vec<String>>,
@@ -277,6 +296,7 @@ impl PolicyConfig {
             nice: NiceRange::default(),
             weights: None,
             rt: RtSettings::default(),
+            smoothing: 1.0,
             scope: Scope::all(),
         }
     }
@@ -344,6 +364,10 @@ impl PolicyConfig {
         policy.rt.validate().map_err(|e| format!("{who}: {e}"))?;
         policy.nice = NiceRange { best: run.nice_best.unwrap_or(-20), worst: run.nice_worst.unwrap_or(19) };
         policy.nice.validate().map_err(|e| format!("{who}: {e}"))?;
+        if let Some(s) = run.smoothing {
+            policy.smoothing = s;
+        }
+        check_smoothing(policy.smoothing).map_err(|e| format!("{who}: {e}"))?;
         policy.weights = match (run.weight_min, run.weight_max) {
             (None, None) => None,
             (Some(a), Some(b)) if a >= 1 && a <= b => Some((a, b)),
@@ -355,6 +379,17 @@ impl PolicyConfig {
         };
         policy.scope = Scope { spes: run.spes, queries: run.queries };
         Ok(policy)
+    }
+}
+
+/// Checks a smoothing weight: the share of the newest round, in (0, 1].
+pub fn check_smoothing(s: f64) -> Result<(), String> {
+    if s > 0.0 && s <= 1.0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "smoothing {s} is out of range: give the weight of the newest round, above 0 and at most 1 (1 = none)"
+        ))
     }
 }
 
@@ -398,6 +433,8 @@ impl Config {
             ui_public: file.ui_public,
             spes: file.spe,
             policies,
+            activation: file.activation,
+            activation_threshold: file.activation_threshold.unwrap_or(DEFAULT_ACTIVATION_THRESHOLD),
         };
         config.validate()?;
         Ok(config)
@@ -415,6 +452,8 @@ impl Config {
         if let Some(addr) = self.ui_addr {
             check_ui_addr(addr, self.ui_public)?;
         }
+        let rule = ActivationConfig { cpu_threshold: self.activation_threshold, ..ActivationConfig::default() };
+        rule.validate().map_err(|e| format!("{e} (--activation-threshold, or activation_threshold in the file)"))?;
         let mut names = BTreeSet::new();
         for s in &self.spes {
             if !names.insert(&s.name) {
@@ -601,6 +640,20 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("autogroup_nice -21 is out of range") && e.contains("[-20, 19]"), "{e}");
+    }
+
+    #[test]
+    fn the_activation_rule_is_configured_and_its_threshold_checked() {
+        let c = Config::from_toml(FULL).unwrap();
+        assert_eq!((c.activation, c.activation_threshold), (ActivationMode::Auto, DEFAULT_ACTIVATION_THRESHOLD));
+        let c = Config::from_toml(&format!("activation = \"always\"\nactivation_threshold = 0.75\n{FULL}")).unwrap();
+        assert_eq!((c.activation, c.activation_threshold), (ActivationMode::Always, 0.75));
+        for bad in ["0.2", "1.5", "-1.0"] {
+            let e = Config::from_toml(&format!("activation_threshold = {bad}\n{FULL}")).unwrap_err();
+            assert!(e.contains("from 0.5 to 1") && e.contains("activation_threshold"), "{e}");
+        }
+        let e = Config::from_toml(&format!("activation = \"never\"\n{FULL}")).unwrap_err();
+        assert!(e.contains("never"), "{e}");
     }
 
     #[test]

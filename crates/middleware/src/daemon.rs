@@ -17,6 +17,7 @@ use moirai_os::cgroup::CgroupLayout;
 use moirai_os::{RestoreLog, RestoreReport};
 use moirai_sched::{Capabilities, Cluster, Controller, Due, Metric, OpRef, Schedule};
 
+use crate::activity::{self, ActivationMode, Activity};
 use crate::config::{Config, DriverKind, PolicyConfig, TranslatorKind};
 use crate::dashboard::{PolicyInfo, Recorder, RoundRecord};
 use crate::driver::flink::FlinkDriver;
@@ -73,6 +74,10 @@ pub struct Daemon {
     down: BTreeMap<String, Option<String>>,
     /// Session groups: what nice can do for each SPE, and their `autogroup_nice`.
     sessions: Sessions,
+    /// Whether the schedules are enforced on each SPE now.
+    activity: Activity,
+    /// Per SPE: the reason code last shown with `-v`.
+    shown: BTreeMap<String, &'static str>,
 }
 
 /// Takes an exclusive lock on `<state file>.lock`, so two middlewares never share a state file.
@@ -197,7 +202,9 @@ impl Daemon {
         for p in &config.policies {
             let policy = p.spec.build(&p.name).map_err(|e| DaemonError::Config(format!("policy '{}': {e}", p.name)))?;
             let translator = match p.translator {
-                TranslatorKind::Nice => Translator::Nice(NiceTranslator::new(p.normalization, p.nice)),
+                TranslatorKind::Nice => {
+                    Translator::Nice(NiceTranslator::new(p.normalization, p.nice).smoothing(p.smoothing))
+                }
                 TranslatorKind::Cgroup => {
                     let layout = CgroupLayout::detect().map_err(|e| DaemonError::Privilege(e.to_string()))?;
                     let instance = format!("schedule-{}", std::process::id());
@@ -228,6 +235,9 @@ impl Daemon {
             .map(|d| Capabilities { spe: d.spe().to_string(), driver: d.kind().to_string(), provides: d.provides() })
             .collect();
         let controller = Controller::new(policies, capabilities).map_err(|e| DaemonError::Config(e.to_string()))?;
+        let kinds: Vec<(String, String)> =
+            drivers.iter().map(|d| (d.spe().to_string(), d.kind().to_string())).collect();
+        let activity = Activity::new(config.activation, config.activation_threshold, &kinds);
         let stats = SharedStats::default();
         // One server when the metrics and the dashboard share an address, else one each.
         let shared = config.metrics_addr.is_some() && config.metrics_addr == config.ui_addr;
@@ -299,6 +309,8 @@ impl Daemon {
             start: Instant::now(),
             down: BTreeMap::new(),
             sessions,
+            activity,
+            shown: BTreeMap::new(),
         })
     }
 
@@ -318,7 +330,9 @@ impl Daemon {
         self.ui_server.as_ref().or(self.server.as_ref()).map(|s| s.addr())
     }
 
-    /// Runs rounds until `stop` is set (or `rounds` have run), then restores everything.
+    /// Runs rounds until `stop` is set (or `rounds` have run), then restores everything. Between
+    /// rounds the calling thread parks: whoever sets `stop` should unpark it (else the stop is
+    /// seen within [`STOP_SLICE`]).
     pub fn run(mut self, stop: &AtomicBool, rounds: Option<u64>) -> RestoreReport {
         let names: Vec<String> =
             self.configs.iter().map(|p| format!("{} every {:?} via {:?}", p.name, p.period, p.translator)).collect();
@@ -329,6 +343,14 @@ impl Daemon {
             self.controller.tick(),
             self.log.path().display()
         ));
+        match self.activity.mode() {
+            ActivationMode::Auto => self.out.info(format!(
+                "acting on an SPE only while scheduling can help: the machine's CPU at least {:.0} % busy and its \
+                 sources falling behind (--activation always acts from the start)",
+                self.activity.cpu_threshold() * 100.0
+            )),
+            ActivationMode::Always => self.out.info("acting on every SPE from the first round (--activation always)"),
+        }
         let mut done = 0u64;
         while !stop.load(Ordering::SeqCst) && rounds.is_none_or(|r| done < r) {
             let now = self.start.elapsed();
@@ -340,14 +362,17 @@ impl Daemon {
             if rounds.is_some_and(|r| done >= r) {
                 break;
             }
-            // Sleep to the next tick with something due, in slices so a stop request is prompt.
+            // Sleep to the next tick with something due. Whoever sets `stop` unparks this thread
+            // (the CLI's signal handler does), so the stop is prompt without waking up in slices
+            // (which cost ~1 ms of CPU a second); a caller that does not unpark waits at most
+            // STOP_SLICE.
             let wake = self.start + self.controller.next_due(now);
             while !stop.load(Ordering::SeqCst) {
                 let left = wake.saturating_duration_since(Instant::now());
                 if left.is_zero() {
                     break;
                 }
-                std::thread::sleep(left.min(Duration::from_millis(50)));
+                std::thread::park_timeout(left.min(STOP_SLICE));
             }
         }
         self.out.info("stopping: restoring original nice values and cgroups");
@@ -358,15 +383,25 @@ impl Daemon {
 
     fn observe(&mut self) -> Vec<Observation> {
         let mut observations = Vec::new();
+        let mut released = Vec::new();
+        let auto = self.activity.mode() == ActivationMode::Auto;
+        self.activity.sample_cpu();
         for d in &mut self.drivers {
             // What the controller's metric provider needs; everything the driver offers when the
             // provider does not cover this SPE yet.
             let mut metrics: Vec<Metric> =
                 self.controller.needed(d.spe()).unwrap_or_else(|| d.provides().into_iter().collect());
+            let mut extra: &[Metric] = &[];
             if self.recorder.is_some() {
                 // The dashboard's queues and rates, where the driver has them.
+                extra = &Recorder::EXTRA_METRICS;
+            } else if auto {
+                // The activation rule's: the sources' backlogs and input.
+                extra = &ACTIVATION_METRICS;
+            }
+            if !extra.is_empty() {
                 let provides = d.provides();
-                for m in Recorder::EXTRA_METRICS {
+                for &m in extra {
                     if provides.contains(&m) && !metrics.contains(&m) {
                         metrics.push(m);
                     }
@@ -387,6 +422,13 @@ impl Daemon {
                     let (lines, errors) = self.sessions.attach(d.spe(), o.topology.pid, &mut self.log);
                     lines.iter().for_each(|l| self.out.info(l));
                     errors.iter().for_each(|e| self.out.error(e));
+                    let at = self.start.elapsed();
+                    if let Some(t) = self.activity.update(d.spe(), at, d.sources()) {
+                        self.out.info(activity::describe(d.spe(), &t));
+                        if !t.active {
+                            released.push((d.spe().to_string(), o.topology.pid));
+                        }
+                    }
                     observations.push(o);
                 }
                 Err(e) => {
@@ -413,7 +455,47 @@ impl Daemon {
                 }
             }
         }
+        for (spe, pid) in released {
+            self.release(&spe, pid);
+        }
+        self.show_activity();
         observations
+    }
+
+    /// Hands every thread of SPE `spe` (process `pid`) back its original value, now that the
+    /// middleware leaves it to Linux.
+    fn release(&mut self, spe: &str, pid: u32) {
+        for t in &mut self.translators {
+            match t {
+                Translator::Nice(t) => t.forget(pid),
+                Translator::Cgroup(t) => t.forget(pid),
+                Translator::RealTime(t) => t.forget(pid, &self.log),
+            }
+        }
+        let report = self.log.restore_process(pid);
+        self.out.debug(format!("SPE '{spe}': {report}"));
+        for f in &report.failures {
+            self.fail(format!("SPE '{spe}': handing a thread back its original value: {f}"));
+        }
+        let mut stats = self.stats.lock();
+        stats.applied.retain(|k, _| k.1 != spe);
+        stats.changes += (report.nice_restored + report.classes_restored + report.threads_moved_back) as u64;
+    }
+
+    /// Publishes each SPE's activity; with `-v`, says why whenever the reason changes.
+    fn show_activity(&mut self) {
+        let views = self.activity.views();
+        if self.out.verbose {
+            for (spe, v) in &views {
+                if self.shown.insert(spe.clone(), v.code) != Some(v.code) {
+                    let state = if v.active { "active" } else { "idle" };
+                    self.out.debug(format!("SPE '{spe}': {state} — {}", v.reason));
+                }
+            }
+        }
+        let mut stats = self.stats.lock();
+        stats.machine_busy = self.activity.busy();
+        stats.activity = views;
     }
 
     fn round(&mut self, due: &Due) {
@@ -446,6 +528,9 @@ impl Daemon {
         let Some(recorder) = &mut self.recorder else { return };
         let mut record = std::mem::take(&mut self.record);
         record.round_ns = ns;
+        record.activation = self.activity.mode().as_str();
+        record.machine_busy = self.activity.busy();
+        record.activity = self.activity.views();
         (record.changes, record.errors) = {
             let s = self.stats.lock();
             (s.changes, s.errors)
@@ -508,6 +593,11 @@ impl Daemon {
                     continue;
                 }
             };
+            // Only the SPEs on which scheduling can help now.
+            let Some(schedule) = self.activity.filter(schedule, cluster) else {
+                self.stats.lock().applied.retain(|k, _| k.0 != *name);
+                continue;
+            };
             let applied: Applied = match &mut self.translators[decision.policy] {
                 Translator::Nice(t) => t.apply(&schedule, cluster, &mut self.log),
                 Translator::Cgroup(t) => t.apply(&schedule, cluster, &mut self.log),
@@ -545,6 +635,13 @@ impl Daemon {
         self.stats.lock().errors += 1;
     }
 }
+
+/// What the activation rule needs sampled, when the policies do not need it anyway: the
+/// sources' backlog (their `queue_len`) and input (`tuples_in`).
+/// The longest the loop sleeps between two looks at the stop flag when nobody unparks it.
+pub const STOP_SLICE: Duration = Duration::from_secs(1);
+
+const ACTIVATION_METRICS: [Metric; 2] = [Metric::QueueLen, Metric::TuplesIn];
 
 /// Notes the priority `policy`'s `schedule` gave each operator, for the dashboard.
 fn record_priorities(record: &mut RoundRecord, policy: &str, schedule: &Schedule, cluster: &Cluster) {

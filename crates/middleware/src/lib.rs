@@ -10,9 +10,11 @@
 //! [`moirai_sched::Controller`], then translators; [`config`] reads what to run; [`observe`] reports
 //! the middleware's own cost and decisions; [`dashboard`] shows them live. [`realtime`] is the
 //! real-time translator (Lachesis-RT) with its [`watchdog`]; [`session`] says what nice values can
-//! do under `sched_autogroup` and sets an SPE's session-group nice.
+//! do under `sched_autogroup` and sets an SPE's session-group nice. [`activity`] decides, per SPE,
+//! whether the schedules are enforced now (only while scheduling can help).
 #![forbid(missing_docs)]
 
+pub mod activity;
 pub mod config;
 pub mod daemon;
 pub mod dashboard;

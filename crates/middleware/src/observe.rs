@@ -12,6 +12,7 @@ use std::time::Instant;
 
 use moirai_http::{Request, Response, Server};
 
+use crate::activity::SpeActivity;
 use crate::translate::Applied;
 
 /// Counters of the running middleware.
@@ -43,6 +44,10 @@ pub struct Stats {
     /// The dashboard's JSON of the last round ([`crate::dashboard::State`]), serialised once per
     /// round when the dashboard is on.
     pub dashboard: Option<Arc<str>>,
+    /// Per SPE: whether the middleware acts on it now, and why.
+    pub activity: BTreeMap<String, SpeActivity>,
+    /// The machine's busy CPU share over the last round, when the activation rule reads it.
+    pub machine_busy: Option<f64>,
 }
 
 impl Stats {
@@ -107,6 +112,32 @@ pub fn render(stats: &Stats, cpu_seconds: f64) -> String {
     );
     family("moirai_schedule_spes_up", "gauge", "SPEs that answered in the last round.", stats.spes_up as f64);
     family("moirai_schedule_threads", "gauge", "Threads scheduled in the last round.", stats.threads as f64);
+    if let Some(busy) = stats.machine_busy {
+        family(
+            "moirai_schedule_machine_cpu_busy",
+            "gauge",
+            "Share of the machine's CPU that was busy over the last round (the activation rule's input).",
+            busy,
+        );
+    }
+    let _ = writeln!(
+        o,
+        "# HELP moirai_schedule_active Whether the middleware acts on the SPE now (1) or leaves it to Linux (0); \
+         reason: why (starting, cpu_room, keeping_up, rate_fell_back, behind, holding, always).\n\
+         # TYPE moirai_schedule_active gauge"
+    );
+    for (spe, a) in &stats.activity {
+        let _ =
+            writeln!(o, "moirai_schedule_active{{spe=\"{}\",reason=\"{}\"}} {}", escape(spe), a.code, a.active as u8);
+    }
+    let _ = writeln!(
+        o,
+        "# HELP moirai_schedule_activations_total Times the middleware started acting on the SPE.\n\
+         # TYPE moirai_schedule_activations_total counter"
+    );
+    for (spe, a) in &stats.activity {
+        let _ = writeln!(o, "moirai_schedule_activations_total{{spe=\"{}\"}} {}", escape(spe), a.activations);
+    }
     let _ = writeln!(
         o,
         "# HELP moirai_schedule_applied The value last applied to a thread: its nice value, or its group's weight.\n\

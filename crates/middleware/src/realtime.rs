@@ -384,6 +384,17 @@ impl RealTimeTranslator {
         n
     }
 
+    /// Forgets what it set for process `pid` (its SPE was handed back to Linux): its real-time
+    /// threads are demoted through `log`, and it sets everything again if the SPE is scheduled
+    /// again.
+    pub fn forget(&mut self, pid: u32, log: &RestoreLog) {
+        let keys: Vec<(u32, Tid)> = self.promoted.keys().filter(|k| k.0 == pid).copied().collect();
+        for k in keys {
+            let _ = self.demote(k, log);
+        }
+        self.nice.forget(pid);
+    }
+
     /// How many threads are real-time now.
     pub fn realtime_threads(&self) -> usize {
         self.promoted.len()

@@ -125,6 +125,10 @@ pub struct Applied {
 pub struct NiceTranslator {
     normalization: Normalization,
     range: NiceRange,
+    /// The weight of the newest priority in each thread's smoothed priority (1: no smoothing).
+    smoothing: f64,
+    /// Smoothed priorities: (pid, tid) → (start ticks, priority).
+    smoothed: HashMap<(u32, Tid), (u64, f64)>,
     /// What was last set: (pid, tid) → (start ticks, nice).
     applied: HashMap<(u32, Tid), (u64, i32)>,
 }
@@ -132,12 +136,51 @@ pub struct NiceTranslator {
 impl NiceTranslator {
     /// A translator normalising with `normalization` into `range`.
     pub fn new(normalization: Normalization, range: NiceRange) -> Self {
-        NiceTranslator { normalization, range, applied: HashMap::new() }
+        NiceTranslator { normalization, range, smoothing: 1.0, smoothed: HashMap::new(), applied: HashMap::new() }
+    }
+
+    /// Smooths each thread's priority over rounds before normalising: `s × newest + (1 − s) ×
+    /// previous` (an exponentially weighted moving average; `s` = 1 keeps the newest alone), so
+    /// that one round's burst or drained queue does not swing a thread across the range.
+    pub fn smoothing(self, s: f64) -> Self {
+        NiceTranslator { smoothing: s.clamp(f64::MIN_POSITIVE, 1.0), ..self }
+    }
+
+    /// The schedule's targets with their priorities smoothed (see [`NiceTranslator::smoothing`]).
+    fn smooth(&mut self, mut targets: Vec<Target>) -> Vec<Target> {
+        if self.smoothing >= 1.0 {
+            return targets;
+        }
+        let s = self.smoothing;
+        for t in &mut targets {
+            let key = (t.pid, t.tid);
+            let p = match self.smoothed.get(&key) {
+                Some(&(ticks, prev)) if ticks == t.start_ticks && prev.is_finite() && t.priority.is_finite() => {
+                    s * t.priority + (1.0 - s) * prev
+                }
+                _ => t.priority,
+            };
+            self.smoothed.insert(key, (t.start_ticks, p));
+            t.priority = p;
+        }
+        let live: std::collections::HashSet<(u32, Tid)> = targets.iter().map(|t| (t.pid, t.tid)).collect();
+        self.smoothed.retain(|k, _| live.contains(k));
+        targets
+    }
+
+    /// Forgets what it set on the threads of process `pid` (they were handed back their
+    /// original values): the next schedule sets them again.
+    pub fn forget(&mut self, pid: u32) {
+        self.applied.retain(|(p, _), _| *p != pid);
+        self.smoothed.retain(|(p, _), _| *p != pid);
     }
 
     /// Sets the nice values `schedule` asks for.
     pub fn apply(&mut self, schedule: &Schedule, cluster: &Cluster, log: &mut RestoreLog) -> Applied {
-        let values = nice_values(schedule, cluster, self.normalization, self.range);
+        let targets = self.smooth(targets(schedule, cluster));
+        let priorities: Vec<f64> = targets.iter().map(|t| t.priority).collect();
+        let nices = to_nice(&priorities, self.normalization, self.range);
+        let values: Vec<(Target, i32)> = targets.into_iter().zip(nices).collect();
         let mut applied = Applied::default();
         let mut changes = Vec::new();
         let mut changed_targets = Vec::new();
@@ -246,6 +289,12 @@ impl CgroupTranslator {
         name
     }
 
+    /// Forgets where it put the threads of process `pid` (they were moved back to their
+    /// original cgroups): the next schedule places them again.
+    pub fn forget(&mut self, pid: u32) {
+        self.placed.retain(|(p, _), _| *p != pid);
+    }
+
     /// Places threads and sets weights as `schedule` asks.
     pub fn apply(&mut self, schedule: &Schedule, cluster: &Cluster, log: &mut RestoreLog) -> Applied {
         let (weight_of, targets) = cgroup_weights(schedule, cluster, self.normalization, self.range);
@@ -292,5 +341,45 @@ impl CgroupTranslator {
             }
         }
         applied
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(tid: Tid, priority: f64) -> Target {
+        Target {
+            pid: 1,
+            tid,
+            start_ticks: 7,
+            spe: "e".into(),
+            query: "q".into(),
+            operator: format!("op{tid}"),
+            group: String::new(),
+            priority,
+        }
+    }
+
+    #[test]
+    fn smoothing_averages_a_threads_priority_over_rounds() {
+        let mut t = NiceTranslator::new(Normalization::Ratio, NiceRange::default()).smoothing(0.5);
+        let p = |ts: Vec<Target>| ts.iter().map(|t| t.priority).collect::<Vec<_>>();
+        assert_eq!(p(t.smooth(vec![target(1, 800.0), target(2, 0.0)])), [800.0, 0.0], "the first round as it is");
+        // The queue of thread 1 drained, thread 2's grew: each moves halfway.
+        assert_eq!(p(t.smooth(vec![target(1, 0.0), target(2, 400.0)])), [400.0, 200.0]);
+        assert_eq!(p(t.smooth(vec![target(1, 0.0), target(2, 400.0)])), [200.0, 300.0]);
+        // A thread with another start time (a reused tid) starts afresh; one that is gone is
+        // forgotten.
+        let mut reused = target(1, 10.0);
+        reused.start_ticks = 8;
+        assert_eq!(p(t.smooth(vec![reused])), [10.0]);
+        assert_eq!(t.smoothed.len(), 1);
+        t.forget(1);
+        assert!(t.smoothed.is_empty());
+        // 1 keeps the newest alone.
+        let mut none = NiceTranslator::new(Normalization::Ratio, NiceRange::default());
+        none.smooth(vec![target(1, 800.0)]);
+        assert_eq!(p(none.smooth(vec![target(1, 0.0)])), [0.0]);
     }
 }

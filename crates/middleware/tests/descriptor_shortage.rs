@@ -3,11 +3,11 @@
 //! their mapping of the last round. Run in a child process (this test binary, under `ulimit -n
 //! 64`) that uses up its own descriptors, so that the other tests keep theirs.
 
-use std::collections::BTreeMap;
 use std::process::Command;
 
 use moirai_middleware::driver::jvm::any_gone;
-use moirai_middleware::driver::moirai::{to_spe_topology_keeping, EngineTopology};
+use moirai_middleware::driver::moirai::{to_spe_topology_with, EngineTopology};
+use moirai_middleware::driver::threads::ThreadCensus;
 use moirai_os::identity::listening_pid;
 use moirai_os::limits::is_out_of_descriptors;
 use moirai_sched::ThreadRef;
@@ -47,13 +47,15 @@ fn shortage_child() {
     }))
     .unwrap();
 
-    // With descriptors: the listener is found and the thread is mapped.
+    // With descriptors: the listener is found and the thread is mapped (through a census of
+    // the process's threads, as the drivers read them round after round).
     assert_eq!(listening_pid(port).unwrap(), Some(pid));
-    let (first, short) = to_spe_topology_keeping("e", &topology, &BTreeMap::new());
-    assert!(short.is_none());
+    let mut census = ThreadCensus::new();
+    assert!(census.refresh(pid));
+    let first = to_spe_topology_with("e", &topology, |p, t| census.start_ticks(p, t));
+    assert!(census.take_shortage().is_none());
     let mapped: Vec<ThreadRef> = first.physical[0].threads.clone();
     assert_eq!(mapped.len(), 1, "the operator's thread is mapped");
-    let last: BTreeMap<i32, ThreadRef> = mapped.iter().map(|t| (t.tid, *t)).collect();
 
     // Every descriptor used up.
     let mut hold = Vec::new();
@@ -63,18 +65,23 @@ fn shortage_child() {
     assert!(!hold.is_empty());
     let e = listening_pid(port).expect_err("no descriptor to read /proc with: an error, not \"nobody listens\"");
     assert!(is_out_of_descriptors(&e), "{e}");
-    let (kept, short) = to_spe_topology_keeping("e", &topology, &last);
-    assert!(short.is_some_and(|e| is_out_of_descriptors(&e)), "the shortage is reported");
+    // A listing without descriptors is no change: the drivers keep their topology and mapping.
+    assert!(!census.refresh(pid), "a shortage is not a change of threads");
+    assert!(census.take_shortage().is_some_and(|e| is_out_of_descriptors(&e)), "the shortage is reported");
+    let kept = to_spe_topology_with("e", &topology, |p, t| census.start_ticks(p, t));
     assert_eq!(kept.physical[0].threads, mapped, "the thread keeps its mapping of the last round");
-    let (lost, _) = to_spe_topology_keeping("e", &topology, &BTreeMap::new());
+    let mut fresh = ThreadCensus::new();
+    let lost = to_spe_topology_with("e", &topology, |p, t| fresh.start_ticks(p, t));
     assert!(lost.physical[0].threads.is_empty(), "without a last mapping nothing is guessed");
+    assert!(fresh.short(), "and the shortage is seen");
     assert!(!any_gone(pid, &mapped), "a JVM driver's thread map is kept too");
 
     // Descriptors back: read afresh.
     drop(hold);
     assert_eq!(listening_pid(port).unwrap(), Some(pid));
-    let (again, short) = to_spe_topology_keeping("e", &topology, &BTreeMap::new());
-    assert!(short.is_none() && again.physical[0].threads == mapped);
+    let mut again = ThreadCensus::new();
+    let read = to_spe_topology_with("e", &topology, |p, t| again.start_ticks(p, t));
+    assert!(!again.short() && read.physical[0].threads == mapped);
     drop(listener);
     println!("{PASSED}");
 }

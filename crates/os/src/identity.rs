@@ -36,9 +36,10 @@ fn listening_sockets(port: Option<u16>) -> io::Result<Vec<(String, u16)>> {
     Ok(sockets)
 }
 
-/// The socket links among the descriptors of `pid`; an error when they cannot be listed for lack
-/// of descriptors (other errors: another user's process without root, an exited one, are none).
-fn socket_links(pid: u32) -> io::Result<Vec<String>> {
+/// The socket links among the descriptors of `pid`, with their descriptor numbers; an error when
+/// they cannot be listed for lack of descriptors (other errors: another user's process without
+/// root, an exited one, are none).
+fn socket_links(pid: u32) -> io::Result<Vec<(u32, String)>> {
     let fds = match std::fs::read_dir(format!("/proc/{pid}/fd")) {
         Ok(fds) => fds,
         Err(e) if crate::limits::is_out_of_descriptors(&e) => return Err(e),
@@ -47,8 +48,10 @@ fn socket_links(pid: u32) -> io::Result<Vec<String>> {
     // readlink needs no descriptor of its own.
     Ok(fds
         .flatten()
-        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
-        .map(|l| l.to_string_lossy().into_owned())
+        .filter_map(|fd| {
+            let n = fd.file_name().to_str()?.parse().ok()?;
+            Some((n, std::fs::read_link(fd.path()).ok()?.to_string_lossy().into_owned()))
+        })
         .collect())
 }
 
@@ -59,6 +62,37 @@ fn socket_links(pid: u32) -> io::Result<Vec<String>> {
 /// ([`crate::limits::is_out_of_descriptors`]), which says nothing about who listens. Errors are
 /// the system's own (their `raw_os_error` kept), without a path.
 pub fn listening_pid(port: u16) -> io::Result<Option<u32>> {
+    Ok(listener(port)?.map(|l| l.pid))
+}
+
+/// Which descriptor of which process holds a listening TCP socket: what [`listener`] found, kept
+/// so that [`Listener::still_listening`] can check it again with one `readlink` instead of
+/// scanning every socket and process of the machine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Listener {
+    /// The process.
+    pub pid: u32,
+    /// Its descriptor of the socket.
+    pub fd: u32,
+    /// The socket's `socket:[inode]` link text.
+    link: String,
+}
+
+impl Listener {
+    /// Whether the process still holds this very socket. A listening socket cannot be bound to
+    /// another port, its inode is not reused while it lives, and it dies with the process (a
+    /// reused pid holds other sockets), so this proves that `pid` still listens on the port
+    /// [`listener`] was asked about — without reading `/proc/net/tcp`, whose length grows with
+    /// every connection of the machine (each closed one stays in TIME_WAIT for a minute).
+    pub fn still_listening(&self) -> bool {
+        std::fs::read_link(format!("/proc/{}/fd/{}", self.pid, self.fd))
+            .is_ok_and(|l| l.as_os_str().as_encoded_bytes() == self.link.as_bytes())
+    }
+}
+
+/// The process and descriptor holding a listening TCP socket on `port`, as [`listening_pid`]
+/// finds it (and with its errors).
+pub fn listener(port: u16) -> io::Result<Option<Listener>> {
     let sockets: BTreeSet<String> = listening_sockets(Some(port))?.into_iter().map(|(s, _)| s).collect();
     if sockets.is_empty() {
         return Ok(None);
@@ -66,8 +100,8 @@ pub fn listening_pid(port: u16) -> io::Result<Option<u32>> {
     for entry in std::fs::read_dir("/proc")? {
         let entry = entry?;
         let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
-        if socket_links(pid)?.iter().any(|l| sockets.contains(l)) {
-            return Ok(Some(pid));
+        if let Some((fd, link)) = socket_links(pid)?.into_iter().find(|(_, l)| sockets.contains(l)) {
+            return Ok(Some(Listener { pid, fd, link }));
         }
     }
     Ok(None)
@@ -76,7 +110,7 @@ pub fn listening_pid(port: u16) -> io::Result<Option<u32>> {
 /// The TCP ports process `pid` listens on (IPv4 or IPv6), sorted; empty when its descriptors
 /// cannot be read.
 pub fn listening_ports(pid: u32) -> io::Result<Vec<u16>> {
-    let links: BTreeSet<String> = socket_links(pid)?.into_iter().collect();
+    let links: BTreeSet<String> = socket_links(pid)?.into_iter().map(|(_, l)| l).collect();
     let mut ports: Vec<u16> =
         listening_sockets(None)?.into_iter().filter(|(s, _)| links.contains(s)).map(|(_, p)| p).collect();
     ports.sort_unstable();
@@ -194,6 +228,23 @@ mod tests {
         drop(listener);
         assert_eq!(listening_pid(port).unwrap(), None);
         assert!(!listening_ports(std::process::id()).unwrap().contains(&port));
+    }
+
+    #[test]
+    fn a_found_listener_is_checked_again_by_its_descriptor() {
+        let socket = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = socket.local_addr().unwrap().port();
+        let found = listener(port).unwrap().expect("this process listens");
+        assert_eq!((found.pid, found.fd), (std::process::id(), socket.as_raw_fd() as u32));
+        assert!(found.still_listening());
+        drop(socket);
+        assert!(!found.still_listening(), "the socket is closed");
+        // The descriptor number reused by another socket (the lowest free one, unless another
+        // test took it meanwhile) is not the listener.
+        let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        if other.as_raw_fd() as u32 == found.fd {
+            assert!(!found.still_listening(), "another socket on the same descriptor");
+        }
     }
 
     #[test]

@@ -117,6 +117,34 @@ pub fn threads(pid: u32) -> io::Result<Vec<ThreadStat>> {
     Ok(out)
 }
 
+/// The ids of a process's threads (`/proc/<pid>/task`), sorted: one directory read, nothing
+/// read per thread. A thread set that stayed the same between two calls has the same threads
+/// (a tid reused in between would need the kernel to hand out every other id first).
+pub fn thread_ids(pid: u32) -> io::Result<Vec<Tid>> {
+    let mut out: Vec<Tid> =
+        fs::read_dir(format!("/proc/{pid}/task"))?.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect();
+    out.sort_unstable();
+    Ok(out)
+}
+
+/// The machine's CPU time since boot, in clock ticks, from the `cpu` line of `/proc/stat`:
+/// `(busy, total)`, where idle and I/O wait are not busy and guest time (already counted in
+/// user time) is not counted twice. The busy share of an interval is Δbusy / Δtotal.
+pub fn machine_cpu_ticks() -> io::Result<(u64, u64)> {
+    let text = fs::read_to_string("/proc/stat")?;
+    parse_machine_cpu(&text)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "/proc/stat has no readable cpu line"))
+}
+
+fn parse_machine_cpu(text: &str) -> Option<(u64, u64)> {
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let f: Vec<u64> = line.split_whitespace().skip(1).map(|v| v.parse().ok()).collect::<Option<_>>()?;
+    // user nice system idle iowait irq softirq steal [guest guest_nice]
+    let total: u64 = f.iter().take(8).sum();
+    let idle = f.get(3)? + f.get(4).copied().unwrap_or(0);
+    Some((total - idle, total))
+}
+
 /// CPU time a thread has run, in nanoseconds: `schedstat`'s first field (exact), or `utime +
 /// stime` from `stat` (clock-tick resolution) where the kernel has no schedstat.
 pub fn thread_cpu_ns(pid: u32, tid: Tid) -> io::Result<u64> {
@@ -138,6 +166,26 @@ pub fn thread_cpu_ns(pid: u32, tid: Tid) -> io::Result<u64> {
 pub fn process_cpu_ns(pid: u32) -> io::Result<u64> {
     let stat = ThreadStat::parse(&read_stat(std::path::Path::new(&format!("/proc/{pid}/stat")))?)?;
     Ok((stat.utime_ticks + stat.stime_ticks) * 1_000_000_000 / clock_ticks_per_second())
+}
+
+/// CPU time (user + system) of a whole process and of its children that it waited for
+/// (`cutime + cstime`: e.g. the `jcmd` a middleware runs for a thread dump), in nanoseconds, at
+/// clock-tick resolution.
+pub fn process_and_children_cpu_ns(pid: u32) -> io::Result<u64> {
+    let text = read_stat(std::path::Path::new(&format!("/proc/{pid}/stat")))?;
+    let bad = || io::Error::new(io::ErrorKind::InvalidData, format!("stat: too few fields: {text:?}"));
+    let close = text.rfind(')').ok_or_else(bad)?;
+    // Fields 14..=17 (utime, stime, cutime, cstime), numbered from 3 after the name.
+    let ticks: u64 = text[close + 1..]
+        .split_whitespace()
+        .skip(14 - 3)
+        .take(4)
+        .map(|f| f.parse::<i64>().map(|v| v.max(0) as u64))
+        .collect::<Result<Vec<u64>, _>>()
+        .map_err(|_| bad())?
+        .iter()
+        .sum();
+    Ok(ticks * 1_000_000_000 / clock_ticks_per_second())
 }
 
 /// Resident set size of a process, in bytes (`VmRSS` of `/proc/<pid>/status`).
@@ -165,6 +213,45 @@ mod tests {
         assert_eq!((s.utime_ticks, s.stime_ticks), (111, 222));
         assert_eq!(s.nice, -5);
         assert_eq!(s.start_ticks, 98765);
+    }
+
+    #[test]
+    fn thread_ids_are_this_process_threads() {
+        let me = std::process::id();
+        let ids = thread_ids(me).unwrap();
+        assert!(ids.contains(&current_tid()) && ids.contains(&(me as Tid)), "{ids:?}");
+        assert!(ids.windows(2).all(|w| w[0] < w[1]));
+        assert!(thread_ids(u32::MAX / 2).is_err());
+    }
+
+    #[test]
+    fn a_process_cpu_counts_its_children_it_waited_for() {
+        let me = std::process::id();
+        // Own time first, so that the total (read after it) is never the smaller.
+        let children = || {
+            let own = process_cpu_ns(me).unwrap();
+            process_and_children_cpu_ns(me).unwrap() - own
+        };
+        let before = children();
+        // A child that burns CPU (a shell loop: well over one clock tick), waited for.
+        let status = std::process::Command::new("sh")
+            .args(["-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let after = children();
+        assert!(after >= before + 10_000_000, "children's CPU {before} ns before, {after} ns after");
+        assert!(process_and_children_cpu_ns(u32::MAX / 2).is_err());
+    }
+
+    #[test]
+    fn the_machine_cpu_line_is_read() {
+        let text = "cpu  100 5 50 800 40 1 2 3 7 0\ncpu0 50 2 25 400 20 0 1 1 3 0\nintr 1\n";
+        // busy = user + nice + system + irq + softirq + steal; guest is inside user already.
+        assert_eq!(parse_machine_cpu(text), Some((161, 1001)));
+        assert_eq!(parse_machine_cpu("cpu0 1 2 3 4\n"), None);
+        let (busy, total) = machine_cpu_ticks().unwrap();
+        assert!(busy <= total && total > 0);
     }
 
     #[test]

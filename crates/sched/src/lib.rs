@@ -27,6 +27,8 @@
 //! - [`clock`] — [`Clock`]: the GCD tick and which policies are due, without drift.
 //! - [`controller`] — [`Controller`]: a whole round (observations → metric provider → due
 //!   policies → schedules), with the time passed in, for the middleware and the engine alike.
+//! - [`activation`] — [`Activation`]: whether scheduling can help an SPE now (the machine
+//!   saturated and the sources falling behind), with hysteresis; time passed in.
 //!
 //! ```
 //! use std::time::Duration;
@@ -71,6 +73,7 @@
 #![forbid(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod activation;
 pub mod clock;
 pub mod cluster;
 pub mod controller;
@@ -88,6 +91,7 @@ pub mod values;
 #[cfg(test)]
 mod fixtures;
 
+pub use activation::{Activation, ActivationConfig, LoadSample};
 pub use clock::{Clock, ClockError};
 pub use cluster::{Cluster, Spe};
 pub use controller::{Controller, ControllerError, Decision, Due, Observation, PolicyRun, Round, SkippedRound};

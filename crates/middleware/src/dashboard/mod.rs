@@ -15,6 +15,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
+use crate::activity::SpeActivity;
 use crate::driver::Observation;
 use moirai_sched::Metric;
 
@@ -53,6 +54,11 @@ pub struct State {
     pub skipped: Option<String>,
     /// The policies, in configuration order.
     pub policies: Vec<PolicyState>,
+    /// When the middleware acts on an SPE: `auto` (only while scheduling can help) or `always`.
+    pub activation: &'static str,
+    /// The machine's busy CPU share over the last round (0..1), when the activation rule reads it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub machine_busy: Option<f64>,
     /// The SPEs, in configuration order (also those that did not answer).
     pub spes: Vec<SpeState>,
     /// The last [`HISTORY`] rounds, oldest first (this one last).
@@ -100,6 +106,25 @@ pub struct SpeState {
     pub edges: Vec<[usize; 2]>,
     /// Sums over its operators.
     pub totals: Totals,
+    /// Whether the middleware acts on it now, and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub activity: Option<ActivityState>,
+}
+
+/// Whether the middleware acts on an SPE, in a [`State`].
+#[derive(Clone, Debug, Serialize)]
+pub struct ActivityState {
+    /// `active` (its schedules are enforced) or `idle` (its threads have their original values).
+    pub state: &'static str,
+    /// Why, for people.
+    pub reason: String,
+    /// Why, as a code: `starting`, `cpu_room`, `keeping_up`, `rate_fell_back`, `behind`,
+    /// `holding`, `always`.
+    pub code: &'static str,
+    /// Seconds since the middleware started at which this state began.
+    pub since_s: f64,
+    /// How many times it became active.
+    pub activations: u64,
 }
 
 /// A physical operator in a [`State`].
@@ -205,6 +230,12 @@ pub struct RoundRecord {
     pub applied: BTreeMap<(String, i32), BTreeMap<String, i64>>,
     /// Policies that ran: name → `None`, or why they were skipped.
     pub ran: BTreeMap<String, Option<String>>,
+    /// `auto` or `always` (see [`State::activation`]).
+    pub activation: &'static str,
+    /// The machine's busy share over the round.
+    pub machine_busy: Option<f64>,
+    /// SPE name → whether the middleware acts on it, and why.
+    pub activity: BTreeMap<String, SpeActivity>,
 }
 
 /// Last counter values of an operator: (sampled at, tuples_in, tuples_out).
@@ -282,6 +313,13 @@ impl Recorder {
                 operators: Vec::new(),
                 edges: Vec::new(),
                 totals: Totals::default(),
+                activity: r.activity.get(name).map(|a| ActivityState {
+                    state: if a.active { "active" } else { "idle" },
+                    reason: a.reason.clone(),
+                    code: a.code,
+                    since_s: a.since.as_secs_f64(),
+                    activations: a.activations,
+                }),
             };
             if let Some(o) = observed {
                 fill(&mut self.counters, &mut spe, o, &r);
@@ -323,6 +361,8 @@ impl Recorder {
             errors: r.errors,
             skipped: r.skipped,
             policies,
+            activation: if r.activation.is_empty() { "auto" } else { r.activation },
+            machine_busy: r.machine_busy,
             spes,
             history: self.history.iter().cloned().collect(),
         }

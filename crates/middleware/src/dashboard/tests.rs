@@ -150,6 +150,35 @@ fn a_skipped_round_and_a_failing_policy_are_shown() {
 }
 
 #[test]
+fn each_spe_says_whether_the_middleware_acts_on_it() {
+    let mut rec = recorder();
+    let mut r = record(0, 0.0);
+    r.activation = "auto";
+    r.machine_busy = Some(0.97);
+    r.activity.insert(
+        "engine".into(),
+        SpeActivity {
+            active: true,
+            reason: "the sources fall behind".into(),
+            code: "behind",
+            since: Duration::from_millis(2500),
+            activations: 1,
+        },
+    );
+    let v = serde_json::to_value(rec.record(r)).unwrap();
+    assert_eq!(v["activation"], "auto");
+    assert_eq!(v["machine_busy"], 0.97);
+    let a = &v["spes"][0]["activity"];
+    assert_eq!(
+        *a,
+        serde_json::json!({ "state": "active", "reason": "the sources fall behind", "code": "behind",
+                            "since_s": 2.5, "activations": 1 })
+    );
+    assert!(v["spes"][1].get("activity").is_none(), "no rule state for this SPE in the record");
+    assert!(PAGE.contains("spe.activity.state"), "the page shows it");
+}
+
+#[test]
 fn the_page_is_self_contained() {
     assert!(PAGE.starts_with("<!doctype html>"), "the page starts with a doctype");
     assert!(PAGE.contains("/api/state"));

@@ -33,7 +33,8 @@ use moirai_sched::{LogicalOperator, Metric, OpKind, PhysicalOperator, SpeTopolog
 use serde::Deserialize;
 
 use super::jvm::{any_gone, comm_matches, cpu_ns, java_processes, parse_thread_dump, pick_jvm, stamp, thread_dump};
-use super::{Driver, Observation};
+use super::threads::ThreadCensus;
+use super::{Driver, Observation, SourceLoad};
 use crate::config::FlinkQueue;
 
 /// The gauge a source reports its backlog in (FLIP-33).
@@ -241,11 +242,28 @@ impl FlinkRest {
 
     /// The RUNNING jobs, with their vertices and edges.
     pub fn running_jobs(&self) -> Result<Vec<Job>, String> {
+        self.running_jobs_with(&mut HashMap::new())
+    }
+
+    /// The RUNNING jobs, each job's details read once: a job's graph is fixed for its life (a
+    /// restart keeps its id and its vertices), so `known` keeps them by job id and only `/jobs`
+    /// is read every round. Jobs no longer running leave `known`.
+    pub fn running_jobs_with(&self, known: &mut HashMap<String, Job>) -> Result<Vec<Job>, String> {
         let list: JobsList = self.get("/jobs")?;
-        let mut jobs = Vec::new();
-        for j in list.jobs.iter().filter(|j| j.status == "RUNNING") {
-            let detail: JobDetail = self.get(&format!("/jobs/{}", j.id))?;
-            jobs.push(to_job(detail)?);
+        let running: Vec<&str> = list.jobs.iter().filter(|j| j.status == "RUNNING").map(|j| j.id.as_str()).collect();
+        known.retain(|id, _| running.contains(&id.as_str()));
+        let mut jobs = Vec::with_capacity(running.len());
+        for id in running {
+            let job = match known.get(id) {
+                Some(job) => job.clone(),
+                None => {
+                    let detail: JobDetail = self.get(&format!("/jobs/{id}"))?;
+                    let job = to_job(detail)?;
+                    known.insert(id.to_string(), job.clone());
+                    job
+                }
+            };
+            jobs.push(job);
         }
         jobs.sort_by(|a, b| a.name.cmp(&b.name).then(a.id.cmp(&b.id)));
         Ok(jobs)
@@ -670,6 +688,12 @@ pub struct FlinkDriver {
     /// What `queue_len` reports.
     queue: FlinkQueue,
     checked_fetcher: bool,
+    /// The sources as the last observation that read counters saw them.
+    sources: Option<SourceLoad>,
+    /// The running jobs' graphs, by job id (read once per job).
+    jobs: HashMap<String, Job>,
+    /// The TaskManager's threads, listed every round: a mapped thread gone shows as a change.
+    census: ThreadCensus,
 }
 
 impl FlinkDriver {
@@ -685,6 +709,9 @@ impl FlinkDriver {
             warnings: BTreeSet::new(),
             queue: FlinkQueue::default(),
             checked_fetcher: false,
+            sources: None,
+            jobs: HashMap::new(),
+            census: ThreadCensus::new(),
         })
     }
 
@@ -701,13 +728,15 @@ impl FlinkDriver {
 
     /// Whether the thread map must be taken again: another set of jobs, a mapped thread gone or
     /// replaced, or (at most every few seconds) a subtask with no thread yet.
-    fn map_is_stale(&self, jobs: &[Job]) -> bool {
+    fn map_is_stale(&mut self, jobs: &[Job]) -> bool {
         let Some(map) = &self.map else { return true };
         if map.signature != signature(jobs) {
             return true;
         }
-        // A thread that ended, or whose tid the kernel gave to another thread since the dump.
-        let gone = any_gone(map.pid, map.threads.values().flatten());
+        // A thread that ended, or whose tid the kernel gave to another thread since the dump:
+        // looked for (one stat per mapped thread) only when the JVM's thread set changed.
+        let changed = self.census.refresh(map.pid);
+        let gone = changed && any_gone(map.pid, map.threads.values().flatten());
         let missing = jobs
             .iter()
             .flat_map(|j| j.vertices.iter())
@@ -865,7 +894,7 @@ impl Driver for FlinkDriver {
                 ));
             }
         }
-        let jobs = self.rest.running_jobs()?;
+        let jobs = self.rest.running_jobs_with(&mut self.jobs)?;
         if jobs.is_empty() {
             self.map = None;
         } else if self.map_is_stale(&jobs) {
@@ -877,6 +906,7 @@ impl Driver for FlinkDriver {
         };
         let pid = topology.pid;
         let mut samples = Vec::new();
+        let mut sources = SourceLoad::default();
         if !needed.is_empty() {
             let mut per_job = Vec::with_capacity(jobs.len());
             for job in &jobs {
@@ -888,6 +918,11 @@ impl Driver for FlinkDriver {
                 let (counters, records) = &per_job[r.job];
                 let c = counters[r.vertex].get(r.subtask).copied().unwrap_or_default();
                 let rec = records[r.vertex][r.subtask];
+                if jobs[r.job].vertices[r.vertex].inputs.is_empty() {
+                    // In records whatever `queue_len` counts: the activation rule compares the
+                    // backlog with the input rate.
+                    sources.add(c.pending, rec.tuples_in);
+                }
                 for &m in needed {
                     let value = match m {
                         Metric::TuplesIn => rec.tuples_in,
@@ -906,8 +941,13 @@ impl Driver for FlinkDriver {
                     samples.push((op, m, value));
                 }
             }
+            self.sources = Some(sources);
         }
         Ok(Observation { topology, samples })
+    }
+
+    fn sources(&self) -> Option<SourceLoad> {
+        self.sources
     }
 }
 

@@ -7,6 +7,7 @@ pub mod flink;
 pub mod jvm;
 pub mod moirai;
 pub mod storm;
+pub mod threads;
 
 use std::collections::BTreeSet;
 
@@ -60,6 +61,32 @@ pub trait Driver: Send {
     /// How the SPE's operator threads wait when idle, as far as the driver knows.
     fn idle_wait(&self) -> IdleWait {
         IdleWait::Unknown(format!("the {} driver does not say how its threads wait", self.kind()))
+    }
+    /// The SPE's sources as the last [`Driver::observe`] that sampled `tuples_in` and
+    /// `queue_len` saw them, for the activation rule; `None` when it has not, or the driver
+    /// cannot tell.
+    fn sources(&self) -> Option<SourceLoad> {
+        None
+    }
+}
+
+/// What an SPE's sources showed in one observation (see [`Driver::sources`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SourceLoad {
+    /// Tuples waiting at the sources (their backlog, the external queue), summed over the
+    /// sources, in tuples; `None` when no source reports one.
+    pub backlog: Option<f64>,
+    /// Tuples the sources have taken in so far, summed (a cumulative counter).
+    pub ingested: f64,
+}
+
+impl SourceLoad {
+    /// Adds one source's backlog (if it reports one) and its cumulative input.
+    pub fn add(&mut self, backlog: Option<f64>, ingested: f64) {
+        if let Some(b) = backlog {
+            self.backlog = Some(self.backlog.unwrap_or(0.0) + b.max(0.0));
+        }
+        self.ingested += ingested;
     }
 }
 

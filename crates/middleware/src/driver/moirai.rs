@@ -22,10 +22,13 @@ use std::time::Duration;
 
 use moirai_os::identity::{self, LockFile};
 
+use moirai_contract::metrics::names;
 use moirai_contract::sched as contract;
+use moirai_contract::topology::NodeKind;
 use moirai_sched::{Metric, SpeTopology, ThreadRef};
 
-use super::{Driver, Observation};
+use super::threads::ThreadCensus;
+use super::{Driver, Observation, SourceLoad};
 use crate::prometheus;
 
 /// `/topology` and the counters of `/metrics`: the engine's own document types
@@ -74,16 +77,44 @@ impl EngineClient {
 
     /// Reads `/metrics`: counters per physical operator id.
     pub fn counters(&self) -> Result<BTreeMap<usize, EngineCounters>, String> {
+        let table = self.counter_table()?;
+        Ok(table.into_iter().enumerate().filter_map(|(id, c)| Some((id, c?))).collect())
+    }
+
+    /// Reads `/metrics`: counters per physical operator id (the index), `None` for an id
+    /// without samples.
+    pub fn counter_table(&self) -> Result<Vec<Option<EngineCounters>>, String> {
         let text = self.get("/metrics")?;
-        let samples = prometheus::parse(&text).map_err(|e| format!("{}/metrics: {e}", self.base))?;
-        let mut out: BTreeMap<usize, EngineCounters> = BTreeMap::new();
-        for s in samples {
-            let Ok(id) = s.label("id").parse::<usize>() else { continue };
-            out.entry(id).or_default().set(&s.name, s.value);
-        }
+        let mut out: Vec<Option<EngineCounters>> = Vec::new();
+        let wanted = |name: &str| {
+            matches!(
+                name,
+                names::TUPLES_IN
+                    | names::TUPLES_OUT
+                    | names::QUEUE_LEN
+                    | names::HEAD_WAIT
+                    | names::CPU
+                    | names::BACKLOG
+            )
+        };
+        prometheus::scan(&text, wanted, |s| {
+            let Some(id) = s.label("id").and_then(|id| id.parse::<usize>().ok()) else { return };
+            // Ids are the engine's physical operators, 0..n; a wild one is not worth a gap.
+            if id >= MAX_OPERATORS {
+                return;
+            }
+            if out.len() <= id {
+                out.resize(id + 1, None);
+            }
+            out[id].get_or_insert_with(EngineCounters::default).set(s.name, s.value);
+        })
+        .map_err(|e| format!("{}/metrics: {e}", self.base))?;
         Ok(out)
     }
 }
+
+/// The most physical operators an engine has (`moirai run` accepts 100 000 in all).
+const MAX_OPERATORS: usize = 1 << 20;
 
 /// The driver for a moirai engine.
 pub struct MoiraiDriver {
@@ -94,8 +125,14 @@ pub struct MoiraiDriver {
     state_file: PathBuf,
     /// The engine process attached to: (pid, owner uid), and the lock held on it.
     attached: Option<(u32, u32, LockFile)>,
-    /// Warnings already shown.
-    warnings: BTreeSet<String>,
+    /// The socket the engine was last found listening on (loopback URLs).
+    listener: Option<identity::Listener>,
+    /// The engine's threads, listed every round.
+    census: ThreadCensus,
+    /// The topology last read, kept while the engine's thread set stays the same.
+    cached: Option<Cached>,
+    /// The sources as the last observation saw them.
+    sources: Option<SourceLoad>,
     /// The threads of the attached engine in the last round, by tid: kept for a round in which
     /// `/proc` cannot be read.
     mapping: BTreeMap<i32, ThreadRef>,
@@ -104,6 +141,8 @@ pub struct MoiraiDriver {
     errors: Vec<String>,
     shortage: bool,
     short_now: bool,
+    /// Warnings already shown.
+    warnings: BTreeSet<String>,
 }
 
 /// What the operator of the middleware expects of an engine's process (`[[spe]]` keys `pid`,
@@ -156,6 +195,10 @@ impl MoiraiDriver {
             pins,
             state_file,
             attached: None,
+            listener: None,
+            census: ThreadCensus::new(),
+            cached: None,
+            sources: None,
             warnings: BTreeSet::new(),
             mapping: BTreeMap::new(),
             errors: Vec::new(),
@@ -182,24 +225,30 @@ impl MoiraiDriver {
 
     /// Checks that the process `/topology` names is the engine this middleware may schedule, and
     /// holds the lock on it; the error says what was refused and why.
-    fn verify(&mut self, engine: &EngineTopology) -> Result<(), String> {
-        let (url, pid) = (self.client.url().to_string(), engine.pid);
+    fn verify(&mut self, pid: u32) -> Result<(), String> {
+        let url = self.client.url().to_string();
         let refuse = |why: String| Err(format!("refusing to schedule the process {url} names (pid {pid}): {why}"));
         match super::loopback_port(&url) {
-            Some(port) => match identity::listening_pid(port) {
-                Ok(Some(listener)) if listener == pid => {}
+            // The socket found in an earlier round, still held by this very process: the port is
+            // still its own (one readlink instead of a scan of every socket and process).
+            Some(_) if self.listener.as_ref().is_some_and(|l| l.pid == pid && l.still_listening()) => {}
+            Some(port) => match identity::listener(port) {
+                Ok(Some(listener)) if listener.pid == pid => self.listener = Some(listener),
                 Ok(Some(listener)) => {
+                    self.listener = None;
                     return refuse(format!(
-                        "the port is served by process {listener}, not by {pid}; another process answers on the \
-                         engine's port"
-                    ))
+                        "the port is served by process {}, not by {pid}; another process answers on the engine's \
+                         port",
+                        listener.pid
+                    ));
                 }
                 Ok(None) => {
+                    self.listener = None;
                     return refuse(
                         "no process visible to this middleware listens on that port (run it as root or as the \
                          engine's user)"
                             .into(),
-                    )
+                    );
                 }
                 // Not knowing is not "nobody listens": an engine checked before stays attached.
                 Err(e) => match &self.attached {
@@ -278,40 +327,25 @@ impl MoiraiDriver {
 /// a thread of its own (its `tid` is only the worker that ran it last): operators get none, and
 /// nothing of the engine is reniced or moved.
 pub fn to_spe_topology(name: &str, t: &EngineTopology) -> SpeTopology {
-    to_spe_topology_keeping(name, t, &BTreeMap::new()).0
+    to_spe_topology_with(name, t, |pid, tid| moirai_os::proc::thread_stat(pid, tid).ok().map(|s| s.start_ticks))
 }
 
-/// [`to_spe_topology`], where a thread whose `/proc` entry cannot be read for lack of
-/// descriptors keeps its entry of `last` (the mapping of the last round); returns the first such
-/// error.
-pub fn to_spe_topology_keeping(
+/// [`to_spe_topology`] with the threads' start times from `start_ticks(pid, tid)` (`None`: gone).
+pub fn to_spe_topology_with(
     name: &str,
     t: &EngineTopology,
-    last: &BTreeMap<i32, ThreadRef>,
-) -> (SpeTopology, Option<std::io::Error>) {
+    mut start_ticks: impl FnMut(u32, i32) -> Option<u64>,
+) -> SpeTopology {
     let pool = t.is_pool();
-    let mut short = None;
-    let topology = contract::spe_topology(name, t, |p| match moirai_os::proc::thread_stat(t.pid, p.tid) {
-        _ if p.tid <= 0 || pool => Vec::new(),
-        Ok(stat) => vec![ThreadRef { tid: p.tid, start_ticks: stat.start_ticks }],
-        Err(e) if moirai_os::limits::is_out_of_descriptors(&e) => {
-            short.get_or_insert(e);
-            last.get(&p.tid).copied().into_iter().collect()
-        }
-        Err(_) => Vec::new(),
-    });
-    (topology, short)
+    contract::spe_topology(name, t, |p| match (p.tid > 0 && !pool).then(|| start_ticks(t.pid, p.tid)).flatten() {
+        Some(start_ticks) => vec![ThreadRef { tid: p.tid, start_ticks }],
+        None => Vec::new(),
+    })
 }
 
 impl Driver for MoiraiDriver {
     fn spe(&self) -> &str {
         &self.name
-    }
-
-    fn idle_wait(&self) -> super::IdleWait {
-        // A dedicated operator thread waits on its channels' condition variable; pool threads
-        // (which the driver never reports) are not scheduled per operator anyway.
-        super::IdleWait::Blocks
     }
 
     fn kind(&self) -> &'static str {
@@ -323,18 +357,86 @@ impl Driver for MoiraiDriver {
     }
 
     fn observe(&mut self, needed: &[Metric]) -> Result<Observation, String> {
-        let engine = self.client.topology()?;
-        engine.check_ids().map_err(|e| format!("{}/topology: {e}", self.client.url()))?;
+        // `/topology` is read again only when the engine's threads changed (or it is another
+        // process): an engine's queries are fixed for its life, and an operator thread that
+        // starts, ends or is replaced changes the thread set.
+        // A census that could not list the threads for lack of descriptors says "no change": the
+        // topology and its thread mapping of the last round stay.
         self.short_now = false;
-        self.verify(&engine)?;
-        let (mut topology, short) = to_spe_topology_keeping(&self.name, &engine, &self.mapping);
-        if let Some(e) = short {
+        let cached = match self.cached.take() {
+            Some(c) if !self.census.refresh(c.topology.pid) => c,
+            _ => self.read_topology()?,
+        };
+        if let Some(e) = self.census.take_shortage() {
             self.short_of(format!(
                 "cannot read the threads of engine process {} in /proc: {e}; keeping their mapping of the last round",
-                engine.pid
+                cached.topology.pid
             ));
         }
-        self.mapping = topology.physical.iter().flat_map(|p| &p.threads).map(|t| (t.tid, *t)).collect();
+        let result = self.verify(cached.topology.pid);
+        let topology = cached.topology.clone();
+        let mut samples = Vec::new();
+        let counted =
+            if result.is_ok() && !needed.is_empty() { self.client.counter_table().map(Some) } else { Ok(None) };
+        if let Ok(Some(counters)) = &counted {
+            let counters = counters.iter().enumerate().filter_map(|(op, c)| Some((op, c.as_ref()?)));
+            let mut sources = SourceLoad::default();
+            for (op, c) in counters.clone() {
+                if cached.engine.head_kind(op) == Some(NodeKind::Source) {
+                    sources.add(Some(c.backlog), c.tuples_in);
+                }
+            }
+            samples = contract::samples(&cached.engine, counters, needed);
+            self.sources = Some(sources);
+        }
+        if cached.complete {
+            self.cached = Some(cached);
+        }
+        result?;
+        counted?;
+        // A round that read `/proc` whole ends the shortage: the next one is reported again.
+        self.shortage &= self.short_now;
+        Ok(Observation { topology, samples })
+    }
+
+    fn sources(&self) -> Option<SourceLoad> {
+        self.sources
+    }
+
+    fn take_errors(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.errors)
+    }
+
+    fn idle_wait(&self) -> super::IdleWait {
+        // A dedicated operator thread waits on its channels' condition variable; pool threads
+        // (which the driver never reports) are not scheduled per operator anyway.
+        super::IdleWait::Blocks
+    }
+}
+
+/// A topology as read from `/topology`, with what the rounds need of it.
+struct Cached {
+    /// As the scheduling core sees it.
+    topology: SpeTopology,
+    /// As the engine wrote it (which operators are sources).
+    engine: EngineTopology,
+    /// Whether every operator had its thread (else it is read again next round).
+    complete: bool,
+}
+
+impl MoiraiDriver {
+    /// Reads `/topology` and converts it (thread ids checked against `/proc`).
+    fn read_topology(&mut self) -> Result<Cached, String> {
+        let engine = self.client.topology()?;
+        engine.check_ids().map_err(|e| format!("{}/topology: {e}", self.client.url()))?;
+        self.census.refresh(engine.pid);
+        let (census, last) = (&mut self.census, &self.mapping);
+        let mut topology = to_spe_topology_with(&self.name, &engine, |pid, tid| {
+            // Out of descriptors: the thread's entry of the last round.
+            census
+                .start_ticks(pid, tid)
+                .or_else(|| census.short().then(|| last.get(&tid).map(|t| t.start_ticks)).flatten())
+        });
         // Under the dedicated model each thread runs one operator: a tid listed twice is a lie.
         let mut seen = BTreeMap::new();
         for (i, op) in topology.physical.iter().enumerate() {
@@ -352,7 +454,8 @@ impl Driver for MoiraiDriver {
                 topology.physical[i].threads.retain(|t| t.tid != tid);
             }
         }
-        if engine.is_pool() {
+        let pool = engine.is_pool();
+        if pool {
             self.warn_once(format!(
                 "the engine runs the pool threading model '{}': a worker thread runs many operators, so \
                  per-operator nice values and cgroups do not apply and none of its threads is changed (see \
@@ -360,17 +463,9 @@ impl Driver for MoiraiDriver {
                 engine.threading
             ));
         }
-        let mut samples = Vec::new();
-        if !needed.is_empty() {
-            let counters = self.client.counters()?;
-            samples = contract::samples(&engine, counters.iter().map(|(&op, c)| (op, c)), needed);
-        }
-        // A round that read `/proc` whole ends the shortage: the next one is reported again.
-        self.shortage &= self.short_now;
-        Ok(Observation { topology, samples })
-    }
-
-    fn take_errors(&mut self) -> Vec<String> {
-        std::mem::take(&mut self.errors)
+        self.mapping = topology.physical.iter().flat_map(|p| &p.threads).map(|t| (t.tid, *t)).collect();
+        // Read again next round while threads are missing, or their mapping is the last round's.
+        let complete = (pool || topology.physical.iter().all(|p| !p.threads.is_empty())) && !self.census.short();
+        Ok(Cached { topology, engine, complete })
     }
 }

@@ -44,7 +44,8 @@ use std::time::{Duration, Instant, SystemTime};
 use moirai_sched::{LogicalOperator, Metric, OpKind, PhysicalOperator, SpeTopology, ThreadRef};
 
 use super::jvm::{any_gone, cpu_ns, java_processes, parse_thread_dump, stamp, thread_dump};
-use super::{Driver, IdleWait, Observation};
+use super::threads::ThreadCensus;
+use super::{Driver, IdleWait, Observation, SourceLoad};
 
 /// A metric file counts as live when written this recently (its topology runs).
 pub const LIVE: Duration = Duration::from_secs(10);
@@ -236,6 +237,10 @@ pub struct StormDriver {
     pid: Option<u32>,
     map: Option<ExecutorMap>,
     warnings: BTreeSet<String>,
+    /// The spouts as the last observation saw them.
+    sources: Option<SourceLoad>,
+    /// The worker's threads, listed every round: a mapped thread gone shows as a change.
+    census: ThreadCensus,
 }
 
 impl StormDriver {
@@ -249,7 +254,15 @@ impl StormDriver {
                 dir.display()
             ));
         }
-        Ok(StormDriver { name: name.to_string(), dir: dir.to_path_buf(), pid, map: None, warnings: BTreeSet::new() })
+        Ok(StormDriver {
+            name: name.to_string(),
+            dir: dir.to_path_buf(),
+            pid,
+            map: None,
+            warnings: BTreeSet::new(),
+            sources: None,
+            census: ThreadCensus::new(),
+        })
     }
 
     fn warn_once(&mut self, text: String) {
@@ -560,7 +573,8 @@ impl Driver for StormDriver {
             None => true,
             Some(m) => {
                 let mapped: BTreeSet<&str> = files.iter().map(|(_, f)| f.topology.as_str()).collect();
-                any_gone(m.pid, m.executors.iter().map(|e| &e.thread))
+                // Looked for (one stat per executor) only when the JVM's thread set changed.
+                (self.census.refresh(m.pid) && any_gone(m.pid, m.executors.iter().map(|e| &e.thread)))
                     || m.topologies != topologies
                     || (mapped.len() < topologies.len() && m.taken.elapsed() >= DUMP_RETRY)
                     || (matches!(m.idle, IdleWait::Unknown(_)) && m.taken.elapsed() >= IDLE_RETRY)
@@ -585,9 +599,13 @@ impl Driver for StormDriver {
             self.warn_once(w);
         }
         let mut samples = Vec::new();
+        let mut sources = SourceLoad::default();
         for (op, own) in task_files.iter().enumerate() {
             let c = executor_counters(&files, own);
             let kind = topology.logical[topology.physical[op].logical[0]].kind;
+            if kind == OpKind::Source {
+                sources.add(c.pending, c.emitted);
+            }
             for &m in needed {
                 let value = match m {
                     Metric::TuplesIn if kind == OpKind::Source => c.emitted,
@@ -602,7 +620,12 @@ impl Driver for StormDriver {
                 samples.push((op, m, value));
             }
         }
+        self.sources = Some(sources);
         Ok(Observation { topology, samples })
+    }
+
+    fn sources(&self) -> Option<SourceLoad> {
+        self.sources
     }
 }
 

@@ -272,6 +272,31 @@ impl RestoreLog {
         report
     }
 
+    /// Hands the threads of process `pid` back what they had before moirai changed them —
+    /// their scheduling classes, nice values and cpu cgroups — and drops those records, leaving
+    /// everything else recorded (the groups moirai created stay for the next change). For a
+    /// middleware that lets go of one SPE while it keeps scheduling others. What fails stays
+    /// recorded, for the next attempt or the final restore.
+    pub fn restore_process(&mut self, pid: u32) -> RestoreReport {
+        let mut part =
+            State { cgroup: self.state.cgroup.clone(), instance: self.state.instance.clone(), ..State::default() };
+        let mine = |r: &u32| *r == pid;
+        (part.nice, self.state.nice) = self.state.nice.drain(..).partition(|r| mine(&r.pid));
+        (part.sched, self.state.sched) = self.state.sched.drain(..).partition(|r| mine(&r.pid));
+        (part.threads, self.state.threads) = self.state.threads.drain(..).partition(|r| mine(&r.pid));
+        // Process records are the homes of the process's threads; they stay recorded.
+        part.processes = self.state.processes.iter().filter(|r| mine(&r.pid)).cloned().collect();
+        let mut report = undo::undo_threads_of(&mut part, &*self.fs);
+        self.state.nice.append(&mut part.nice);
+        self.state.sched.append(&mut part.sched);
+        self.state.threads.append(&mut part.threads);
+        self.dirty = true;
+        if let Err(e) = self.commit() {
+            report.failures.push(e.to_string());
+        }
+        report
+    }
+
     // ---- recording, for the cgroup tree ----
 
     /// The filesystem cgroup changes go through.

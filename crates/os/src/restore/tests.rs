@@ -162,6 +162,36 @@ fn set_nices_batches_and_reports_each_thread() {
 }
 
 #[test]
+fn one_process_is_handed_back_its_values_while_the_others_stay_recorded() {
+    if skip_unless_root("one_process_is_handed_back_its_values_while_the_others_stay_recorded") {
+        return;
+    }
+    let dir = TempDir::new("nice");
+    let me = std::process::id();
+    let mine = Sleeper::spawn();
+    let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+    let other = child.id();
+    let (orig_mine, orig_other) = (get_nice(mine.tid).unwrap(), get_nice(other as Tid).unwrap());
+    let mut log = RestoreLog::create(state_path(&dir)).unwrap();
+    log.set_nice(me, mine.tid, 5).unwrap();
+    log.set_nice(other, other as Tid, 9).unwrap();
+    let report = log.restore_process(other);
+    assert_eq!(report.nice_restored, 1, "{report}");
+    assert!(report.is_clean(), "{report}");
+    assert_eq!(get_nice(other as Tid).unwrap(), orig_other, "the other process is back");
+    assert_eq!(get_nice(mine.tid).unwrap(), 5, "this one keeps its value");
+    let on_disk = read_state(log.path());
+    assert_eq!(on_disk.nice.iter().map(|r| r.pid).collect::<Vec<_>>(), [me], "only this one is still recorded");
+    // Changed again later, its original is recorded again (the value it was handed back).
+    log.set_nice(other, other as Tid, 11).unwrap();
+    assert_eq!(log.original_nice(other, other as Tid), Some(orig_other));
+    assert!(log.restore().is_clean());
+    assert_eq!((get_nice(mine.tid).unwrap(), get_nice(other as Tid).unwrap()), (orig_mine, orig_other));
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
 fn after_a_crash_a_fresh_log_restores_from_the_file_skipping_reused_and_ended_threads() {
     if skip_unless_root("after_a_crash_a_fresh_log_restores_from_the_file_skipping_reused_and_ended_threads") {
         return;

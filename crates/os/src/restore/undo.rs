@@ -160,6 +160,22 @@ pub(crate) fn undo(state: &mut State, fs: &dyn CgroupFs) -> RestoreReport {
     report
 }
 
+/// Undoes the per-thread records of `state` — classes, nice values, cpu cgroups (v1 threads;
+/// v2 processes, moved back whole) — and leaves the groups, controllers and process records:
+/// one process let go while the others stay scheduled.
+pub(crate) fn undo_threads_of(state: &mut State, fs: &dyn CgroupFs) -> RestoreReport {
+    let mut report = RestoreReport::default();
+    undo_sched(state, &mut report);
+    undo_nice(state, &mut report);
+    if let Some(h) = state.cgroup.clone() {
+        match h.version {
+            CgroupVersion::V1 => undo_v1_threads(state, fs, &h, &mut report),
+            CgroupVersion::V2 => undo_v2_processes(state, fs, &mut report),
+        }
+    }
+    report
+}
+
 /// Puts back one kind of per-thread record: a record whose thread ended or whose tid now names
 /// another thread is dropped and counted; `apply` restores the others; what fails stays.
 fn undo_threads<R>(

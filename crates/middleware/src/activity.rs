@@ -1,0 +1,288 @@
+//! Whether the middleware acts on each SPE now: the daemon's side of the activation rule
+//! ([`moirai_sched::activation`]).
+//!
+//! Every round the daemon reads the machine's CPU once (`/proc/stat`) and, per SPE that
+//! answered, what its sources showed ([`SourceLoad`]); one [`Activation`] per SPE decides. The
+//! policies' schedules are enforced only on the threads of active SPEs; an SPE that turns idle
+//! gets every thread's original value back (the daemon does that through the restore log).
+//! With [`ActivationMode::Always`] every SPE is always active, as before the rule existed.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use moirai_sched::activation::{Activation, ActivationConfig, LoadSample, Transition};
+use moirai_sched::{Cluster, Schedule};
+use serde::Deserialize;
+
+use crate::driver::SourceLoad;
+
+/// When the middleware acts on an SPE.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActivationMode {
+    /// Only while scheduling can help: the machine saturated and the sources falling behind
+    /// (the default).
+    #[default]
+    Auto,
+    /// Always, from the first round (for comparisons, and for SPEs that report no backlog and
+    /// run on a machine whose CPU is always busy).
+    Always,
+}
+
+impl std::str::FromStr for ActivationMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(ActivationMode::Auto),
+            "always" => Ok(ActivationMode::Always),
+            other => Err(format!("unknown activation mode '{other}': use auto or always")),
+        }
+    }
+}
+
+impl ActivationMode {
+    /// Its name in flags and files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActivationMode::Auto => "auto",
+            ActivationMode::Always => "always",
+        }
+    }
+}
+
+/// The rule's windows for an SPE whose driver is `kind`: a JVM SPE's metrics (Flink's REST
+/// store, Storm's CSV reporter) refresh about once a second, so its windows span more rounds.
+pub fn config_for(kind: &str, cpu_threshold: f64) -> ActivationConfig {
+    let base = ActivationConfig { cpu_threshold, ..ActivationConfig::default() };
+    match kind {
+        "flink" | "storm" => ActivationConfig { confirm: Duration::from_secs(3), ..base },
+        _ => base,
+    }
+}
+
+/// What an SPE's rule says now, for the log, the dashboard and `/metrics`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SpeActivity {
+    /// Whether the middleware acts on it.
+    pub active: bool,
+    /// Why, for people.
+    pub reason: String,
+    /// Why, as a stable code ([`moirai_sched::activation::Reason::code`], or `always`).
+    pub code: &'static str,
+    /// Since when (since the middleware started).
+    pub since: Duration,
+    /// How many times it became active.
+    pub activations: u64,
+}
+
+/// The activation rules of the SPEs.
+pub struct Activity {
+    mode: ActivationMode,
+    cpu_threshold: f64,
+    /// Per SPE name: its rule and how many times it became active.
+    rules: BTreeMap<String, (Activation, u64)>,
+    /// The machine's CPU ticks at the last reading (busy, total).
+    cpu_before: Option<(u64, u64)>,
+    /// The machine's busy share since the reading before.
+    busy: Option<f64>,
+}
+
+impl Activity {
+    /// Rules for SPEs of the given `(name, driver kind)`.
+    pub fn new(mode: ActivationMode, cpu_threshold: f64, spes: &[(String, String)]) -> Activity {
+        let rules = spes
+            .iter()
+            .map(|(name, kind)| (name.clone(), (Activation::new(config_for(kind, cpu_threshold)), 0)))
+            .collect();
+        Activity { mode, cpu_threshold, rules, cpu_before: None, busy: None }
+    }
+
+    /// The mode.
+    pub fn mode(&self) -> ActivationMode {
+        self.mode
+    }
+
+    /// The CPU threshold of the rules.
+    pub fn cpu_threshold(&self) -> f64 {
+        self.cpu_threshold
+    }
+
+    /// Reads the machine's CPU (`/proc/stat`, one small file); call once per round, before
+    /// [`Activity::update`].
+    pub fn sample_cpu(&mut self) {
+        if self.mode == ActivationMode::Always {
+            return;
+        }
+        let now = moirai_os::proc::machine_cpu_ticks().ok();
+        self.busy = match (self.cpu_before, now) {
+            (Some((b0, t0)), Some((b1, t1))) if t1 > t0 => Some((b1.saturating_sub(b0)) as f64 / (t1 - t0) as f64),
+            _ => None,
+        };
+        if now.is_some() {
+            self.cpu_before = now;
+        }
+    }
+
+    /// The machine's busy share over the last round (0..=1), if known.
+    pub fn busy(&self) -> Option<f64> {
+        self.busy
+    }
+
+    /// Feeds SPE `spe`'s rule what its sources showed at `at`; returns its state change, if any.
+    pub fn update(&mut self, spe: &str, at: Duration, sources: Option<SourceLoad>) -> Option<Transition> {
+        if self.mode == ActivationMode::Always {
+            return None;
+        }
+        let (rule, activations) = self.rules.get_mut(spe)?;
+        let sample = LoadSample {
+            at,
+            cpu_busy: self.busy,
+            backlog: sources.and_then(|s| s.backlog),
+            ingested: sources.map(|s| s.ingested),
+        };
+        let t = rule.update(sample);
+        if t.as_ref().is_some_and(|t| t.active) {
+            *activations += 1;
+        }
+        t
+    }
+
+    /// Whether the middleware acts on SPE `spe` now.
+    pub fn is_active(&self, spe: &str) -> bool {
+        self.mode == ActivationMode::Always || self.rules.get(spe).is_some_and(|(r, _)| r.is_active())
+    }
+
+    /// What SPE `spe`'s rule says now.
+    pub fn view(&self, spe: &str) -> Option<SpeActivity> {
+        if self.mode == ActivationMode::Always {
+            return Some(SpeActivity {
+                active: true,
+                reason: "always active (--activation always)".into(),
+                code: "always",
+                since: Duration::ZERO,
+                activations: 0,
+            });
+        }
+        let (rule, activations) = self.rules.get(spe)?;
+        Some(SpeActivity {
+            active: rule.is_active(),
+            reason: rule.reason().to_string(),
+            code: rule.reason().code(),
+            since: rule.since(),
+            activations: *activations,
+        })
+    }
+
+    /// Every SPE's view, by name.
+    pub fn views(&self) -> BTreeMap<String, SpeActivity> {
+        self.rules.keys().filter_map(|n| Some((n.clone(), self.view(n)?))).collect()
+    }
+
+    /// `schedule` without the operators of idle SPEs; `None` when nothing is left.
+    pub fn filter(&self, schedule: Schedule, cluster: &Cluster) -> Option<Schedule> {
+        if self.mode == ActivationMode::Always {
+            return Some(schedule);
+        }
+        let active = |spe: usize| self.is_active(cluster.spe(spe).name());
+        match schedule {
+            Schedule::Single(mut map) => {
+                map.retain(|op, _| active(op.spe));
+                (!map.is_empty()).then_some(Schedule::Single(map))
+            }
+            Schedule::Grouping(mut groups) => {
+                for g in &mut groups {
+                    g.members.retain(|op| active(op.spe));
+                }
+                groups.retain(|g| !g.members.is_empty());
+                (!groups.is_empty()).then_some(Schedule::Grouping(groups))
+            }
+        }
+    }
+}
+
+/// Says what a state change means, for the log.
+pub fn describe(spe: &str, t: &Transition) -> String {
+    match (t.active, &t.reason) {
+        (true, reason) => format!("SPE '{spe}': active — {reason}; scheduling its threads"),
+        (false, reason) => format!("SPE '{spe}': idle — {reason}; its threads are back to their original values"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use moirai_sched::{Group, OpRef};
+
+    fn spes() -> Vec<(String, String)> {
+        vec![("engine".into(), "moirai".into()), ("flink".into(), "flink".into())]
+    }
+
+    #[test]
+    fn modes_are_read_and_always_acts_everywhere() {
+        assert_eq!("auto".parse::<ActivationMode>(), Ok(ActivationMode::Auto));
+        assert_eq!("always".parse::<ActivationMode>(), Ok(ActivationMode::Always));
+        assert!("sometimes".parse::<ActivationMode>().unwrap_err().contains("auto or always"));
+        let always = Activity::new(ActivationMode::Always, 0.9, &spes());
+        assert!(always.is_active("engine") && always.is_active("flink"));
+        assert_eq!(always.view("engine").unwrap().code, "always");
+        let auto = Activity::new(ActivationMode::Auto, 0.9, &spes());
+        assert!(!auto.is_active("engine"));
+        assert_eq!(auto.view("flink").unwrap().code, "starting");
+        assert_eq!(auto.views().len(), 2);
+        assert!(!auto.is_active("unknown"));
+    }
+
+    #[test]
+    fn jvm_spes_confirm_over_more_rounds() {
+        assert_eq!(config_for("moirai", 0.8).confirm, Duration::from_secs(1));
+        assert_eq!(config_for("flink", 0.8).confirm, Duration::from_secs(3));
+        assert_eq!(config_for("storm", 0.95).cpu_threshold, 0.95);
+    }
+
+    #[test]
+    fn an_active_spe_is_scheduled_and_an_idle_one_is_left_out() {
+        let mut a = Activity::new(ActivationMode::Auto, 0.9, &spes());
+        a.busy = Some(1.0);
+        // The engine falls behind for a second (five rounds after the first one): active.
+        for i in 0..=8u64 {
+            let load = SourceLoad { backlog: Some(10_000.0 * i as f64), ingested: 20_000.0 * i as f64 };
+            let t = a.update("engine", Duration::from_millis(200 * i), Some(load));
+            assert_eq!(t.is_some(), i == 5, "round {i}");
+        }
+        assert!(a.is_active("engine") && !a.is_active("flink"));
+        assert_eq!(a.view("engine").unwrap().activations, 1);
+        let cluster = moirai_sched::Cluster::new(vec![topology("engine"), topology("flink")]).unwrap();
+        let single =
+            Schedule::Single([(OpRef { spe: 0, op: 0 }, 1.0), (OpRef { spe: 1, op: 0 }, 2.0)].into_iter().collect());
+        let Some(Schedule::Single(kept)) = a.filter(single, &cluster) else { panic!("the engine is active") };
+        assert_eq!(kept.keys().map(|o| o.spe).collect::<Vec<_>>(), [0]);
+        let grouping = Schedule::Grouping(vec![
+            Group { name: "engine".into(), priority: 1.0, members: vec![OpRef { spe: 0, op: 0 }] },
+            Group { name: "flink".into(), priority: 1.0, members: vec![OpRef { spe: 1, op: 0 }] },
+        ]);
+        let Some(Schedule::Grouping(kept)) = a.filter(grouping, &cluster) else { panic!() };
+        assert_eq!(kept.iter().map(|g| g.name.as_str()).collect::<Vec<_>>(), ["engine"]);
+        let flink_only = Schedule::Single([(OpRef { spe: 1, op: 0 }, 2.0)].into_iter().collect());
+        assert!(a.filter(flink_only, &cluster).is_none(), "nothing of an idle SPE is scheduled");
+    }
+
+    fn topology(name: &str) -> moirai_sched::SpeTopology {
+        use moirai_sched::{LogicalOperator, OpKind, PhysicalOperator};
+        moirai_sched::SpeTopology {
+            name: name.into(),
+            pid: 1,
+            queries: vec!["q".into()],
+            logical: vec![LogicalOperator { name: "s".into(), query: "q".into(), kind: OpKind::Source }],
+            logical_edges: vec![],
+            physical: vec![PhysicalOperator {
+                name: "s (1/1)".into(),
+                query: "q".into(),
+                logical: vec![0],
+                instance: 0,
+                threads: vec![],
+            }],
+            physical_edges: vec![],
+        }
+    }
+}

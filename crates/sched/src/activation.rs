@@ -1,0 +1,444 @@
+//! When scheduling can help: the activation rule ("do no harm").
+//!
+//! Priorities only matter when threads compete for the CPU and the SPE cannot keep up; below
+//! that, every runnable thread gets a core soon anyway, and priorities only delay the threads
+//! they put last (measured: queue-size nice values at 80 % of the Linux scheduler's saturation
+//! point raised the end-to-end p99 3.5× on moirai's engine and 10× on Storm). So a caller keeps
+//! one [`Activation`] per SPE, feeds it one [`LoadSample`] per round, and enforces the policies'
+//! schedules on that SPE's threads only while it is [active](Activation::is_active); when it
+//! turns idle, the caller hands every thread back its original value.
+//!
+//! The rule, with the thresholds of [`ActivationConfig`]:
+//!
+//! - **Idle → active** when, over the last [`confirm`](ActivationConfig::confirm) window, the
+//!   machine was busy at or above [`cpu_threshold`](ActivationConfig::cpu_threshold) in every
+//!   round *and* the sources were behind in every round — their backlog (the external queue)
+//!   held at least [`lag`](ActivationConfig::lag) of input, at the rate the sources took tuples
+//!   in over the window — and the backlog did not shrink over the window. Both together mean
+//!   that the SPE uses all the CPU it can get and still falls behind: what it gets must be
+//!   shared better. A burst that the SPE drains within the window does not count.
+//! - **Active → idle** when it has been active for at least [`release`](ActivationConfig::release)
+//!   and, over the last `release` window, the sources were never behind *and* there was room:
+//!   the machine below the CPU threshold in every round, or the sources' input below
+//!   [`RATE_MARGIN`] of the rate at which they fell behind when it activated (the rate has
+//!   fallen back; an SPE whose idle threads spin keeps the CPU busy at any rate, so CPU alone
+//!   cannot tell). A scheduler that works keeps the sources up to date, so "not behind" alone
+//!   would switch it off exactly when it helps; that is why room is needed as well.
+//!
+//! Without a backlog (the SPE's sources report none), the backlog conditions are left out and
+//! the rule follows the CPU alone; without a CPU figure, the backlog alone. A sample with
+//! neither changes nothing. The decision is a pure function of the samples: time is passed in,
+//! nothing is read, slept or logged, so the middleware, the simulator and the engine's
+//! user-level executor can share it.
+//!
+//! ```
+//! use std::time::Duration;
+//! use moirai_sched::activation::{Activation, ActivationConfig, LoadSample};
+//!
+//! let mut rule = Activation::new(ActivationConfig::default());
+//! let ms = Duration::from_millis;
+//! // 20k tuples/s come in; the machine is saturated and the backlog grows by 5k tuples a second.
+//! for i in 0..=10u64 {
+//!     let at = ms(200 * i);
+//!     let sample = LoadSample {
+//!         at,
+//!         cpu_busy: Some(0.99),
+//!         backlog: Some(4_000.0 + 1_000.0 * i as f64),
+//!         ingested: Some(4_000.0 * i as f64),
+//!     };
+//!     rule.update(sample);
+//! }
+//! assert!(rule.is_active());
+//! assert!(rule.reason().to_string().contains("behind"));
+//! ```
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::time::Duration;
+
+/// What the rule is told about one SPE (and the machine it runs on) in one round.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LoadSample {
+    /// When it was taken, on the caller's monotonic clock.
+    pub at: Duration,
+    /// The share of the machine's CPU time that was busy since the previous sample (0..=1),
+    /// e.g. from `/proc/stat`; `None` when unknown.
+    pub cpu_busy: Option<f64>,
+    /// Tuples waiting at the SPE's sources now: their backlog, the external queue (Kafka's lag,
+    /// an open-loop source's arrears); `None` when the SPE reports none.
+    pub backlog: Option<f64>,
+    /// Tuples the SPE's sources have taken in so far (a cumulative counter); `None` when
+    /// unknown.
+    pub ingested: Option<f64>,
+}
+
+/// The thresholds of the rule (see the [module docs](self)).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ActivationConfig {
+    /// The share of the machine's CPU (0..=1) at or above which it counts as fully used.
+    pub cpu_threshold: f64,
+    /// How long the signs of saturation must last before the rule activates.
+    pub confirm: Duration,
+    /// The least time active, and how long the signs of room must last before it is idle again.
+    pub release: Duration,
+    /// How much input waiting at the sources counts as behind, in time at their input rate.
+    pub lag: Duration,
+}
+
+/// The accepted range of [`ActivationConfig::cpu_threshold`]: below half the machine, an SPE is
+/// not short of CPU whatever it runs; 1.0 is a machine that is never idle.
+pub const CPU_THRESHOLD_RANGE: std::ops::RangeInclusive<f64> = 0.5..=1.0;
+
+/// The share of the rate at which the sources fell behind below which the input counts as
+/// fallen back (room, for an SPE whose CPU use does not follow its input).
+pub const RATE_MARGIN: f64 = 0.9;
+
+/// The margin below the CPU threshold that counts as room (so that a machine hovering at the
+/// threshold does not count as both saturated and free).
+pub const CPU_HYSTERESIS: f64 = 0.05;
+
+impl Default for ActivationConfig {
+    /// Measured on this project's 2-core machine (docs/schedule.md, "When it acts").
+    fn default() -> Self {
+        ActivationConfig {
+            cpu_threshold: 0.9,
+            confirm: Duration::from_secs(1),
+            release: Duration::from_secs(10),
+            lag: Duration::from_millis(100),
+        }
+    }
+}
+
+impl ActivationConfig {
+    /// Checks the values: the CPU threshold within [`CPU_THRESHOLD_RANGE`], positive windows.
+    pub fn validate(&self) -> Result<(), String> {
+        if !CPU_THRESHOLD_RANGE.contains(&self.cpu_threshold) {
+            return Err(format!(
+                "activation threshold {} is out of range: give the share of the machine's CPU at which it counts as \
+                 fully used, from {} to {} (e.g. 0.9)",
+                self.cpu_threshold,
+                CPU_THRESHOLD_RANGE.start(),
+                CPU_THRESHOLD_RANGE.end()
+            ));
+        }
+        if self.confirm.is_zero() || self.release.is_zero() {
+            return Err("the activation windows (confirm, release) must be positive".into());
+        }
+        Ok(())
+    }
+}
+
+/// Why the rule is in its state, for logs, dashboards and metrics.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reason {
+    /// Not enough rounds yet to judge (the first `confirm` window).
+    Starting,
+    /// Idle: the machine has room (mean busy share over the window).
+    CpuRoom {
+        /// Mean busy share.
+        busy: f64,
+        /// The threshold.
+        threshold: f64,
+    },
+    /// Idle: the sources keep up (the largest backlog of the window, in time at their rate).
+    KeepingUp {
+        /// Largest lag of the window.
+        lag: Duration,
+    },
+    /// Idle again: the sources keep up and their input fell below the rate at which they fell
+    /// behind.
+    RateFellBack {
+        /// Input now, tuples/s.
+        rate: f64,
+        /// The rate at which they fell behind, tuples/s.
+        behind_at: f64,
+    },
+    /// Active: the machine is saturated and the sources fall behind.
+    Behind {
+        /// Mean busy share (`None`: unknown).
+        busy: Option<f64>,
+        /// Smallest lag of the window (`None`: no backlog reported).
+        lag: Option<Duration>,
+    },
+    /// Active, and staying so: no sign of room yet.
+    Holding {
+        /// Why it cannot let go yet.
+        why: &'static str,
+    },
+}
+
+impl Reason {
+    /// A short, stable name of the kind of reason, for metric labels: `starting`, `cpu_room`,
+    /// `keeping_up`, `rate_fell_back`, `behind`, `holding`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Reason::Starting => "starting",
+            Reason::CpuRoom { .. } => "cpu_room",
+            Reason::KeepingUp { .. } => "keeping_up",
+            Reason::RateFellBack { .. } => "rate_fell_back",
+            Reason::Behind { .. } => "behind",
+            Reason::Holding { .. } => "holding",
+        }
+    }
+}
+
+fn seconds(d: Duration) -> String {
+    if d >= Duration::from_secs(1000) {
+        "over 1000 s".into()
+    } else {
+        format!("{:.2} s", d.as_secs_f64())
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Reason::Starting => write!(f, "starting: watching the load for the first rounds"),
+            Reason::CpuRoom { busy, threshold } => {
+                write!(f, "the machine has room ({:.0} % busy, threshold {:.0} %)", busy * 100.0, threshold * 100.0)
+            }
+            Reason::KeepingUp { lag } => {
+                write!(f, "the sources keep up (backlog at most {} of input)", seconds(*lag))
+            }
+            Reason::RateFellBack { rate, behind_at } => write!(
+                f,
+                "the sources keep up and their input ({rate:.0} tuples/s) fell below the {behind_at:.0} tuples/s at \
+                 which they fell behind"
+            ),
+            Reason::Behind { busy, lag } => {
+                write!(f, "the sources fall behind")?;
+                if let Some(lag) = lag {
+                    write!(f, " (backlog {} of input, not draining)", seconds(*lag))?;
+                }
+                if let Some(busy) = busy {
+                    write!(f, " while the machine is {:.0} % busy", busy * 100.0)?;
+                }
+                Ok(())
+            }
+            Reason::Holding { why } => write!(f, "still needed: {why}"),
+        }
+    }
+}
+
+/// A state change, from [`Activation::update`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Transition {
+    /// Whether the rule is active now.
+    pub active: bool,
+    /// Why.
+    pub reason: Reason,
+}
+
+/// The activation rule of one SPE; see the [module docs](self).
+#[derive(Clone, Debug)]
+pub struct Activation {
+    config: ActivationConfig,
+    active: bool,
+    /// When it became active (or idle).
+    since: Duration,
+    reason: Reason,
+    /// The input rate over the window that activated it, tuples/s.
+    behind_at: f64,
+    /// The samples of the last `max(confirm, release)` and one before.
+    samples: VecDeque<LoadSample>,
+    /// State changes so far.
+    transitions: u64,
+}
+
+/// Measures of the samples from `from` on (and the one before, as the window's start).
+struct Window {
+    /// Mean CPU busy share of the samples that have one.
+    busy_mean: Option<f64>,
+    /// Whether every sample that has one is at or above the threshold (`None`: none has one).
+    all_busy: Option<bool>,
+    /// Whether every sample that has one is below the threshold minus the hysteresis.
+    all_room: Option<bool>,
+    /// Input rate over the window, tuples/s.
+    rate: Option<f64>,
+    /// Smallest and largest lag of the window, s (`None`: no backlog).
+    lag: Option<(f64, f64)>,
+    /// Backlog at the window's end minus at its start.
+    growth: Option<f64>,
+}
+
+impl Activation {
+    /// An idle rule.
+    pub fn new(config: ActivationConfig) -> Activation {
+        Activation {
+            config,
+            active: false,
+            since: Duration::ZERO,
+            reason: Reason::Starting,
+            behind_at: 0.0,
+            samples: VecDeque::new(),
+            transitions: 0,
+        }
+    }
+
+    /// Its thresholds.
+    pub fn config(&self) -> &ActivationConfig {
+        &self.config
+    }
+
+    /// Whether scheduling can help now: enforce the policies' schedules on this SPE.
+    pub fn is_active(&self) -> bool {
+        self.active
+    }
+
+    /// Why it is in its state.
+    pub fn reason(&self) -> &Reason {
+        &self.reason
+    }
+
+    /// When the current state began (on the samples' clock).
+    pub fn since(&self) -> Duration {
+        self.since
+    }
+
+    /// How many times it changed state.
+    pub fn transitions(&self) -> u64 {
+        self.transitions
+    }
+
+    /// Takes one round's sample; returns the state change it caused, if any. Samples must come
+    /// in time order (an older one is ignored).
+    pub fn update(&mut self, sample: LoadSample) -> Option<Transition> {
+        if self.samples.back().is_some_and(|last| sample.at <= last.at) {
+            return None;
+        }
+        self.samples.push_back(sample);
+        let keep = self.config.confirm.max(self.config.release);
+        // Keep one sample at or before `now - keep`: the start of the longest window.
+        while self.samples.len() > 2 && self.samples[1].at + keep <= sample.at {
+            self.samples.pop_front();
+        }
+        let now = sample.at;
+        if self.active {
+            self.consider_release(now)
+        } else {
+            self.consider_activation(now)
+        }
+    }
+
+    /// The window of the last `span`: `None` while the samples do not reach back that far.
+    fn window(&self, now: Duration, span: Duration) -> Option<Window> {
+        let start = now.checked_sub(span)?;
+        // The last sample at or before `start` opens the window.
+        let first = self.samples.iter().rposition(|s| s.at <= start)?;
+        let opening = self.samples[first];
+        let inside: Vec<&LoadSample> = self.samples.iter().skip(first + 1).collect();
+        let last = **inside.last()?;
+        let threshold = self.config.cpu_threshold;
+        let busy: Vec<f64> = inside.iter().filter_map(|s| s.cpu_busy).collect();
+        let busy_mean = (!busy.is_empty()).then(|| busy.iter().sum::<f64>() / busy.len() as f64);
+        let all_busy = (!busy.is_empty()).then(|| busy.iter().all(|&b| b >= threshold));
+        let all_room = (!busy.is_empty()).then(|| busy.iter().all(|&b| b < threshold - CPU_HYSTERESIS));
+        let rate = match (opening.ingested, last.ingested) {
+            (Some(a), Some(b)) if last.at > opening.at => {
+                Some(((b - a) / (last.at - opening.at).as_secs_f64()).max(0.0))
+            }
+            _ => None,
+        };
+        let lags: Vec<f64> = inside
+            .iter()
+            .filter_map(|s| s.backlog)
+            .map(|b| match rate {
+                _ if b <= 0.0 => 0.0,
+                Some(r) if r > 0.0 => b / r,
+                // Tuples wait and none come in: as far behind as can be.
+                _ => f64::INFINITY,
+            })
+            .collect();
+        let lag = (!lags.is_empty())
+            .then(|| (lags.iter().copied().fold(f64::INFINITY, f64::min), lags.iter().copied().fold(0.0, f64::max)));
+        let growth = match (opening.backlog, last.backlog) {
+            (Some(a), Some(b)) => Some(b - a),
+            _ => None,
+        };
+        Some(Window { busy_mean, all_busy, all_room, rate, lag, growth })
+    }
+
+    fn change(&mut self, now: Duration, active: bool, reason: Reason) -> Option<Transition> {
+        let changed = active != self.active;
+        self.reason = reason.clone();
+        if !changed {
+            return None;
+        }
+        self.active = active;
+        self.since = now;
+        self.transitions += 1;
+        Some(Transition { active, reason })
+    }
+
+    fn consider_activation(&mut self, now: Duration) -> Option<Transition> {
+        let Some(w) = self.window(now, self.config.confirm) else {
+            self.reason = Reason::Starting;
+            return None;
+        };
+        let lag_on = self.config.lag.as_secs_f64();
+        let behind = w.lag.map(|(min, _)| min >= lag_on && w.growth.is_some_and(|g| g >= 0.0));
+        let busy = w.all_busy;
+        let act = match (busy, behind) {
+            (Some(b), Some(l)) => b && l,
+            (Some(b), None) => b,
+            (None, Some(l)) => l,
+            (None, None) => false,
+        };
+        if act {
+            self.behind_at = w.rate.unwrap_or(0.0);
+            let lag = w.lag.map(|(min, _)| duration(min));
+            return self.change(now, true, Reason::Behind { busy: w.busy_mean, lag });
+        }
+        // Not both: say what is missing — room on the machine first (then priorities cannot
+        // help whatever the backlog), else that the sources keep up.
+        let reason = match (busy, w.busy_mean) {
+            (Some(false), Some(mean)) => Reason::CpuRoom { busy: mean, threshold: self.config.cpu_threshold },
+            _ => Reason::KeepingUp { lag: duration(w.lag.map_or(0.0, |(_, max)| max)) },
+        };
+        self.change(now, false, reason)
+    }
+
+    fn consider_release(&mut self, now: Duration) -> Option<Transition> {
+        if now < self.since + self.config.release {
+            self.reason = Reason::Holding { why: "active for less than the release window" };
+            return None;
+        }
+        let Some(w) = self.window(now, self.config.release) else {
+            self.reason = Reason::Holding { why: "active for less than the release window" };
+            return None;
+        };
+        let lag_on = self.config.lag.as_secs_f64();
+        let keeping_up = w.lag.is_none_or(|(_, max)| max < lag_on);
+        if !keeping_up {
+            self.reason = Reason::Holding { why: "the sources are behind" };
+            return None;
+        }
+        if w.all_room == Some(true) {
+            let reason = Reason::CpuRoom { busy: w.busy_mean.unwrap_or(0.0), threshold: self.config.cpu_threshold };
+            return self.change(now, false, reason);
+        }
+        // The rate can only tell when there is a backlog figure (an SPE that reports none is
+        // judged by its CPU alone).
+        if let (Some(rate), Some(_)) = (w.rate, w.lag) {
+            if self.behind_at > 0.0 && rate < RATE_MARGIN * self.behind_at {
+                return self.change(now, false, Reason::RateFellBack { rate, behind_at: self.behind_at });
+            }
+        }
+        self.reason = Reason::Holding {
+            why: if w.busy_mean.is_some() {
+                "the machine is still busy and the input has not fallen back"
+            } else {
+                "the input has not fallen back"
+            },
+        };
+        None
+    }
+}
+
+fn duration(seconds: f64) -> Duration {
+    Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX)
+}
+
+#[cfg(test)]
+#[path = "activation_tests.rs"]
+mod tests;

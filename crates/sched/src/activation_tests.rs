@@ -1,0 +1,247 @@
+use super::*;
+
+const PERIOD: Duration = Duration::from_millis(200);
+
+/// Load at time `t` (seconds): the machine's busy share, the sources' backlog (tuples) and the
+/// rate at which they take tuples in (tuples/s).
+struct Load {
+    cpu: Option<f64>,
+    backlog: Option<f64>,
+    rate: f64,
+}
+
+fn load(cpu: f64, backlog: f64, rate: f64) -> Load {
+    Load { cpu: Some(cpu), backlog: Some(backlog), rate }
+}
+
+/// Feeds `rule` one sample per [`PERIOD`] from `from` to `to` (seconds), integrating the input
+/// rate into the cumulative counter `ingested`; returns the times (s) at which it changed state
+/// and to what.
+fn feed(
+    rule: &mut Activation,
+    ingested: &mut f64,
+    from: f64,
+    to: f64,
+    load: impl Fn(f64) -> Load,
+) -> Vec<(f64, bool, Reason)> {
+    let mut changes = Vec::new();
+    let mut t = from;
+    while t <= to + 1e-9 {
+        let l = load(t);
+        *ingested += l.rate * PERIOD.as_secs_f64();
+        let sample = LoadSample {
+            at: Duration::from_secs_f64(t),
+            cpu_busy: l.cpu,
+            backlog: l.backlog,
+            ingested: Some(*ingested),
+        };
+        if let Some(tr) = rule.update(sample) {
+            changes.push((t, tr.active, tr.reason));
+        }
+        t += PERIOD.as_secs_f64();
+    }
+    changes
+}
+
+fn rule() -> Activation {
+    Activation::new(ActivationConfig::default())
+}
+
+#[test]
+fn below_saturation_it_never_acts() {
+    let mut r = rule();
+    let mut n = 0.0;
+    // A machine with room, sources up to date apart from a few tuples in flight.
+    let changes = feed(&mut r, &mut n, 0.0, 120.0, |t| load(0.6 + 0.1 * (t * 3.0).sin(), 20.0, 20_000.0));
+    assert!(changes.is_empty(), "{changes:?}");
+    assert!(!r.is_active());
+    assert!(matches!(r.reason(), Reason::CpuRoom { .. }), "{}", r.reason());
+    assert!(r.reason().to_string().contains("room"), "{}", r.reason());
+}
+
+#[test]
+fn a_busy_machine_whose_sources_keep_up_is_left_alone() {
+    let mut r = rule();
+    let mut n = 0.0;
+    // The CPU is fully used (an SPE whose idle threads spin, or other work on the machine), and
+    // the backlog spikes to 0.5 s of input for one round in five: bursts, drained each time.
+    let changes = feed(&mut r, &mut n, 0.0, 120.0, |t| {
+        let spike = ((t / PERIOD.as_secs_f64()).round() as u64) % 5 == 0;
+        load(0.99, if spike { 10_000.0 } else { 50.0 }, 20_000.0)
+    });
+    assert!(changes.is_empty(), "{changes:?}");
+    assert!(matches!(r.reason(), Reason::KeepingUp { .. }), "{}", r.reason());
+}
+
+#[test]
+fn saturation_activates_it_after_the_confirm_window_and_not_before() {
+    let mut r = rule();
+    let mut n = 0.0;
+    feed(&mut r, &mut n, 0.0, 5.0, |_| load(0.99, 0.0, 30_000.0));
+    assert!(!r.is_active());
+    // From t = 5 s the input exceeds what the SPE takes in: the backlog grows by 8k tuples/s.
+    let changes = feed(&mut r, &mut n, 5.2, 20.0, |t| load(0.99, 8_000.0 * (t - 5.0), 30_000.0));
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    let (at, active, _) = changes[0];
+    assert!(active);
+    // Behind means a backlog of at least 0.1 s of input (3 000 tuples, first at 5.4 s) in
+    // every round of a 1 s window (5.4 s to 6.2 s, after the sample of 5.2 s that opens it):
+    // not before 6.2 s, and promptly after.
+    assert!((6.1..=6.6).contains(&at), "activated at {at} s");
+    assert!(matches!(r.reason(), Reason::Holding { .. }), "{}", r.reason());
+    assert_eq!(r.since(), Duration::from_secs_f64(at));
+    assert_eq!(r.transitions(), 1);
+}
+
+#[test]
+fn a_source_that_takes_nothing_in_while_tuples_wait_is_behind() {
+    let mut r = rule();
+    let mut n = 0.0;
+    let changes = feed(&mut r, &mut n, 0.0, 3.0, |_| load(1.0, 500.0, 0.0));
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    assert!(matches!(changes[0].2, Reason::Behind { lag: Some(l), .. } if l == Duration::MAX), "{}", changes[0].2);
+    assert!(changes[0].2.to_string().contains("over 1000 s"), "{}", changes[0].2);
+}
+
+#[test]
+fn a_backlog_with_cpu_to_spare_is_not_the_schedulers_to_fix() {
+    let mut r = rule();
+    let mut n = 0.0;
+    // One operator is the bottleneck on one core; the other core idles. Nice cannot help.
+    let changes = feed(&mut r, &mut n, 0.0, 60.0, |t| load(0.55, 5_000.0 * t, 10_000.0));
+    assert!(changes.is_empty(), "{changes:?}");
+    assert!(matches!(r.reason(), Reason::CpuRoom { .. }), "{}", r.reason());
+}
+
+#[test]
+fn while_it_keeps_the_sources_up_to_date_it_stays_active() {
+    let mut r = rule();
+    let mut n = 0.0;
+    feed(&mut r, &mut n, 0.0, 3.0, |t| load(0.99, 10_000.0 * t, 30_000.0));
+    assert!(r.is_active());
+    // The scheduler works: no backlog, all of the CPU in use, the same input. Switching it off
+    // now would let the backlog grow again.
+    let changes = feed(&mut r, &mut n, 3.2, 120.0, |_| load(0.98, 0.0, 34_000.0));
+    assert!(changes.is_empty(), "{changes:?}");
+    assert!(r.is_active());
+    assert!(r.reason().to_string().contains("still needed"), "{}", r.reason());
+}
+
+#[test]
+fn when_the_rate_falls_back_it_lets_go_after_the_release_window() {
+    let mut r = rule();
+    let mut n = 0.0;
+    let on = feed(&mut r, &mut n, 0.0, 3.0, |t| load(1.0, 10_000.0 * t, 30_000.0));
+    assert_eq!(on.len(), 1);
+    let activated = on[0].0;
+    // The input falls to a third; an SPE whose idle threads spin keeps the CPU busy anyway.
+    let changes = feed(&mut r, &mut n, 3.2, 40.0, |_| load(1.0, 0.0, 10_000.0));
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    let (at, active, reason) = &changes[0];
+    assert!(!active);
+    // Not before it has been active for the release window, and the window shows the fall.
+    assert!(*at >= activated + 10.0 && *at <= 3.2 + 10.6, "released at {at} s");
+    assert!(matches!(reason, Reason::RateFellBack { .. }), "{reason}");
+    assert!(reason.to_string().contains("fell below the 30000 tuples/s"), "{reason}");
+}
+
+#[test]
+fn when_the_machine_has_room_again_it_lets_go() {
+    let mut r = rule();
+    let mut n = 0.0;
+    feed(&mut r, &mut n, 0.0, 3.0, |t| load(1.0, 10_000.0 * t, 30_000.0));
+    assert!(r.is_active());
+    let changes = feed(&mut r, &mut n, 3.2, 40.0, |_| load(0.5, 0.0, 29_000.0));
+    assert_eq!(changes.iter().map(|c| c.1).collect::<Vec<_>>(), [false]);
+    assert!(matches!(changes[0].2, Reason::CpuRoom { .. }), "{}", changes[0].2);
+}
+
+#[test]
+fn it_does_not_flap_around_its_thresholds() {
+    // Every round on the other side of every threshold: CPU 89 % / 91 %, backlog 0 / 0.2 s.
+    let mut r = rule();
+    let mut n = 0.0;
+    let changes = feed(&mut r, &mut n, 0.0, 300.0, |t| {
+        let odd = ((t / PERIOD.as_secs_f64()).round() as u64) % 2 == 1;
+        load(if odd { 0.91 } else { 0.89 }, if odd { 6_000.0 } else { 0.0 }, 30_000.0)
+    });
+    assert!(changes.is_empty(), "{changes:?}");
+
+    // Saturated for 3 s, then keeping up for 3 s, over and over: a load that changes faster
+    // than the release window switches it on once and leaves it on.
+    let mut r = rule();
+    let mut n = 0.0;
+    let changes = feed(&mut r, &mut n, 0.0, 300.0, |t| {
+        if (t / 3.0) as u64 % 2 == 0 {
+            load(0.99, 10_000.0 * (t % 3.0), 30_000.0)
+        } else {
+            load(0.99, 0.0, 30_000.0)
+        }
+    });
+    assert_eq!(changes.iter().map(|c| c.1).collect::<Vec<_>>(), [true], "{changes:?}");
+
+    // Saturation that comes and goes every 30 s: at most one change per phase, each phase
+    // longer than the windows.
+    let mut r = rule();
+    let mut n = 0.0;
+    let changes = feed(&mut r, &mut n, 0.0, 300.0, |t| {
+        if (t / 30.0) as u64 % 2 == 1 {
+            load(1.0, 5_000.0 * (t % 30.0), 30_000.0)
+        } else {
+            load(0.5, 0.0, 15_000.0)
+        }
+    });
+    // On in each of the 5 saturated phases, off in each of the 4 phases with room between them.
+    assert_eq!(changes.len(), 9, "{changes:?}");
+    assert!(changes.windows(2).all(|w| w[0].1 != w[1].1 && w[1].0 - w[0].0 >= 10.0), "{changes:?}");
+}
+
+#[test]
+fn without_a_backlog_the_cpu_decides_and_without_either_nothing_changes() {
+    let mut r = rule();
+    let mut n = 0.0;
+    let changes = feed(&mut r, &mut n, 0.0, 3.0, |_| Load { cpu: Some(0.97), backlog: None, rate: 1.0 });
+    assert_eq!(changes.iter().map(|c| c.1).collect::<Vec<_>>(), [true]);
+    assert!(matches!(r.reason(), Reason::Holding { .. }));
+    let changes = feed(&mut r, &mut n, 3.2, 30.0, |_| Load { cpu: Some(0.5), backlog: None, rate: 1.0 });
+    assert_eq!(changes.iter().map(|c| c.1).collect::<Vec<_>>(), [false]);
+
+    let mut r = rule();
+    let mut n = 0.0;
+    let changes = feed(&mut r, &mut n, 0.0, 30.0, |_| Load { cpu: None, backlog: None, rate: 1.0 });
+    assert!(changes.is_empty());
+    // The backlog alone, when the CPU is unknown.
+    let changes = feed(&mut r, &mut n, 30.2, 33.0, |t| Load { cpu: None, backlog: Some(9e3 * t), rate: 1e4 });
+    assert_eq!(changes.iter().map(|c| c.1).collect::<Vec<_>>(), [true]);
+}
+
+#[test]
+fn samples_out_of_order_are_ignored_and_the_first_window_is_starting() {
+    let mut r = rule();
+    let s = |ms: u64| LoadSample {
+        at: Duration::from_millis(ms),
+        cpu_busy: Some(1.0),
+        backlog: Some(1e6),
+        ingested: Some(ms as f64),
+    };
+    assert_eq!(r.update(s(500)), None);
+    assert_eq!(r.reason(), &Reason::Starting);
+    assert_eq!(r.reason().code(), "starting");
+    assert_eq!(r.update(s(400)), None, "older than the last sample");
+    assert_eq!(r.update(s(500)), None, "as old as the last sample");
+    assert_eq!(r.update(s(1000)), None, "the window does not reach back 1 s yet");
+    assert!(r.update(s(1600)).is_some_and(|t| t.active));
+}
+
+#[test]
+fn thresholds_out_of_range_are_refused_with_the_range() {
+    for bad in [0.0, 0.49, 1.01, f64::NAN, -1.0] {
+        let e = ActivationConfig { cpu_threshold: bad, ..ActivationConfig::default() }.validate().unwrap_err();
+        assert!(e.contains("from 0.5 to 1"), "{e}");
+    }
+    for good in [0.5, 0.9, 1.0] {
+        ActivationConfig { cpu_threshold: good, ..ActivationConfig::default() }.validate().unwrap();
+    }
+    let e = ActivationConfig { confirm: Duration::ZERO, ..ActivationConfig::default() }.validate().unwrap_err();
+    assert!(e.contains("positive"), "{e}");
+}

@@ -59,29 +59,41 @@
 //! continuing). The Lachesis shape drops queries too. The source replays one time-ordered
 //! stream, so it runs as one instance whatever the parallelism.
 
+mod accounts;
 pub mod csv;
+mod events;
 pub mod generator;
+pub mod l_rating;
 pub mod lachesis;
 pub mod model;
 pub mod query;
 pub mod reference;
+pub mod response;
+pub mod rules;
 pub mod stats;
+pub mod tolls;
+mod vehicles;
 
 use std::fmt;
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use moirai_engine::{BuildError, BuiltQuery, Source};
+use moirai_engine::{now_ns, BuildError, BuiltQuery, Source};
 use serde::Serialize;
 
 pub use generator::{Generator, GeneratorConfig};
 pub use model::{AccidentAlert, LrOutput, PositionReport, Record, TollAssessment, TollNotification};
+pub use rules::Rules;
 pub use stats::{LinearRoadReport, LinearRoadStats};
+pub use tolls::{HistoricalTolls, TollsError};
 
 use self::csv::{line_time_ns, parse_record, record_line, RecordReader, RowError};
+use self::events::Input;
+use self::tolls::AskedDays;
 
 /// Which query to run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -148,6 +160,9 @@ pub enum LinearRoadError {
     /// Something failed inside the running engine (an input file changed while it ran).
     #[error("Linear Road run failed: {0}")]
     Run(String),
+    /// The historical tolls file is malformed or does not belong to the input.
+    #[error(transparent)]
+    Tolls(#[from] TollsError),
     /// The query could not be built.
     #[error(transparent)]
     Build(#[from] BuildError),
@@ -174,6 +189,29 @@ pub struct LinearRoadConfig {
     pub shape: Shape,
     /// Keep every output in memory for [`LinearRoadStats::take_outputs`] (for checking).
     pub collect_outputs: bool,
+    /// The rules the faithful query follows.
+    pub rules: Rules,
+    /// Where daily expenditures (type 3) come from.
+    pub history: HistorySource,
+    /// With `replay_speed`: replay the records before this time (seconds of the records' clock)
+    /// as fast as the engine takes them, and the rest at the replay speed from the moment the
+    /// first of them is drawn (the L-rating builds its state this way).
+    pub fast_forward_s: Option<u32>,
+    /// Judge the response times of the answers to records at or after this time only.
+    pub judge_from_s: u32,
+}
+
+/// Where a run's historical tolls come from.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub enum HistorySource {
+    /// Generated traffic: the seeded table. An input file: under the validator's rules, refused
+    /// if the input asks about past days; under moirai's, the seeded table.
+    #[default]
+    Default,
+    /// The table made from the generator's seed ([`model::historical_toll`]).
+    Seeded,
+    /// The benchmark generator's tolls file (`carid,day,xway,tolls`).
+    File(PathBuf),
 }
 
 impl Default for LinearRoadConfig {
@@ -188,6 +226,10 @@ impl Default for LinearRoadConfig {
             output: None,
             shape: Shape::Faithful,
             collect_outputs: false,
+            rules: Rules::default(),
+            history: HistorySource::Default,
+            fast_forward_s: None,
+            judge_from_s: 0,
         }
     }
 }
@@ -212,6 +254,9 @@ impl LinearRoadConfig {
                 ));
             }
         }
+        if self.fast_forward_s.is_some() && self.replay_speed.is_none() {
+            return bad("fast-forwarding needs a replay speed for the rest of the records".into());
+        }
         if self.shape == Shape::Lachesis && self.output.is_some() {
             return bad(
                 "the Lachesis shape emits only dummy notifications; write outputs with the faithful shape".into()
@@ -232,26 +277,85 @@ impl LinearRoadConfig {
 /// malformed file fails here, with its line and column.
 pub fn queries(config: &LinearRoadConfig) -> Result<(Vec<BuiltQuery>, LinearRoadStats), LinearRoadError> {
     config.validate()?;
-    let total = match &config.input {
-        Some(path) => Some(check_input(path)?),
+    let scan = match &config.input {
+        Some(path) => Some(scan_input(path)?),
         None => None,
     };
+    let history = history(config, scan.as_ref())?;
     let speed = config.replay_speed.unwrap_or(1.0);
-    let stats = LinearRoadStats::new(config.shape, config.collect_outputs, config.output.clone(), speed)?;
-    stats.set_records_total(total);
-    let source = match config.replay_speed {
-        Some(speed) => lines(config, &stats).replay(|line: &String| line_time_ns(line), speed),
-        None => lines(config, &stats).rate(config.rate),
+    let stats = LinearRoadStats::new(config.shape, config.rules, config.collect_outputs, config.output.clone(), speed)?;
+    stats.set_records_total(scan.as_ref().map(|s| s.records));
+    stats.set_history(history.describe());
+    stats.judge_from(config.judge_from_s);
+    let source = match (config.replay_speed, config.fast_forward_s) {
+        (Some(speed), Some(until)) => lines(config, &stats).replay(fast_forward_clock(until, speed, &stats), speed),
+        (Some(speed), None) => lines(config, &stats).replay(|line: &String| line_time_ns(line), speed),
+        (None, _) => lines(config, &stats).rate(config.rate),
     };
     let query = match config.shape {
         Shape::Faithful => {
             // Event time is the report's time; the stream is in time order, so no lateness.
             let source = source.event_time(|line: &String| line_time_ns(line), Duration::ZERO);
-            query::build(source, config.parallelism, config.traffic.seed, &stats)?
+            let options = query::QueryOptions { parallelism: config.parallelism, rules: config.rules, history };
+            query::build(source, &options, &stats)?
         }
         Shape::Lachesis => lachesis::build(source, config.parallelism, &stats)?,
     };
     Ok((vec![query], stats))
+}
+
+/// The historical tolls of a run: the file's rows its queries ask about, or the seeded table.
+fn history(config: &LinearRoadConfig, scan: Option<&InputScan>) -> Result<HistoricalTolls, LinearRoadError> {
+    let seeded = HistoricalTolls::Seeded(config.traffic.seed);
+    match (&config.history, &config.input, scan) {
+        (HistorySource::File(tolls), Some(input), Some(scan)) => {
+            Ok(HistoricalTolls::File(Arc::new(tolls::read_tolls(tolls, &scan.asked, input)?)))
+        }
+        (HistorySource::File(tolls), None, _) => Err(LinearRoadError::Config(format!(
+            "a historical tolls file ({}) goes with the input file the generator wrote it for; give --input, or \
+             drop the tolls file to answer generated traffic from the seeded table",
+            tolls.display()
+        ))),
+        (HistorySource::Default, Some(input), Some(scan))
+            if config.rules == Rules::Validator && config.shape == Shape::Faithful && !scan.asked.is_empty() =>
+        {
+            Err(LinearRoadError::Config(format!(
+                "{}: line {}: daily-expenditure queries (type 3) ask about past days, which come from the historical \
+                 tolls file the benchmark's generator writes with the input (carid,day,xway,tolls): give it with \
+                 --historical-tolls FILE, or answer from a table made from --seed with --historical-tolls seeded",
+                input.display(),
+                scan.first_history_line
+            )))
+        }
+        _ => Ok(seeded),
+    }
+}
+
+/// The replay clock of a run that fast-forwards the records before `until` seconds: they are all
+/// due at the start; a record at `t ≥ until` is due `(t − until) / speed` after the moment the
+/// first of them was drawn, however long the fast-forward took. (The source calls the clock once
+/// per record as it draws it, in order, so the first call marks the start and the first record
+/// at `until` or later the end of the fast-forward.)
+fn fast_forward_clock(
+    until: u32,
+    speed: f64,
+    stats: &LinearRoadStats,
+) -> impl Fn(&String) -> u64 + Send + Sync + 'static {
+    let until_ns = until as u64 * 1_000_000_000;
+    let (start, end) = (Arc::new(OnceLock::new()), Arc::new(OnceLock::new()));
+    let stats = stats.clone();
+    move |line: &String| {
+        let t = line_time_ns(line);
+        let start = *start.get_or_init(now_ns);
+        if t < until_ns {
+            return 0;
+        }
+        let took = *end.get_or_init(|| {
+            stats.fast_forwarded();
+            now_ns().saturating_sub(start)
+        });
+        (took as f64 * speed) as u64 + (t - until_ns)
+    }
 }
 
 /// The source's lines: the input file's, or the generator's records formatted as the file has
@@ -277,7 +381,7 @@ fn lines(config: &LinearRoadConfig, stats: &LinearRoadStats) -> Source<String> {
             let generator = config.traffic.clone();
             Source::new(move |_, _| -> Box<dyn Iterator<Item = String> + Send> {
                 match Generator::new(generator.clone()) {
-                    Ok(g) => Box::new(g.map(|p| record_line(&Record::Position(p)))),
+                    Ok(g) => Box::new(g.map(|r| record_line(&r))),
                     Err(e) => {
                         stats.fail(LinearRoadError::Config(e));
                         Box::new(std::iter::empty())
@@ -329,15 +433,16 @@ impl Iterator for RawLines {
 /// Parses a line for the faithful query's dispatcher: position reports and type-2/3 queries go
 /// on, type-4 queries are counted and dropped, a malformed line (the file changed since it was
 /// checked) fails the run.
-pub(crate) fn dispatch_input(line: &str, stats: &LinearRoadStats) -> Option<query::Input> {
+pub(crate) fn dispatch_input(line: &str, stats: &LinearRoadStats) -> Option<Input> {
     match parse_record(line) {
         Ok(Record::Position(p)) => {
             stats.position_report();
-            Some(query::Input::Report(p))
+            stats.report_of(p.car, p.time);
+            Some(Input::Report(p))
         }
         Ok(Record::Query(q)) if q.kind != model::QueryKind::TravelTime => {
             stats.query_record();
-            Some(query::Input::Query(q))
+            Some(Input::Query(q))
         }
         Ok(Record::Query(_)) => {
             stats.other_record();
@@ -369,14 +474,40 @@ pub(crate) fn dispatch(line: &str, stats: &LinearRoadStats) -> Option<PositionRe
     }
 }
 
+/// What a check of an input file found.
+#[derive(Clone, Debug, Default)]
+pub struct InputScan {
+    /// Records in the file.
+    pub records: u64,
+    /// The car-days its daily-expenditure queries ask about.
+    pub asked: AskedDays,
+    /// The line of the first query that asks about a past day (0 if none does).
+    pub first_history_line: u64,
+}
+
 /// Reads and checks a whole input file; returns how many records it holds.
 pub fn check_input(path: &Path) -> Result<u64, LinearRoadError> {
-    let mut n = 0;
-    for record in RecordReader::new(open(path)?) {
-        record.map_err(|error| LinearRoadError::Input { path: path.to_path_buf(), error })?;
-        n += 1;
+    Ok(scan_input(path)?.records)
+}
+
+/// Reads and checks a whole input file, noting the days its daily-expenditure queries ask about.
+pub fn scan_input(path: &Path) -> Result<InputScan, LinearRoadError> {
+    let mut scan = InputScan::default();
+    let mut reader = RecordReader::new(open(path)?);
+    while let Some(record) = reader.next_line() {
+        let (record, _) = record.map_err(|error| LinearRoadError::Input { path: path.to_path_buf(), error })?;
+        scan.records += 1;
+        if let Record::Query(q) = record {
+            if q.kind == model::QueryKind::DailyExpenditure && q.day >= 1 {
+                let line = reader.line();
+                scan.asked.ask(q.car, q.day, line);
+                if scan.first_history_line == 0 {
+                    scan.first_history_line = line;
+                }
+            }
+        }
     }
-    Ok(n)
+    Ok(scan)
 }
 
 /// Reads a whole input file into memory.
@@ -396,8 +527,8 @@ pub fn write_input(config: &GeneratorConfig, path: &Path) -> Result<u64, LinearR
     let write_error = |source| LinearRoadError::Write { path: path.to_path_buf(), source };
     let mut out = BufWriter::new(File::create(path).map_err(write_error)?);
     let mut n = 0;
-    for p in generator {
-        csv::write_records(&mut out, [&Record::Position(p)]).map_err(write_error)?;
+    for record in generator {
+        csv::write_records(&mut out, [&record]).map_err(write_error)?;
         n += 1;
     }
     out.flush().map_err(write_error)?;

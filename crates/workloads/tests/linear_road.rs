@@ -700,3 +700,18 @@ fn a_replay_follows_the_records_clock() {
     let e = refused(LinearRoadConfig { rate: 1000.0, ..cfg.clone() });
     assert!(e.contains("exclude each other"), "{e}");
 }
+
+/// Every answer's response time is recorded under every threading model: the sinks' recorders
+/// hand theirs over when the engine is done.
+#[test]
+fn response_times_count_every_answer_under_each_threading_model() {
+    let g = traffic(6, 3.0, 400);
+    for threading in ["dedicated", "dynamic:2", "policy:qs:2", "fused"] {
+        let (queries, stats) = queries(&config(&g, 2)).unwrap();
+        let engine = EngineConfig { threading: threading.parse().unwrap(), ..EngineConfig::default() };
+        Engine::start(engine, queries).unwrap().wait().unwrap();
+        let report = stats.finish().unwrap();
+        assert!(report.deadline_outputs > 1000, "{threading}");
+        assert_eq!(report.response_times.answers, report.deadline_outputs, "{threading}");
+    }
+}

@@ -4,59 +4,69 @@
 //! How it is organised:
 //!
 //! - [`model`]: constants, records, outputs and the shared formulas (toll, downstream).
-//! - [`generator`]: a seeded traffic generator (same seed, same records).
+//! - [`rules`]: where readings of the benchmark differ — the validator's (the default) or
+//!   moirai's earlier one — and the formulas that depend on it (LAV, alert window, trips).
+//! - [`generator`]: a seeded traffic generator (same seed, same records), optionally with the
+//!   benchmark generator's queries and re-entering cars.
 //! - [`csv`]: the public 15-column file format: validating reader, writer, output lines.
-//! - [`query`]: the faithful query on moirai's engine; [`reference`](mod@reference): the same semantics as a
-//!   plain single-threaded loop, to check the query against.
+//! - [`tolls`]: the historical tolls: the generator's tolls file, or a seeded table.
+//! - [`query`]: the faithful query on moirai's engine (its stages in `vehicles`, `query` and
+//!   `accounts`, their events in `events`); [`reference`](mod@reference): the same semantics as
+//!   a plain single-threaded loop, to check the query against.
 //! - [`lachesis`]: the nine-operator load shape the Lachesis evaluation ran.
-//! - [`stats`]: outputs, deadline misses and errors of a run.
+//! - [`stats`]: outputs, deadline misses and errors of a run; [`response`]: response times per
+//!   output type against the benchmark's limits.
+//! - [`l_rating`]: the L-rating's trial and search.
 //! - This file: the configuration and [`queries`], which the CLI and the lab call.
 //!
 //! # Semantics
 //!
 //! Input: position reports `(time, car, speed, xway, lane, dir, seg, pos)` in time order, time in
-//! seconds. Minute `m = time / 60 + 1`. A *segment* is `(xway, dir, seg)`.
+//! seconds, and queries. Minute `m = time / 60 + 1`. A *segment* is `(xway, dir, seg)`. Where
+//! the two readings differ, the rule is [`rules::Rules`]'s (the validator's by default;
+//! `docs/linear-road.md` has them side by side).
 //!
+//! - **Trips.** Under the validator's rules a car's report on the entrance ramp more than 60 s
+//!   after its last one, or on another expressway or direction, starts a new trip (its unpaid
+//!   toll is dropped), and its reports after the exit ramp are ignored until it enters again.
 //! - **Stopped cars.** A car is stopped once it sent 4 consecutive reports at the same place
 //!   (xway, dir, lane, pos), from the time of the 4th until the time of its next report
 //!   elsewhere.
-//! - **Accidents.** An accident is in effect at a position `(xway, dir, pos)` while two or more
-//!   cars are stopped there (in any lane), judged after all reports of each second; it is in
-//!   effect *during minute k* if it was so at any instant of that minute.
+//! - **Accidents.** An accident is in effect at a place while two or more cars are stopped there
+//!   (the same lane and position for the validator; the same position in any lane for moirai),
+//!   judged after all reports of each second.
 //! - **Segment statistics** of a segment and minute: NOV = the number of distinct cars that
-//!   reported there; the average speed = the mean over those cars of each car's mean speed there
-//!   (integer means, as LR implementations compute them).
-//! - **LAV** for minute `m` = the mean of the average speeds of minutes `m−5 … m−1` that had
-//!   traffic (0 if none did).
+//!   reported there; the sum and the number of their speed readings; the mean of the cars' mean
+//!   speeds.
+//! - **LAV** for minute `m`, from minutes `m−5 … m−1`: `round(Σ speeds / Σ readings)`
+//!   (validator), or the floor of the mean of the per-minute means (moirai).
 //! - **Toll notification** (output type 0) for each report that is a car's first in a segment
-//!   (its first report, or a different segment than its previous one) and not on the exit ramp
-//!   (lane 4): `toll = 2 · (NOV − 50)²` with NOV of minute `m−1`, if LAV < 40 mph, NOV > 50 and
-//!   no accident was in effect during minute `m−1` in the car's segment or the 4 segments
-//!   downstream (higher segments eastbound, lower westbound); else 0.
-//! - **Accident alert** (output type 1) for the same reports, if such an accident exists: the
-//!   nearest one's segment.
+//!   (of its trip) and not on the exit ramp (lane 4): `toll = 2 · (NOV − 50)²` with NOV of
+//!   minute `m−1`, if LAV < 40 mph, NOV > 50 and no accident alerts the car; else 0.
+//! - **Accident alert** (output type 1) for the same reports, for the nearest accident in the
+//!   car's segment or the 4 segments downstream (higher segments eastbound, lower westbound):
+//!   from the minute after its detection to the minute it was cleared in (validator), or in the
+//!   minutes after one in which it was in effect (moirai).
 //! - **Toll assessment**: a car's last notified toll is charged when it gets its next
-//!   notification or sends its first report on the exit ramp; zero tolls are not charged.
+//!   notification or reaches the exit ramp (in a new segment, for the validator); zero tolls
+//!   are not charged.
 //! - **Account balance** (input type 2 `(Time, VID, QID)` → output type 2 `(Time, Emit,
 //!   ResultTime, QID, Bal)`): Bal = the sum of the tolls charged to the car up to and including
-//!   the query's second; ResultTime = the time of the last charge (the query's time if none).
+//!   the query's second; ResultTime = the query's time (validator) or the last charge's (moirai).
 //! - **Daily expenditure** (input type 3 `(Time, VID, XWay, QID, Day)` → output type 3 `(Time,
-//!   Emit, QID, Bal)`): the car's tolls on that expressway on that day. Days 1 (yesterday) to 69
-//!   come from a historical tolls table, which the benchmark's data generator supplies as a file;
-//!   here it is made deterministically from the seed ([`model::historical_toll`], a toll in
-//!   0..=99 per car, expressway and day). Day 0 (not in the benchmark) is today: the tolls charged
-//!   so far on that expressway. Other days answer 0.
+//!   Emit, QID, Bal)`): the car's tolls on that expressway on that day (1 = yesterday … 69), from
+//!   the historical tolls ([`tolls`]). The validator's rules leave a query unanswered (counted)
+//!   when the history has no toll for it, and for day 0; moirai's answer 0, and day 0 with the
+//!   tolls charged today.
 //!
-//! The deadline: toll notifications, accident alerts and account balances must leave within 5 s
+//! The limits: toll notifications, accident alerts and account balances must leave within 5 s
 //! of the intended send time of the record that triggered them, daily expenditures within 10 s
-//! ([`stats`]). The intended send time follows `rate` (a schedule of the engine's), or, with
+//! ([`response`]). The intended send time follows `rate` (a schedule of the engine's), or, with
 //! `replay_speed`, the records' own clock: at speed 1.0 a record is due `time` seconds after the
-//! start, which makes the deadline the benchmark's.
+//! start, which makes the limits the benchmark's.
 //!
-//! Left out of the benchmark: the generator makes no type-2/3 queries (a file may have them);
-//! type 4 (travel time) was never part of any implementation and is read and dropped;
-//! re-entering cars are not generated (a file may have them; they are then treated as one car
-//! continuing). The Lachesis shape drops queries too. The source replays one time-ordered
+//! Left out of the benchmark: type 4 (travel time) was never part of any implementation and is
+//! read and dropped. The Lachesis shape drops queries too. The source replays one time-ordered
 //! stream, so it runs as one instance whatever the parallelism.
 
 mod accounts;

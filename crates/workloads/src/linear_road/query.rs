@@ -7,28 +7,29 @@
 //!
 //! - **dispatcher** parses each CSV line and keeps position reports and account-balance and
 //!   daily-expenditure queries (type 2 and 3); it drops travel-time queries (type 4).
-//! - **vehicles** (keyed by car) sees each car's reports in order: counts identical consecutive
-//!   reports (a car is stopped at the 4th, until it reports another place), and flags the first
-//!   report in a new segment (a toll notification is due) and the first on the exit ramp.
+//! - **vehicles** (keyed by car, `vehicles.rs`) sees each car's reports in order: follows its
+//!   trips as the rules say, counts identical consecutive reports (a car is stopped at the 4th,
+//!   until it reports another place), and flags the first report in a new segment (a toll
+//!   notification is due) and the exit-ramp report that charges the last toll.
 //! - **segments** (keyed by expressway, direction, segment) gathers each minute's reports into
-//!   the number of cars (NOV) and the average of the cars' average speeds, and detects accidents
-//!   from the stopped cars: an accident is a place where two or more cars are stopped, from the
-//!   second in which that became so until the second it stopped being so. Each accident's start
-//!   and end go to the five segments it concerns (its own and four upstream).
+//!   the minute's statistics (NOV, the speeds' sum and count, the cars' mean speed), and detects
+//!   accidents from the stopped cars: an accident is a place where two or more cars are stopped,
+//!   from the second in which that became so until the second it stopped being so. Each
+//!   accident's start and end go to the five segments it concerns (its own and four upstream).
 //! - **tolls** (keyed by segment) answers each car entering the segment with the statistics of
-//!   the previous minute: LAV over the last five minutes, NOV, and the nearest accident in effect
-//!   during the previous minute up to four segments downstream; it emits the toll notification
+//!   the previous minutes: the LAV, NOV, and the nearest accident up to four segments downstream
+//!   whose alert window (the rules') holds the report's minute; it emits the toll notification
 //!   and, if there is such an accident, the accident alert.
-//! - **accounts** (keyed by car) passes notifications and alerts on and assesses each car's
-//!   previous toll when it gets its next notification or reaches the exit ramp. It keeps each
-//!   car's account (the tolls charged, per expressway today) and answers its historical queries:
-//!   the balance (type 2), and the expenditure on an expressway on a day (type 3: day 0 from
-//!   today's charges, days 1–69 from the historical tolls table).
+//! - **accounts** (keyed by car, `accounts.rs`) passes notifications and alerts on and assesses
+//!   each car's previous toll when it gets its next notification or reaches the exit ramp. It
+//!   keeps each car's account and answers its historical queries: the balance (type 2), and the
+//!   expenditure on an expressway on a day (type 3, from the historical tolls).
 //!
 //! Queries travel with their car's key through vehicles, and pass segments and tolls unchanged
 //! (keyed by a stand-in segment), so the topology is the same with or without them. A query is
 //! answered once the watermark has passed its second: it sees every toll charged up to and
-//! including that second, as the reference does.//!
+//! including that second, as the reference does.
+//!
 //! Order across instances is restored by event time (the report's time): a stage that merges
 //! streams from several instances acts on a minute, a second or a car's next event only when the
 //! watermark says everything before it has arrived. Results are therefore the same at any

@@ -45,8 +45,12 @@ pub struct LRatingArgs {
     /// Cars entering each expressway per second (steadily).
     #[arg(long, default_value_t = RatingConfig::default().cars_per_second)]
     cars_per_second: f64,
-    /// Traffic replayed as fast as the engine takes it, to build the state (e.g. 80m).
-    #[arg(long, default_value = "80m", value_parser = humantime::parse_duration)]
+    /// Traffic the generator simulates without replaying it: the road fills up (0 to build the
+    /// whole day's state by fast-forwarding it).
+    #[arg(long, default_value = "75m", value_parser = humantime::parse_duration)]
+    skip: Duration,
+    /// Traffic after the skipped part replayed as fast as the engine takes it, to build the state.
+    #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
     fast_forward: Duration,
     /// Traffic at the records' clock after the fast-forward whose answers are not judged.
     #[arg(long, default_value = "1m", value_parser = humantime::parse_duration)]
@@ -63,6 +67,11 @@ pub struct LRatingArgs {
     /// Write trials.json and trials.csv here.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Run each trial's process under this command (e.g. a lock that gives the machine to one
+    /// benchmark at a time, or `taskset -c 0,1`): the trial runs as `WRAP… moirai l-rating
+    /// --trial L …`. Split at spaces.
+    #[arg(long, value_name = "COMMAND")]
+    wrap: Option<String>,
     /// Run one trial of L expressways in this process and print its report as JSON.
     #[arg(long, hide = true)]
     trial: Option<u16>,
@@ -75,6 +84,7 @@ impl LRatingArgs {
         };
         let c = RatingConfig {
             cars_per_second: self.cars_per_second,
+            skip_s: secs(self.skip, "--skip")?,
             fast_forward_s: secs(self.fast_forward, "--fast-forward")?,
             lead_in_s: secs(self.lead_in, "--lead-in")?,
             judged_s: secs(self.judged, "--judged")?,
@@ -116,6 +126,8 @@ impl LRatingArgs {
             self.batch_size.to_string(),
             "--cars-per-second".into(),
             self.cars_per_second.to_string(),
+            "--skip".into(),
+            format!("{}s", self.skip.as_secs()),
             "--fast-forward".into(),
             format!("{}s", self.fast_forward.as_secs()),
             "--lead-in".into(),
@@ -162,9 +174,11 @@ pub fn run(a: LRatingArgs) -> i32 {
         }
     };
     println!(
-        "moirai l-rating: {} cars/s per expressway entering steadily; {} s fast-forwarded, then at the records' clock \
-         {} s of lead-in and {} s judged; threading {}, parallelism {}, chaining {}, {} rules",
+        "moirai l-rating: {} cars/s per expressway entering steadily; {} s of traffic skipped, {} s fast-forwarded, \
+         then at the records' clock {} s of lead-in and {} s judged; threading {}, parallelism {}, chaining {}, {} \
+         rules",
         config.cars_per_second,
+        config.skip_s,
         config.fast_forward_s,
         config.lead_in_s,
         config.judged_s,
@@ -222,7 +236,16 @@ pub fn run(a: LRatingArgs) -> i32 {
 
 /// Runs the trial of `xways` in a child process and reads its report.
 fn trial(exe: &std::path::Path, a: &LRatingArgs, xways: u16) -> Result<TrialReport, String> {
-    let out = Command::new(exe)
+    let wrap: Vec<&str> = a.wrap.as_deref().map_or(Vec::new(), |w| w.split_whitespace().collect());
+    let mut command = match wrap.split_first() {
+        Some((first, rest)) => {
+            let mut c = Command::new(first);
+            c.args(rest).arg(exe);
+            c
+        }
+        None => Command::new(exe),
+    };
+    let out = command
         .args(a.trial_args(xways))
         .stdin(Stdio::null())
         .stderr(Stdio::inherit())
@@ -240,6 +263,7 @@ fn trial(exe: &std::path::Path, a: &LRatingArgs, xways: u16) -> Result<TrialRepo
             responses: Default::default(),
             records: 0,
             judged_reports_per_s_per_xway: 0.0,
+            skip_s: 0.0,
             fast_forward_s: 0.0,
             fast_forward_records_per_s: 0.0,
             wall_s: 0.0,

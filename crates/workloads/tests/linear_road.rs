@@ -99,6 +99,17 @@ fn generator_is_deterministic_and_follows_the_rules_of_the_road() {
 }
 
 #[test]
+fn a_later_start_simulates_the_early_traffic_without_emitting_it() {
+    let whole = generator::generate(&traffic(5, 3.0, 600)).unwrap();
+    let late = generator::generate(&GeneratorConfig { start_s: 400, ..traffic(5, 3.0, 600) }).unwrap();
+    let tail: Vec<Record> = whole.iter().filter(|r| r.time() >= 400).copied().collect();
+    assert!(tail.len() > 1000, "{} records after 400 s", tail.len());
+    assert_eq!(late, tail, "the same road from 400 s on, nothing before");
+    let e = generator::generate(&GeneratorConfig { start_s: 600, ..traffic(5, 3.0, 600) }).unwrap_err();
+    assert!(e.contains("start it earlier"), "{e}");
+}
+
+#[test]
 fn records_survive_a_round_trip_through_the_file_format() {
     let mut records = generator::generate(&traffic(3, 2.0, 300)).unwrap();
     let query = |kind, time| {

@@ -64,6 +64,9 @@ pub struct GeneratorConfig {
     /// half times it over the run: the road fills within a trip's time and then carries the
     /// same load (the L-rating's traffic).
     pub steady: bool,
+    /// Simulate the traffic before this second without emitting its records: the run starts
+    /// with the road as it is then (the L-rating skips the early part of its traffic so).
+    pub start_s: u32,
 }
 
 impl Default for GeneratorConfig {
@@ -81,6 +84,7 @@ impl Default for GeneratorConfig {
             queries: false,
             reentry: false,
             steady: false,
+            start_s: 0,
         }
     }
 }
@@ -99,6 +103,12 @@ impl GeneratorConfig {
         if cars >= u32::MAX as f64 {
             return Err(format!(
                 "this would make about {cars:.0} cars, more than 32-bit car ids allow; shorten the run"
+            ));
+        }
+        if self.start_s >= self.duration_s {
+            return Err(format!(
+                "the traffic would start at {} s but lasts only {} s; start it earlier",
+                self.start_s, self.duration_s
             ));
         }
         if self.accident_min_s > self.accident_max_s {
@@ -460,6 +470,10 @@ impl Iterator for Generator {
             let t = self.time;
             self.second(t);
             self.time += 1;
+            if t < self.config.start_s {
+                // Simulated, not emitted.
+                self.out.clear();
+            }
         }
         self.next_out += 1;
         Some(self.out[self.next_out - 1])

@@ -356,7 +356,10 @@ fn fast_forward_clock(
     let stats = stats.clone();
     move |line: &String| {
         let t = line_time_ns(line);
-        let start = *start.get_or_init(now_ns);
+        let start = *start.get_or_init(|| {
+            stats.record_drawn();
+            now_ns()
+        });
         if t < until_ns {
             return 0;
         }

@@ -117,7 +117,9 @@ struct Inner {
     /// Answers to records before this time (s) are not judged.
     judge_from_s: AtomicU32,
     responses: Arc<Mutex<ResponseTimes>>,
-    /// When the fast-forward ended (the first record at the records' clock was drawn).
+    /// When the first record was drawn, and when the fast-forward ended (the first record at the
+    /// records' clock was drawn).
+    first_record: OnceLock<Instant>,
     fast_forward_end: OnceLock<Instant>,
     /// Records in the input file, if known.
     records_total: Mutex<Option<u64>>,
@@ -167,6 +169,7 @@ impl LinearRoadStats {
             rules,
             judge_from_s: AtomicU32::new(0),
             responses: Arc::default(),
+            first_record: OnceLock::new(),
             fast_forward_end: OnceLock::new(),
             records_total: Mutex::new(None),
             history: Mutex::new(String::new()),
@@ -214,6 +217,16 @@ impl LinearRoadStats {
             let read = self.report().records_read;
             self.0.counters.fast_forward_records.store(read, Ordering::Relaxed);
         }
+    }
+
+    /// Notes that the source drew its first record now (if it had not).
+    pub(crate) fn record_drawn(&self) {
+        let _ = self.0.first_record.set(Instant::now());
+    }
+
+    /// When the source drew its first record, if it has (noted when fast-forwarding).
+    pub fn first_record(&self) -> Option<Instant> {
+        self.0.first_record.get().copied()
     }
 
     /// When the fast-forward ended, if it has.

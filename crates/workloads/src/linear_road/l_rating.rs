@@ -63,12 +63,12 @@ pub struct RatingConfig {
 }
 
 impl Default for RatingConfig {
-    /// 22 cars per second and expressway; 75 minutes skipped, 5 fast-forwarded, one minute of
+    /// 23 cars per second and expressway; 75 minutes skipped, 5 fast-forwarded, one minute of
     /// lead-in, ten judged minutes: the judged stretch carries about 2 900 reports per second and
     /// expressway.
     fn default() -> Self {
         RatingConfig {
-            cars_per_second: 22.0,
+            cars_per_second: 23.0,
             skip_s: 75 * 60,
             fast_forward_s: 5 * 60,
             lead_in_s: 60,

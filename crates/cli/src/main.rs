@@ -9,6 +9,7 @@
 
 mod bench;
 mod demo;
+mod l_rating;
 mod logging;
 mod micro_batch;
 mod run;
@@ -44,6 +45,10 @@ enum Command {
     /// simulated machine of --cores cores (CFS model), written as results.csv, results.json and
     /// report.html.
     Sim(sim::SimArgs),
+    /// Linear Road's L-rating: the most expressways whose every answer is within the benchmark's
+    /// limits at the records' clock, per threading model (docs/linear-road.md).
+    #[command(name = "l-rating")]
+    LRating(l_rating::LRatingArgs),
     /// Draw micro-batch runs over time (commit latency, group size, coordination overhead) from
     /// their `moirai run … --threading micro-batch --json` output, as SVG files.
     #[command(name = "micro-batch-timeline")]
@@ -62,6 +67,7 @@ fn main() {
         Command::Bench(args) => bench::run(args),
         Command::Schedule(args) => schedule::run(args),
         Command::Sim(args) => sim::run(args),
+        Command::LRating(args) => l_rating::run(args),
         Command::MicroBatchExecutor(args) => micro_batch::executor(args),
         Command::MicroBatchTimeline(args) => micro_batch::timeline(args),
     };

@@ -191,9 +191,19 @@ pub struct LinearRoadArgs {
     /// time: 1.0 = real time, as the benchmark runs, 10.0 = ten times faster. Excludes --rate.
     #[arg(long)]
     replay_speed: Option<f64>,
-    /// Write toll notifications, accident alerts and toll assessments here (faithful shape).
+    /// Write the answers here (faithful shape), in the validator's format (or moirai's, with
+    /// --rules moirai).
     #[arg(long)]
     output: Option<PathBuf>,
+    /// The historical tolls that daily expenditures (type 3) are answered from: the tolls file
+    /// the benchmark's generator wrote with --input (carid,day,xway,tolls), or `seeded` (a table
+    /// made from --seed).
+    #[arg(long, value_name = "FILE|seeded")]
+    historical_tolls: Option<PathBuf>,
+    /// validator (the benchmark validator's answers) or moirai (moirai's earlier reading of the
+    /// specification); see docs/linear-road.md.
+    #[arg(long, default_value = "validator")]
+    rules: linear_road::Rules,
     /// Instances of each keyed stage.
     #[arg(long, default_value_t = 1)]
     parallelism: usize,
@@ -405,12 +415,19 @@ pub fn run(workload: Workload) -> i32 {
                 input: a.input.clone(),
                 output: a.output.clone(),
                 shape: a.shape,
+                rules: a.rules,
+                history: match &a.historical_tolls {
+                    Some(p) if p.as_os_str() == "seeded" => linear_road::HistorySource::Seeded,
+                    Some(p) => linear_road::HistorySource::File(p.clone()),
+                    None => linear_road::HistorySource::Default,
+                },
                 ..LinearRoadConfig::default()
             };
             let params = serde_json::json!({
                 "shape": a.shape.to_string(), "xways": a.xways, "traffic_s": config.traffic.duration_s,
                 "cars_per_second": a.cars_per_second, "parallelism": a.parallelism, "seed": a.seed,
-                "input": a.input, "output": a.output, "replay_speed": a.replay_speed,
+                "input": a.input, "output": a.output, "replay_speed": a.replay_speed, "rules": a.rules,
+                "historical_tolls": a.historical_tolls,
                 "run_until": if until_end { "the input ends" } else { "--duration" },
             });
             let built = linear_road::queries(&config).map_err(|e| e.to_string()).map(|(q, stats)| {

@@ -231,7 +231,8 @@ fn linear_road_replays_at_the_records_clock() {
                 0,4,3,50,0,1,0,3,15840,-1,-1,-1,-1,-1,-1\n";
     let file = LrFile::with("clock.csv", text);
     let started = std::time::Instant::now();
-    let (code, out, err) = run(&["linear-road", "--input", file.arg(), "--replay-speed", "2", "--json"]);
+    let (code, out, err) =
+        run(&["linear-road", "--input", file.arg(), "--replay-speed", "2", "--historical-tolls", "seeded", "--json"]);
     let took = started.elapsed();
     assert_eq!(code, Some(0), "{err}");
     assert!(took.as_millis() >= 2000, "the last record is due 2 s in: {took:?}");

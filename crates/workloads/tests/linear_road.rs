@@ -10,7 +10,8 @@ use moirai_workloads::linear_road::model::{
 };
 use moirai_workloads::linear_road::{
     check_input, csv, generator, queries, read_input, reference, write_input, AccidentAlert, GeneratorConfig,
-    LinearRoadConfig, LinearRoadError, LinearRoadReport, LrOutput, Record, Shape, TollAssessment, TollNotification,
+    HistoricalTolls, HistorySource, LinearRoadConfig, LinearRoadError, LinearRoadReport, LrOutput, Record, Rules,
+    Shape, TollAssessment, TollNotification,
 };
 
 /// A file in the temp directory, removed when dropped (also when the test fails).
@@ -95,6 +96,17 @@ fn generator_is_deterministic_and_follows_the_rules_of_the_road() {
         }
     }
     assert!(exited > 100, "{exited} cars left the road");
+}
+
+#[test]
+fn a_later_start_simulates_the_early_traffic_without_emitting_it() {
+    let whole = generator::generate(&traffic(5, 3.0, 600)).unwrap();
+    let late = generator::generate(&GeneratorConfig { start_s: 400, ..traffic(5, 3.0, 600) }).unwrap();
+    let tail: Vec<Record> = whole.iter().filter(|r| r.time() >= 400).copied().collect();
+    assert!(tail.len() > 1000, "{} records after 400 s", tail.len());
+    assert_eq!(late, tail, "the same road from 400 s on, nothing before");
+    let e = generator::generate(&GeneratorConfig { start_s: 600, ..traffic(5, 3.0, 600) }).unwrap_err();
+    assert!(e.contains("start it earlier"), "{e}");
 }
 
 #[test]
@@ -217,13 +229,15 @@ fn replayed_file_at_a_rate_gives_the_reference_outputs_and_an_output_file() {
     assert_eq!(report.position_reports, n);
     assert_eq!(got, sorted(reference::run(read_input(&input.0).unwrap())));
     let written = std::fs::read_to_string(&output.0).unwrap();
-    assert_eq!(written.lines().count(), got.len());
+    // The validator's lines: no toll assessments; `emit` is the response time in ms.
+    let assessments = got.iter().filter(|o| matches!(o, LrOutput::Assessment(_))).count();
+    assert_eq!(written.lines().count(), got.len() - assessments);
     for line in written.lines() {
         let fields: Vec<&str> = line.split(',').collect();
-        let emit: f64 = fields[3].parse().unwrap();
-        let time: f64 = fields[2].parse().unwrap();
-        assert!(emit >= time, "emit is time plus latency: {line}");
-        assert!(matches!((fields[0], fields.len()), ("0", 6) | ("1", 5) | ("5", 5)), "{line}");
+        let emit_column = if fields[0] == "0" { 3 } else { 2 };
+        let ms: u64 = fields[emit_column].parse().unwrap_or_else(|_| panic!("emit in whole ms: {line}"));
+        assert!(ms < 60_000, "{line}");
+        assert!(matches!((fields[0], fields.len()), ("0", 6) | ("1", 7)), "{line}");
     }
 }
 
@@ -231,22 +245,27 @@ fn report(time: u32, car: u32, speed: u8, lane: u8, dir: u8, pos: u32) -> Positi
     PositionReport { time, car, speed, xway: 0, lane, dir, seg: (pos / 5280) as u8, pos }
 }
 
-/// Runs hand-made reports through the reference and the engine (parallelism 1 and 3); all must give
-/// `want`.
-fn check_scenario(mut reports: Vec<PositionReport>, want: &[LrOutput], name: &str) {
+/// Runs hand-made reports through the reference and the engine (parallelism 1 and 3) under
+/// `rules`; all must give `want`.
+fn check_scenario(mut reports: Vec<PositionReport>, want: &[LrOutput], name: &str, rules: Rules) {
     reports.sort_by_key(|p| (p.time, p.car));
     let records: Vec<Record> = reports.into_iter().map(Record::Position).collect();
     let want = sorted(want.to_vec());
-    let got = sorted(reference::run(records.clone()));
-    assert_eq!(got, want, "reference, {name}");
+    let got = sorted(reference::run_with(records.clone(), rules, &HistoricalTolls::Seeded(0)));
+    assert_eq!(got, want, "reference, {name}, {rules} rules");
     let file = TempFile::new(name);
     let mut text = Vec::new();
     csv::write_records(&mut text, &records).unwrap();
     std::fs::write(&file.0, text).unwrap();
     for parallelism in [1, 3] {
-        let cfg =
-            LinearRoadConfig { input: Some(file.0.clone()), parallelism, collect_outputs: true, ..Default::default() };
-        assert_eq!(run(&cfg).0, want, "engine at parallelism {parallelism}, {name}");
+        let cfg = LinearRoadConfig {
+            input: Some(file.0.clone()),
+            parallelism,
+            collect_outputs: true,
+            rules,
+            ..Default::default()
+        };
+        assert_eq!(run(&cfg).0, want, "engine at parallelism {parallelism}, {name}, {rules} rules");
     }
 }
 
@@ -256,43 +275,157 @@ fn toll(car: u32, time: u32, lav: u32, toll: u32) -> LrOutput {
 
 #[test]
 fn a_congested_segment_charges_the_toll_formula_and_assesses_it_on_the_next_segment() {
-    let mut reports = Vec::new();
-    let mut want = Vec::new();
-    // Minute 1: 60 cars crawl through segment 10 (one report each, speeds 15..=24: LAV 19).
-    for car in 0..60 {
-        reports.push(report(car, car, 15 + (car % 10) as u8, 1, 0, 10 * 5280 + car * 10));
-        want.push(toll(car, car, 0, 0));
+    for rules in [Rules::Validator, Rules::Moirai] {
+        // The LAV of one minute of 60 reports at 15..=24 mph: Σ 1170 / 60 = 19.5, which the
+        // validator rounds (20) and moirai floors (19).
+        let lav = if rules == Rules::Validator { 20 } else { 19 };
+        let mut reports = Vec::new();
+        let mut want = Vec::new();
+        // Minute 1: 60 cars crawl through segment 10 (one report each, speeds 15..=24).
+        for car in 0..60 {
+            reports.push(report(car, car, 15 + (car % 10) as u8, 1, 0, 10 * 5280 + car * 10));
+            want.push(toll(car, car, 0, 0));
+        }
+        // Minute 2: car 100 enters segment 10: NOV 60, LAV below 40 → toll 2·(60−50)² = 200.
+        reports.push(report(65, 100, 20, 1, 0, 10 * 5280 + 2000));
+        want.push(toll(100, 65, lav, 200));
+        // It moves on to segment 11: a new notification (no traffic there, toll 0), and the 200
+        // is charged.
+        reports.push(report(95, 100, 60, 1, 0, 11 * 5280 + 100));
+        want.push(toll(100, 95, 0, 0));
+        want.push(LrOutput::Assessment(TollAssessment { car: 100, time: 95, toll: 200 }));
+        // Car 103 also pays 200 for segment 10, and leaves by its exit ramp there, in the same
+        // segment: moirai charges it on the exit, the validator only when the exit report is the
+        // car's first in a segment.
+        reports.push(report(66, 103, 20, 2, 0, 10 * 5280 + 2100));
+        want.push(toll(103, 66, lav, 200));
+        reports.push(report(96, 103, 20, EXIT_LANE, 0, 10 * 5280 + 3000));
+        if rules == Rules::Moirai {
+            want.push(LrOutput::Assessment(TollAssessment { car: 103, time: 96, toll: 200 }));
+        }
+        // Car 104 pays 200 too and leaves from the next segment: charged on exit by both.
+        reports.push(report(67, 104, 20, 2, 0, 10 * 5280 + 2200));
+        want.push(toll(104, 67, lav, 200));
+        reports.push(report(97, 104, 10, EXIT_LANE, 0, 11 * 5280 + 10));
+        want.push(LrOutput::Assessment(TollAssessment { car: 104, time: 97, toll: 200 }));
+        // Car 101 enters segment 10 westbound: statistics are per direction, no toll.
+        reports.push(report(70, 101, 20, 1, 1, 10 * 5280 + 3000));
+        want.push(toll(101, 70, 0, 0));
+        // Car 102 enters segment 10 in minute 3: minute 2 had 3 cars (100, 103 and 104 at 20
+        // mph), no toll; the LAV over minutes 1-2: validator (1170 + 60) / 63 = 19.5 → 20,
+        // moirai (19 + 20) / 2 = 19.
+        reports.push(report(125, 102, 20, 1, 0, 10 * 5280 + 4000));
+        want.push(toll(102, 125, lav, 0));
+        // Car 102 exits in the same segment: nothing charged (its toll was 0).
+        reports.push(report(155, 102, 10, EXIT_LANE, 0, 10 * 5280 + 4500));
+        check_scenario(reports, &want, "toll.csv", rules);
     }
-    // Minute 2: car 100 enters segment 10: NOV 60, LAV 19 → toll 2·(60−50)² = 200.
-    reports.push(report(65, 100, 20, 1, 0, 10 * 5280 + 2000));
-    want.push(toll(100, 65, 19, 200));
-    // It moves on to segment 11: a new notification (no traffic there, toll 0), and the 200 is
-    // charged.
-    reports.push(report(95, 100, 60, 1, 0, 11 * 5280 + 100));
-    want.push(toll(100, 95, 0, 0));
-    want.push(LrOutput::Assessment(TollAssessment { car: 100, time: 95, toll: 200 }));
-    // Car 103 also pays 200 for segment 10, and leaves by its exit ramp there: charged on exit.
-    reports.push(report(66, 103, 20, 2, 0, 10 * 5280 + 2100));
-    want.push(toll(103, 66, 19, 200));
-    reports.push(report(96, 103, 20, EXIT_LANE, 0, 10 * 5280 + 3000));
-    want.push(LrOutput::Assessment(TollAssessment { car: 103, time: 96, toll: 200 }));
-    // Car 101 enters segment 10 westbound: statistics are per direction, no toll.
-    reports.push(report(70, 101, 20, 1, 1, 10 * 5280 + 3000));
-    want.push(toll(101, 70, 0, 0));
-    // Car 102 enters segment 10 in minute 3: minute 2 had 2 cars (100 and 103, both at 20 mph),
-    // no toll; LAV over minutes 1-2 = (19 + 20) / 2.
-    reports.push(report(125, 102, 20, 1, 0, 10 * 5280 + 4000));
-    want.push(toll(102, 125, 19, 0));
-    // Car 102 exits in the same segment: nothing charged (its toll was 0).
-    reports.push(report(155, 102, 10, EXIT_LANE, 0, 10 * 5280 + 4500));
-    check_scenario(reports, &want, "toll.csv");
+}
+
+/// The validator's reading of accidents: stopped cars in the same lane only, alerts from the
+/// minute after detection up to the minute of clearing; moirai's: any lane, and the minutes after
+/// those in which the accident was in effect.
+#[test]
+fn the_rules_place_an_accident_and_its_alerts_differently() {
+    let alert = |car, time, seg| LrOutput::Alert(AccidentAlert { car, time, xway: 0, seg, dir: 0 });
+    for rules in [Rules::Validator, Rules::Moirai] {
+        let v = rules == Rules::Validator;
+        let p = 20 * 5280 + 700;
+        let mut reports = Vec::new();
+        let mut want = Vec::new();
+        // Cars 1 and 2 stop at the same place of lane 1: the accident is detected at 91 (minute
+        // 2), when car 2 sends its 4th report there, and cleared at 150 (minute 3), when car 1
+        // drives off.
+        for t in [0, 30, 60, 90, 120] {
+            reports.push(report(t, 1, 0, 1, 0, p));
+            reports.push(report(t + 1, 2, 0, 1, 0, p));
+        }
+        reports.push(report(150, 1, 30, 1, 0, p + 1320));
+        reports.push(report(151, 2, 0, 1, 0, p));
+        want.push(toll(1, 0, 0, 0));
+        want.push(toll(2, 1, 0, 0));
+        // Minute 2: detected in this minute, no alert yet.
+        reports.push(report(100, 3, 50, 1, 0, 17 * 5280));
+        want.push(toll(3, 100, 0, 0));
+        // Minute 3: both alert.
+        reports.push(report(130, 4, 50, 1, 0, 18 * 5280));
+        want.push(alert(4, 130, 20));
+        want.push(toll(4, 130, 0, 0));
+        // Minute 4: cleared in minute 3; it was in effect during minute 3, so moirai alerts.
+        reports.push(report(185, 5, 50, 1, 0, 19 * 5280));
+        if !v {
+            want.push(alert(5, 185, 20));
+        }
+        want.push(toll(5, 185, 0, 0));
+        // Cars 7 and 8 stop at one position in different lanes of segment 40 from 300 on.
+        for t in [300, 330, 360, 390] {
+            reports.push(report(t, 7, 0, 1, 0, 40 * 5280));
+            reports.push(report(t, 8, 0, 2, 0, 40 * 5280));
+        }
+        want.push(toll(7, 300, 0, 0));
+        want.push(toll(8, 300, 0, 0));
+        // Minute 8: an accident for moirai only.
+        reports.push(report(425, 9, 50, 1, 0, 38 * 5280));
+        if !v {
+            want.push(alert(9, 425, 40));
+        }
+        want.push(toll(9, 425, 0, 0));
+        check_scenario(reports, &want, "rules-accident.csv", rules);
+    }
+}
+
+/// The validator's trips: a car back on the entrance ramp after more than a minute, or on another
+/// road, starts afresh (its unpaid toll is dropped); its reports after the exit are ignored.
+#[test]
+fn validator_trips_start_afresh_and_reports_after_the_exit_are_ignored() {
+    let mut reports = Vec::new();
+    let mut want_v = Vec::new();
+    let mut want_m = Vec::new();
+    let both = |w: &mut Vec<LrOutput>, m: &mut Vec<LrOutput>, o: LrOutput| {
+        w.push(o);
+        m.push(o);
+    };
+    // 60 cars in segment 10 in minute 1 make it congested (one report each at 30 mph).
+    for car in 0..60 {
+        reports.push(report(car, car, 30, 1, 0, 10 * 5280 + car * 10));
+        both(&mut want_v, &mut want_m, toll(car, car, 0, 0));
+    }
+    // Car 100 pays 200 for segment 10 at 65 ...
+    reports.push(report(65, 100, 30, 1, 0, 10 * 5280 + 2000));
+    both(&mut want_v, &mut want_m, toll(100, 65, 30, 200));
+    // ... and shows up on the entrance ramp of segment 30 at 200: a new trip for the validator
+    // (its 200 is dropped), the same car going on for moirai (the 200 is charged).
+    reports.push(report(200, 100, 10, 0, 0, 30 * 5280));
+    both(&mut want_v, &mut want_m, toll(100, 200, 0, 0));
+    want_m.push(LrOutput::Assessment(TollAssessment { car: 100, time: 200, toll: 200 }));
+    // Car 101 pays 200 and exits in segment 11 at 95 (charged by both) ...
+    reports.push(report(66, 101, 30, 1, 0, 10 * 5280 + 2100));
+    both(&mut want_v, &mut want_m, toll(101, 66, 30, 200));
+    reports.push(report(96, 101, 10, EXIT_LANE, 0, 11 * 5280 + 10));
+    both(&mut want_v, &mut want_m, LrOutput::Assessment(TollAssessment { car: 101, time: 96, toll: 200 }));
+    // ... then reports from segment 12, lane 2, without entering again: ignored by the
+    // validator, a new segment for moirai.
+    reports.push(report(126, 101, 40, 2, 0, 12 * 5280 + 10));
+    want_m.push(toll(101, 126, 0, 0));
+    for (rules, want) in [(Rules::Validator, &want_v), (Rules::Moirai, &want_m)] {
+        check_scenario(reports.clone(), want, "trips.csv", rules);
+    }
+    // The ignored report is counted.
+    let mut sorted_reports = reports.clone();
+    sorted_reports.sort_by_key(|p| (p.time, p.car));
+    let records: Vec<Record> = sorted_reports.into_iter().map(Record::Position).collect();
+    let file = write_file("trips-count.csv", &records);
+    let cfg = LinearRoadConfig { input: Some(file.0.clone()), collect_outputs: true, ..Default::default() };
+    assert_eq!(run(&cfg).1.ignored_reports, 1);
 }
 
 #[test]
 fn two_cars_stopped_together_are_an_accident_for_four_segments_upstream() {
     let p = 20 * 5280 + 700;
+    let alert = |car, time, seg| LrOutput::Alert(AccidentAlert { car, time, xway: 0, seg, dir: 0 });
     let mut reports = Vec::new();
     let mut want = Vec::new();
+    // moirai's rules: stopped cars in any lane at one position make an accident.
     // Cars 1 and 2 stand at the same place eastbound in segment 20 from t = 0: both stopped at
     // their 4th report (t = 90), an accident in effect from 90; car 1 drives off at t = 120.
     for t in [0, 30, 60, 90] {
@@ -305,7 +438,7 @@ fn two_cars_stopped_together_are_an_accident_for_four_segments_upstream() {
     want.push(toll(2, 1, 0, 0));
     // Minute 3 (t = 125): the accident was in effect during minute 2 ([90, 120)).
     reports.push(report(125, 3, 50, 1, 0, 17 * 5280)); // 3 segments upstream: alert
-    want.push(LrOutput::Alert(AccidentAlert { car: 3, time: 125, seg: 20 }));
+    want.push(alert(3, 125, 20));
     want.push(toll(3, 125, 0, 0));
     reports.push(report(126, 4, 50, 1, 0, 15 * 5280)); // 5 upstream: too far
     want.push(toll(4, 126, 0, 0));
@@ -314,7 +447,7 @@ fn two_cars_stopped_together_are_an_accident_for_four_segments_upstream() {
     reports.push(report(128, 6, 50, 1, 1, 18 * 5280)); // the other direction: no
     want.push(toll(6, 128, 0, 0));
     reports.push(report(129, 7, 50, 1, 0, 20 * 5280 + 100)); // its own segment: alert
-    want.push(LrOutput::Alert(AccidentAlert { car: 7, time: 129, seg: 20 }));
+    want.push(alert(7, 129, 20));
     want.push(toll(7, 129, 0, 0));
     // Minute 4: the accident ended at 120, in effect no instant of minute 3: no alert.
     reports.push(report(185, 8, 50, 1, 0, 18 * 5280));
@@ -340,7 +473,7 @@ fn two_cars_stopped_together_are_an_accident_for_four_segments_upstream() {
     want.push(toll(11, 340, 0, 0));
     reports.push(report(485, 13, 50, 1, 0, 43 * 5280));
     want.push(toll(13, 485, 0, 0));
-    check_scenario(reports, &want, "accident.csv");
+    check_scenario(reports, &want, "accident.csv", Rules::Moirai);
 }
 
 #[test]
@@ -399,53 +532,77 @@ fn write_file(name: &str, records: &[Record]) -> TempFile {
     file
 }
 
-/// Type-2 and type-3 queries are answered, by the engine as by the reference, at any parallelism:
-/// balances count every toll charged so far, daily expenditures today's tolls or the history.
+/// Type-2 and type-3 queries are answered, by the engine as by the reference, at any parallelism
+/// and under either rules: balances count every toll charged so far, daily expenditures come from
+/// the history (and, under moirai's rules, day 0 from today's tolls).
 #[test]
 fn historical_queries_are_answered_as_the_reference_answers_them() {
     let g = traffic(11, 6.0, 1200);
     let records = with_queries(generator::generate(&g).unwrap());
     let file = write_file("queries.csv", &records);
-    let want = sorted(reference::run_with_history(records.clone(), g.seed));
-    let balances: Vec<&AccountBalance> =
-        want.iter().filter_map(|o| if let LrOutput::Balance(b) = o { Some(b) } else { None }).collect();
-    let expenditures: Vec<&DailyExpenditure> =
-        want.iter().filter_map(|o| if let LrOutput::Expenditure(e) = o { Some(e) } else { None }).collect();
     let asked = |kind| records.iter().filter(|r| matches!(r, Record::Query(q) if q.kind == kind)).count();
-    assert_eq!(balances.len(), asked(QueryKind::AccountBalance), "every type-2 query is answered");
-    assert_eq!(expenditures.len(), asked(QueryKind::DailyExpenditure), "every type-3 query is answered");
-    // The traffic charges tolls, so some balances and today's expenditures are not zero.
-    let paid = balances.iter().filter(|b| b.bal > 0 && b.result_time <= b.time).count();
-    let spent_today = expenditures.iter().filter(|e| e.bal > 0).count();
-    assert!(paid > 10 && spent_today > 10);
-    for parallelism in [1, 3] {
-        let cfg = LinearRoadConfig {
-            input: Some(file.0.clone()),
-            traffic: g.clone(),
-            parallelism,
-            collect_outputs: true,
-            ..LinearRoadConfig::default()
-        };
-        let (got, report) = run(&cfg);
-        assert!(got == want, "parallelism {parallelism}: outputs differ from the reference");
-        assert_eq!(report.account_balances as usize, balances.len());
-        assert_eq!(report.daily_expenditures as usize, expenditures.len());
-        assert_eq!(report.query_records as usize, balances.len() + expenditures.len());
-        assert_eq!(report.other_records as usize, asked(QueryKind::TravelTime), "type 4 is dropped");
-        assert_eq!((report.records_read, report.records_total), (records.len() as u64, Some(records.len() as u64)));
-        assert_eq!(
-            report.deadline_outputs,
-            report.toll_notifications + report.accident_alerts + report.account_balances + report.daily_expenditures
-        );
+    let today = records
+        .iter()
+        .filter(|r| matches!(r, Record::Query(q) if q.kind == QueryKind::DailyExpenditure && q.day == 0))
+        .count();
+    assert!(today > 10);
+    for rules in [Rules::Validator, Rules::Moirai] {
+        let want = sorted(reference::run_with(records.clone(), rules, &HistoricalTolls::Seeded(g.seed)));
+        let balances: Vec<&AccountBalance> =
+            want.iter().filter_map(|o| if let LrOutput::Balance(b) = o { Some(b) } else { None }).collect();
+        let expenditures: Vec<&DailyExpenditure> =
+            want.iter().filter_map(|o| if let LrOutput::Expenditure(e) = o { Some(e) } else { None }).collect();
+        assert_eq!(balances.len(), asked(QueryKind::AccountBalance), "every type-2 query is answered");
+        // The validator leaves day 0 (today) unanswered; the seeded table has every other day.
+        let answered = asked(QueryKind::DailyExpenditure) - if rules == Rules::Validator { today } else { 0 };
+        assert_eq!(expenditures.len(), answered, "{rules}");
+        // The traffic charges tolls, so some balances are not zero.
+        assert!(balances.iter().filter(|b| b.bal > 0).count() > 10);
+        if rules == Rules::Moirai {
+            let spent_today = expenditures.iter().filter(|e| e.bal > 0).count();
+            assert!(balances.iter().filter(|b| b.bal > 0 && b.result_time < b.time).count() > 10);
+            assert!(spent_today > 10);
+        } else {
+            assert!(balances.iter().all(|b| b.result_time == b.time), "the validator's result time is the query's");
+        }
+        for parallelism in [1, 3] {
+            let cfg = LinearRoadConfig {
+                input: Some(file.0.clone()),
+                traffic: g.clone(),
+                parallelism,
+                collect_outputs: true,
+                rules,
+                history: HistorySource::Seeded,
+                ..LinearRoadConfig::default()
+            };
+            let (got, report) = run(&cfg);
+            assert!(got == want, "parallelism {parallelism}, {rules}: outputs differ from the reference");
+            assert_eq!(report.account_balances as usize, balances.len());
+            assert_eq!(report.daily_expenditures as usize, expenditures.len());
+            let skipped = if rules == Rules::Validator { today } else { 0 };
+            assert_eq!(report.expenditures_for_today as usize, skipped, "counted, not silently dropped");
+            assert_eq!(report.query_records as usize, balances.len() + expenditures.len() + skipped);
+            assert_eq!(report.other_records as usize, asked(QueryKind::TravelTime), "type 4 is dropped");
+            assert_eq!((report.records_read, report.records_total), (records.len() as u64, Some(records.len() as u64)));
+            assert_eq!(
+                report.deadline_outputs,
+                report.toll_notifications
+                    + report.accident_alerts
+                    + report.account_balances
+                    + report.daily_expenditures
+            );
+            let judged: u64 = report.response_times.kinds.iter().map(|k| k.answers).sum();
+            assert_eq!(judged, report.deadline_outputs, "every answer's response time is recorded");
+        }
     }
 }
 
 /// Known answers: a balance counts the tolls charged up to and including its second, a daily
-/// expenditure today's tolls on one expressway or the historical table.
+/// expenditure the historical table (or, under moirai's rules, today's tolls on one expressway).
 #[test]
 fn a_balance_and_an_expenditure_have_the_known_answers() {
     let mut records: Vec<Record> = Vec::new();
-    // Minute 1: 60 cars crawl through segment 10 (LAV 19): car 100 then pays 200 there.
+    // Minute 1: 60 cars crawl through segment 10: car 100 then pays 200 there.
     for car in 0..60 {
         records.push(Record::Position(report(car, car, 15 + (car % 10) as u8, 1, 0, 10 * 5280 + car * 10)));
     }
@@ -459,7 +616,6 @@ fn a_balance_and_an_expenditure_have_the_known_answers() {
     records.push(query(QueryKind::DailyExpenditure, 96, 100, 0, 5, 0)); // today on xway 0
     records.push(query(QueryKind::DailyExpenditure, 96, 100, 1, 6, 0)); // today on xway 1
     records.push(query(QueryKind::DailyExpenditure, 96, 100, 0, 7, 3)); // three days ago
-    records.push(query(QueryKind::DailyExpenditure, 96, 100, 0, 8, 70)); // beyond the history
     records.push(query(QueryKind::AccountBalance, 97, 555, -1, 9, -1)); // a car never seen
     let seed = 42;
     let balance =
@@ -469,7 +625,9 @@ fn a_balance_and_an_expenditure_have_the_known_answers() {
     assert!(history < 100);
     assert_ne!(historical_toll(seed, 100, 0, 4), history, "days differ");
     assert_ne!(historical_toll(seed + 1, 100, 0, 3), history, "seeds differ");
-    let want = [
+    let never_seen = LrOutput::Balance(AccountBalance { car: 555, time: 97, result_time: 97, qid: 9, bal: 0 });
+    // moirai: a balance's result time is the last charge's; day 0 is today.
+    let moirai = vec![
         balance(70, 70, 1, 0),
         balance(94, 94, 2, 0),
         balance(95, 95, 3, 200),
@@ -477,33 +635,48 @@ fn a_balance_and_an_expenditure_have_the_known_answers() {
         spent(5, 200),
         spent(6, 0),
         spent(7, history),
-        spent(8, 0),
-        LrOutput::Balance(AccountBalance { car: 555, time: 97, result_time: 97, qid: 9, bal: 0 }),
+        never_seen,
+    ];
+    // The validator: the query's time; day 0 is not answered.
+    let validator = vec![
+        balance(70, 70, 1, 0),
+        balance(94, 94, 2, 0),
+        balance(95, 95, 3, 200),
+        balance(96, 96, 4, 200),
+        spent(7, history),
+        never_seen,
     ];
     let answers = |outputs: Vec<LrOutput>| -> Vec<LrOutput> {
         sorted(outputs.into_iter().filter(|o| matches!(o, LrOutput::Balance(_) | LrOutput::Expenditure(_))).collect())
     };
-    let want = sorted(want.to_vec());
-    assert_eq!(answers(reference::run_with_history(records.clone(), seed)), want, "reference");
     let file = write_file("answers.csv", &records);
     let output = TempFile::new("answers-out.csv");
-    for parallelism in [1, 2] {
-        let cfg = LinearRoadConfig {
-            input: Some(file.0.clone()),
-            output: Some(output.0.clone()),
-            traffic: GeneratorConfig { seed, ..GeneratorConfig::default() },
-            parallelism,
-            collect_outputs: true,
-            ..LinearRoadConfig::default()
-        };
-        assert_eq!(answers(run(&cfg).0), want, "engine at parallelism {parallelism}");
+    for (rules, want) in [(Rules::Moirai, moirai), (Rules::Validator, validator)] {
+        let want = sorted(want);
+        let got = answers(reference::run_with(records.clone(), rules, &HistoricalTolls::Seeded(seed)));
+        assert_eq!(got, want, "reference, {rules}");
+        for parallelism in [1, 2] {
+            let cfg = LinearRoadConfig {
+                input: Some(file.0.clone()),
+                output: Some(output.0.clone()),
+                traffic: GeneratorConfig { seed, ..GeneratorConfig::default() },
+                parallelism,
+                collect_outputs: true,
+                rules,
+                history: HistorySource::Seeded,
+                ..LinearRoadConfig::default()
+            };
+            assert_eq!(answers(run(&cfg).0), want, "engine at parallelism {parallelism}, {rules}");
+        }
+        // The output file has the benchmark's columns: 2,Time,Emit,ResultTime,QID,Bal and
+        // 3,Time,Emit,QID,Bal.
+        let written = std::fs::read_to_string(&output.0).unwrap();
+        let line = |prefix: &str, suffix: &str| written.lines().any(|l| l.starts_with(prefix) && l.ends_with(suffix));
+        let result_time = if rules == Rules::Validator { 96 } else { 95 };
+        assert!(line("2,96,", &format!(",{result_time},4,200")), "{written}");
+        assert!(line("3,96,", &format!(",7,{history}")), "{written}");
+        assert_eq!(written.lines().any(|l| l.starts_with("5,")), rules == Rules::Moirai, "assessments: moirai's only");
     }
-    // The output file has the benchmark's columns: 2,Time,Emit,ResultTime,QID,Bal and
-    // 3,Time,Emit,QID,Bal.
-    let written = std::fs::read_to_string(&output.0).unwrap();
-    let line = |prefix: &str, suffix: &str| written.lines().any(|l| l.starts_with(prefix) && l.ends_with(suffix));
-    assert!(line("2,96,", ",95,4,200"), "{written}");
-    assert!(line("3,96,", &format!(",7,{history}")), "{written}");
 }
 
 /// `replay_speed` sends each record at its own time (divided by the speed): a file spanning 3 s of
@@ -537,4 +710,19 @@ fn a_replay_follows_the_records_clock() {
     }
     let e = refused(LinearRoadConfig { rate: 1000.0, ..cfg.clone() });
     assert!(e.contains("exclude each other"), "{e}");
+}
+
+/// Every answer's response time is recorded under every threading model: the sinks' recorders
+/// hand theirs over when the engine is done.
+#[test]
+fn response_times_count_every_answer_under_each_threading_model() {
+    let g = traffic(6, 3.0, 400);
+    for threading in ["dedicated", "dynamic:2", "policy:qs:2", "fused"] {
+        let (queries, stats) = queries(&config(&g, 2)).unwrap();
+        let engine = EngineConfig { threading: threading.parse().unwrap(), ..EngineConfig::default() };
+        Engine::start(engine, queries).unwrap().wait().unwrap();
+        let report = stats.finish().unwrap();
+        assert!(report.deadline_outputs > 1000, "{threading}");
+        assert_eq!(report.response_times.answers, report.deadline_outputs, "{threading}");
+    }
 }

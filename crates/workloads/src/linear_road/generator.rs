@@ -18,15 +18,26 @@
 //!   at the same lane and position. Both stay for 10–20 minutes (configurable) and report speed 0
 //!   at the same place, which is ≥ 4 identical reports: an accident. Then both drive on.
 //!
-//! Left out: re-entering cars (every car has a new id), and type-2/3 historical queries (the
-//! faithful query answers them when a file has them; the generator makes none).
+//! Two parts of the benchmark generator's records are opt-in, so that the default traffic stays
+//! the one the Lachesis shape and its Flink and Storm jobs replay: historical queries
+//! (`queries`: after 1 % of the reports, as the benchmark's generator does, half of them an
+//! account balance and a tenth a daily expenditure about a day 1–69 on the car's expressway; the
+//! rest would be travel-time queries, which it does not make either) and re-entering cars
+//! (`reentry`: 10 % of the cars that leave come back 1000–2000 s later with the same id, on a
+//! new route of a random expressway). Daily expenditures are answered from the seeded
+//! historical tolls ([`super::model::historical_toll`]).
 //!
 //! At the default 20 cars per second this makes about 20 M reports per expressway in three
 //! hours, ramping from about 500 to 5000 per second: the volume of the benchmark's data
 //! (20–25 M tuples per expressway). Each report is O(1) work (a timing wheel of 30 one-second
 //! buckets holds the cars due): about 30 M reports per second on one core.
 
-use super::model::{PositionReport, Record, ENTRY_LANE, EXIT_LANE, REPORT_INTERVAL_S, SEGMENTS, SEGMENT_FT};
+use std::collections::BTreeMap;
+
+use super::model::{
+    PositionReport, QueryKind, QueryRecord, Record, ENTRY_LANE, EXIT_LANE, HISTORY_DAYS, REPORT_INTERVAL_S, SEGMENTS,
+    SEGMENT_FT,
+};
 
 /// Parameters of the generated traffic.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -45,6 +56,17 @@ pub struct GeneratorConfig {
     pub accident_min_s: u32,
     /// Longest time the cars of an accident stay stopped, seconds.
     pub accident_max_s: u32,
+    /// Make the benchmark generator's historical queries (types 2 and 3) among the reports.
+    pub queries: bool,
+    /// Let 10 % of the cars that leave come back later, as the benchmark's generator does.
+    pub reentry: bool,
+    /// Cars enter at a steady `cars_per_second` instead of ramping from half of it to one and a
+    /// half times it over the run: the road fills within a trip's time and then carries the
+    /// same load (the L-rating's traffic).
+    pub steady: bool,
+    /// Simulate the traffic before this second without emitting its records: the run starts
+    /// with the road as it is then (the L-rating skips the early part of its traffic so).
+    pub start_s: u32,
 }
 
 impl Default for GeneratorConfig {
@@ -59,6 +81,10 @@ impl Default for GeneratorConfig {
             accident_interval_s: 1200,
             accident_min_s: 600,
             accident_max_s: 1200,
+            queries: false,
+            reentry: false,
+            steady: false,
+            start_s: 0,
         }
     }
 }
@@ -77,6 +103,12 @@ impl GeneratorConfig {
         if cars >= u32::MAX as f64 {
             return Err(format!(
                 "this would make about {cars:.0} cars, more than 32-bit car ids allow; shorten the run"
+            ));
+        }
+        if self.start_s >= self.duration_s {
+            return Err(format!(
+                "the traffic would start at {} s but lasts only {} s; start it earlier",
+                self.start_s, self.duration_s
             ));
         }
         if self.accident_min_s > self.accident_max_s {
@@ -110,6 +142,10 @@ const JAM_CARS: f64 = 120.0;
 const BOTTLENECKS: usize = 3;
 /// Feet a car moves in one report interval per mph: 5280 ft / 3600 s × 30 s.
 const FT_PER_MPH: u32 = 44;
+/// Share of the reports a historical query follows (the benchmark generator's).
+const QUERY_SHARE: f64 = 0.01;
+/// Share of the cars leaving that come back.
+const REENTRY_SHARE: f64 = 0.1;
 
 #[derive(Clone, Debug)]
 struct Car {
@@ -161,7 +197,10 @@ pub struct Generator {
     arrivals: Vec<f64>,
     next_accident: Vec<u32>,
     waiting: Vec<Waiting>,
-    out: Vec<PositionReport>,
+    /// Cars coming back: their ids, by the second they enter again.
+    reentries: BTreeMap<u32, Vec<u32>>,
+    next_qid: i32,
+    out: Vec<Record>,
     next_out: usize,
 }
 
@@ -194,6 +233,8 @@ impl Generator {
             arrivals: vec![0.0; xways],
             next_accident,
             waiting: Vec::new(),
+            reentries: BTreeMap::new(),
+            next_qid: 0,
             out: Vec::new(),
             next_out: 0,
             config,
@@ -203,14 +244,22 @@ impl Generator {
     /// Cars entering expressway `xway` in second `t`: the mean rate times the ramp, with the
     /// fraction carried over so that the count over the run matches the rate.
     fn arrivals(&mut self, xway: usize, t: u32) -> usize {
-        let ramp = 0.5 + t as f64 / self.config.duration_s.max(1) as f64;
+        let ramp = if self.config.steady { 1.0 } else { 0.5 + t as f64 / self.config.duration_s.max(1) as f64 };
         let due = self.arrivals[xway] + self.config.cars_per_second * ramp * (0.5 + self.rng.f64());
         let n = due.floor();
         self.arrivals[xway] = due - n;
         n as usize
     }
 
+    /// A new car with a new id on expressway `xway`.
     fn new_car(&mut self, xway: u16) -> usize {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.enter(xway, id)
+    }
+
+    /// Car `id` enters expressway `xway` on a random route.
+    fn enter(&mut self, xway: u16, id: u32) -> usize {
         let dir = self.rng.u8(0..2);
         let (entry, exit_seg) = if dir == 0 {
             let entry = self.rng.u8(0..SEGMENTS - 2);
@@ -221,7 +270,7 @@ impl Generator {
         };
         let pos = entry as u32 * SEGMENT_FT + if dir == 0 { 0 } else { SEGMENT_FT - 1 };
         let car = Car {
-            id: self.next_id,
+            id,
             xway,
             dir,
             lane: ENTRY_LANE,
@@ -231,7 +280,6 @@ impl Generator {
             frozen_until: None,
             on_road: false,
         };
-        self.next_id += 1;
         match self.free.pop() {
             Some(i) => {
                 self.cars[i] = Some(car);
@@ -257,6 +305,12 @@ impl Generator {
         for xway in 0..self.config.xways {
             for _ in 0..self.arrivals(xway as usize, t) {
                 due.push(self.new_car(xway));
+            }
+        }
+        if let Some(ids) = self.reentries.remove(&t) {
+            for id in ids {
+                let xway = self.rng.u16(0..self.config.xways);
+                due.push(self.enter(xway, id));
             }
         }
         self.waiting.retain(|w| w.until > t);
@@ -331,7 +385,7 @@ impl Generator {
                 self.maybe_crash(&mut car, t);
             }
         }
-        self.out.push(PositionReport {
+        self.out.push(Record::Position(PositionReport {
             time: t,
             car: car.id,
             speed: car.speed,
@@ -340,13 +394,41 @@ impl Generator {
             dir: car.dir,
             seg: car.seg(),
             pos: car.pos,
-        });
+        }));
+        if self.config.queries {
+            self.maybe_query(&car, t);
+        }
         if leaves {
             self.occupancy[x][d][car.seg() as usize] -= 1;
+            if self.config.reentry && self.rng.f64() < REENTRY_SHARE {
+                let back = t + 1000 + self.rng.u32(0..1000);
+                if back < self.config.duration_s {
+                    self.reentries.entry(back).or_default().push(car.id);
+                }
+            }
         } else {
             self.cars[i] = Some(car);
         }
         !leaves
+    }
+
+    /// After a report of `car`: a historical query with the benchmark generator's odds.
+    fn maybe_query(&mut self, car: &Car, t: u32) {
+        if self.rng.f64() >= QUERY_SHARE {
+            return;
+        }
+        let kind = self.rng.f64();
+        let (kind, xway, day) = if kind < 0.5 {
+            (QueryKind::AccountBalance, -1, -1)
+        } else if kind < 0.6 {
+            (QueryKind::DailyExpenditure, car.xway as i32, self.rng.i32(1..=HISTORY_DAYS))
+        } else {
+            return;
+        };
+        let qid = self.next_qid;
+        self.next_qid = self.next_qid.wrapping_add(1).max(0);
+        let q = QueryRecord { kind, time: t, car: car.id, xway, qid, sinit: -1, send: -1, dow: -1, tod: -1, day };
+        self.out.push(Record::Query(q));
     }
 
     /// Stops `car` as the first car of an accident if one is due on its expressway and it is in
@@ -376,9 +458,9 @@ fn next_accident_gap(rng: &mut fastrand::Rng, config: &GeneratorConfig) -> u32 {
 }
 
 impl Iterator for Generator {
-    type Item = PositionReport;
+    type Item = Record;
 
-    fn next(&mut self) -> Option<PositionReport> {
+    fn next(&mut self) -> Option<Record> {
         while self.next_out == self.out.len() {
             if self.time >= self.config.duration_s {
                 return None;
@@ -388,6 +470,10 @@ impl Iterator for Generator {
             let t = self.time;
             self.second(t);
             self.time += 1;
+            if t < self.config.start_s {
+                // Simulated, not emitted.
+                self.out.clear();
+            }
         }
         self.next_out += 1;
         Some(self.out[self.next_out - 1])
@@ -396,5 +482,5 @@ impl Iterator for Generator {
 
 /// All records of `config`, in time order (convenient for tests and small runs).
 pub fn generate(config: &GeneratorConfig) -> Result<Vec<Record>, String> {
-    Ok(Generator::new(config.clone())?.map(Record::Position).collect())
+    Ok(Generator::new(config.clone())?.collect())
 }

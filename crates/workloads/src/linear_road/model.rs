@@ -188,8 +188,12 @@ pub struct AccidentAlert {
     pub car: u32,
     /// Time of the position report that triggered it.
     pub time: u32,
+    /// The car's (and the accident's) expressway.
+    pub xway: u16,
     /// The segment of the (nearest) accident.
     pub seg: u8,
+    /// The car's (and the accident's) direction.
+    pub dir: u8,
 }
 
 /// A toll charged: the last notified toll, assessed when the car enters its next segment or

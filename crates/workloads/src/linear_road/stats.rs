@@ -1,5 +1,6 @@
-//! What a Linear Road run produced: outputs by kind, deadline misses, the output file, and the
-//! errors the engine's threads could not return.
+//! What a Linear Road run produced: outputs by kind, deadline misses, response times per output
+//! type ([`super::response`]), the records the rules skip, the output file, and the errors the
+//! engine's threads could not return.
 //!
 //! The sinks record every output here as it leaves the engine. An output misses its deadline when
 //! its end-to-end latency — egress minus the intended send time of the record that triggered it,
@@ -10,14 +11,17 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Instant;
 
 use moirai_engine::{now_ns, Tuple};
 use serde::Serialize;
 
 use super::csv::format_output;
 use super::model::{LrOutput, DEADLINE_S};
+use super::response::{Recorder, ResponseReport, ResponseTimes};
+use super::rules::Rules;
 use super::{LinearRoadError, Shape};
 
 /// The end-to-end latency above which an output misses the deadline, ns.
@@ -57,6 +61,21 @@ pub struct LinearRoadReport {
     pub deadline_miss_share: f64,
     /// The largest end-to-end latency of an output with a deadline, ms.
     pub max_latency_ms: f64,
+    /// The rules the faithful query followed.
+    pub rules: Rules,
+    /// Where daily expenditures came from.
+    pub historical_tolls: String,
+    /// Response times per output type against the benchmark's limits (faithful shape).
+    pub response_times: ResponseReport,
+    /// Position reports the rules ignore (validator: a car's reports after its exit until it
+    /// enters again).
+    pub ignored_reports: u64,
+    /// Daily-expenditure queries left unanswered because the history has no toll for the car,
+    /// day and expressway (validator rules).
+    pub expenditures_without_toll: u64,
+    /// Daily-expenditure queries for day 0 (today), which the benchmark answers with type 2 and
+    /// the validator leaves unanswered (validator rules).
+    pub expenditures_for_today: u64,
 }
 
 /// The output file and the first error writing it.
@@ -78,6 +97,15 @@ struct Counters {
     balances: AtomicU64,
     expenditures: AtomicU64,
     lachesis: [AtomicU64; 3],
+    ignored_reports: AtomicU64,
+    /// Position reports at or after the judged stretch's start.
+    judged_reports: AtomicU64,
+    /// One more than the largest car id seen.
+    cars: AtomicU64,
+    /// Records read when the fast-forward ended.
+    fast_forward_records: AtomicU64,
+    expenditures_without_toll: AtomicU64,
+    expenditures_for_today: AtomicU64,
     deadline_outputs: AtomicU64,
     deadline_misses: AtomicU64,
     max_latency_ns: AtomicU64,
@@ -85,8 +113,18 @@ struct Counters {
 
 struct Inner {
     shape: Shape,
+    rules: Rules,
+    /// Answers to records before this time (s) are not judged.
+    judge_from_s: AtomicU32,
+    responses: Arc<Mutex<ResponseTimes>>,
+    /// When the first record was drawn, and when the fast-forward ended (the first record at the
+    /// records' clock was drawn).
+    first_record: OnceLock<Instant>,
+    fast_forward_end: OnceLock<Instant>,
     /// Records in the input file, if known.
     records_total: Mutex<Option<u64>>,
+    /// Where daily expenditures come from, in words.
+    history: Mutex<String>,
     /// Seconds of the input's clock per second of latency (the replay speed; 1 otherwise): for
     /// the output file's `emit` column.
     clock_speed: f64,
@@ -107,11 +145,13 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl LinearRoadStats {
-    /// Stats for a run of `shape`, keeping outputs in memory if `collect`, writing them to
-    /// `output` if given (the file is created now, so a bad path fails before the run);
-    /// `clock_speed` is how much faster than real time the input's clock runs (the replay speed).
+    /// Stats for a run of `shape` under `rules`, keeping outputs in memory if `collect`,
+    /// writing them to `output` if given (the file is created now, so a bad path fails before
+    /// the run); `clock_speed` is how much faster than real time the input's clock runs (the
+    /// replay speed).
     pub(crate) fn new(
         shape: Shape,
+        rules: Rules,
         collect: bool,
         output: Option<PathBuf>,
         clock_speed: f64,
@@ -126,7 +166,13 @@ impl LinearRoadStats {
         };
         Ok(LinearRoadStats(Arc::new(Inner {
             shape,
+            rules,
+            judge_from_s: AtomicU32::new(0),
+            responses: Arc::default(),
+            first_record: OnceLock::new(),
+            fast_forward_end: OnceLock::new(),
             records_total: Mutex::new(None),
+            history: Mutex::new(String::new()),
             clock_speed,
             counters: Counters::default(),
             collected: collect.then(|| Mutex::new(Vec::new())),
@@ -144,6 +190,10 @@ impl LinearRoadStats {
         *lock(&self.0.records_total) = total;
     }
 
+    pub(crate) fn set_history(&self, history: String) {
+        *lock(&self.0.history) = history;
+    }
+
     pub(crate) fn query_record(&self) {
         self.0.counters.query_records.fetch_add(1, Ordering::Relaxed);
     }
@@ -152,8 +202,84 @@ impl LinearRoadStats {
         self.0.counters.position_reports.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Counts a report of `car` at `time` for the L-rating's figures.
+    pub(crate) fn report_of(&self, car: u32, time: u32) {
+        let c = &self.0.counters;
+        c.cars.fetch_max(car as u64 + 1, Ordering::Relaxed);
+        if time >= self.0.judge_from_s.load(Ordering::Relaxed) {
+            c.judged_reports.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Notes that the fast-forward ended now.
+    pub(crate) fn fast_forwarded(&self) {
+        if self.0.fast_forward_end.set(Instant::now()).is_ok() {
+            let read = self.report().records_read;
+            self.0.counters.fast_forward_records.store(read, Ordering::Relaxed);
+        }
+    }
+
+    /// Notes that the source drew its first record now (if it had not).
+    pub(crate) fn record_drawn(&self) {
+        let _ = self.0.first_record.set(Instant::now());
+    }
+
+    /// When the source drew its first record, if it has (noted when fast-forwarding).
+    pub fn first_record(&self) -> Option<Instant> {
+        self.0.first_record.get().copied()
+    }
+
+    /// When the fast-forward ended, if it has.
+    pub fn fast_forward_ended(&self) -> Option<Instant> {
+        self.0.fast_forward_end.get().copied()
+    }
+
+    /// Records read during the fast-forward.
+    pub fn fast_forward_records(&self) -> u64 {
+        self.0.counters.fast_forward_records.load(Ordering::Relaxed)
+    }
+
+    /// Position reports at or after the judged stretch's start, so far.
+    pub fn judged_reports(&self) -> u64 {
+        self.0.counters.judged_reports.load(Ordering::Relaxed)
+    }
+
+    /// Distinct cars seen so far (car ids are numbered from 0).
+    pub fn cars(&self) -> u64 {
+        self.0.counters.cars.load(Ordering::Relaxed)
+    }
+
+    /// The worst response time of a judged answer so far (merged from the sinks every few
+    /// thousand answers), ns.
+    pub fn worst_response_ns(&self) -> u64 {
+        lock(&self.0.responses).worst_ns()
+    }
+
     pub(crate) fn other_record(&self) {
         self.0.counters.other_records.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn ignored_report(&self) {
+        self.0.counters.ignored_reports.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn expenditure_without_toll(&self) {
+        self.0.counters.expenditures_without_toll.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn expenditure_for_today(&self) {
+        self.0.counters.expenditures_for_today.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Judges only the answers to records at or after `time` (seconds of the input's clock).
+    pub(crate) fn judge_from(&self, time: u32) {
+        self.0.judge_from_s.store(time, Ordering::Relaxed);
+    }
+
+    /// The recorder of one sink instance: it records every output that reaches it.
+    pub(crate) fn sink(&self) -> SinkRecorder {
+        let judge_from = self.0.judge_from_s.load(Ordering::Relaxed);
+        SinkRecorder { stats: self.clone(), responses: Recorder::new(self.0.responses.clone(), judge_from) }
     }
 
     /// Records the first error met inside the engine.
@@ -174,13 +300,8 @@ impl LinearRoadStats {
         latency
     }
 
-    /// Records one output of the faithful query as it leaves the engine.
-    pub(crate) fn output(&self, t: &Tuple<LrOutput>) {
-        self.output_at(t, now_ns());
-    }
-
-    /// Records one output that leaves the engine at `now_ns`.
-    fn output_at(&self, t: &Tuple<LrOutput>, now_ns: u64) {
+    /// Records one output that leaves the engine at `now_ns`; returns its latency.
+    fn output_at(&self, t: &Tuple<LrOutput>, now_ns: u64) -> u64 {
         let c = &self.0.counters;
         let counter = match t.data {
             LrOutput::Toll(_) => &c.tolls,
@@ -199,12 +320,13 @@ impl LinearRoadStats {
             let file = &mut *file;
             if file.error.is_none() {
                 file.line.clear();
-                format_output(&t.data, (latency as f64 * self.0.clock_speed) as u64, &mut file.line);
+                format_output(self.0.rules, &t.data, latency, self.0.clock_speed, &mut file.line);
                 if let Err(e) = file.out.write_all(file.line.as_bytes()) {
                     file.error = Some(e);
                 }
             }
         }
+        latency
     }
 
     /// Records one (dummy) notification of the Lachesis shape's toll operator `branch`
@@ -235,6 +357,12 @@ impl LinearRoadStats {
             deadline_misses: misses,
             deadline_miss_share: if outputs == 0 { 0.0 } else { misses as f64 / outputs as f64 },
             max_latency_ms: get(&c.max_latency_ns) as f64 / 1e6,
+            rules: self.0.rules,
+            historical_tolls: lock(&self.0.history).clone(),
+            response_times: lock(&self.0.responses).report(),
+            ignored_reports: get(&c.ignored_reports),
+            expenditures_without_toll: get(&c.expenditures_without_toll),
+            expenditures_for_today: get(&c.expenditures_for_today),
         }
     }
 
@@ -262,6 +390,21 @@ impl LinearRoadStats {
     }
 }
 
+/// Records the outputs reaching one sink instance: counts, the output file, and response times
+/// (merged into the run's when it is dropped).
+pub(crate) struct SinkRecorder {
+    stats: LinearRoadStats,
+    responses: Recorder,
+}
+
+impl SinkRecorder {
+    /// Records one output of the faithful query as it leaves the engine.
+    pub(crate) fn output(&mut self, t: &Tuple<LrOutput>) {
+        let latency = self.stats.output_at(t, now_ns());
+        self.responses.record(&t.data, latency);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -273,7 +416,7 @@ mod tests {
 
     #[test]
     fn outputs_later_than_five_seconds_miss_the_deadline() {
-        let stats = LinearRoadStats::new(Shape::Faithful, true, None, 1.0).unwrap();
+        let stats = LinearRoadStats::new(Shape::Faithful, Rules::Validator, true, None, 1.0).unwrap();
         let toll = LrOutput::Toll(TollNotification { car: 1, time: 0, lav: 0, toll: 0 });
         let start = 1_000_000;
         stats.output_at(&at(start, toll), start + 4_999_000_000);

@@ -3,7 +3,7 @@
 # files. Run the generator and the validator yourself first (docs/linear-road.md, "Checking against
 # the benchmark's validator"); for each set NAME this expects, in $DATA:
 #   NAME.dat, NAME.dat.tolls.dat (the generator's records and tolls) and val-NAME/out (the validator's
-#   expected answers for them). Usage: DATA=/work/data/lr agreement.sh NAME...
+#   expected answers for them). Usage: DATA=DIR agreement.sh NAME...
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 moirai=${MOIRAI:-$here/../../../../target/release/moirai}

@@ -6,10 +6,10 @@
 # point at and around flink:os's saturation (~35-40k tuples/s here). Writes rt-vs-nice-flink.csv
 # and .txt beside this script; the lab's full output goes to $OUT.
 # Run from the repository root after `cargo build --release -p moirai-cli`:
-#   /work/bin/benchlock bash docs/results/2026-11-26/middleware-rt/rt-vs-nice-flink.sh
+#   (alone on the machine) bash docs/results/2026-11-26/middleware-rt/rt-vs-nice-flink.sh
 set -euo pipefail
 here=$(dirname "$(readlink -f "$0")")
-OUT=${OUT:-/work/data/rt/rt-vs-nice-flink}
+OUT=${OUT:-/tmp/moirai-results/rt-vs-nice-flink}
 RATES=${RATES:-30k,35k,40k,45k}
 target/release/moirai bench syn --rates "$RATES" --duration 20s --reps 5 \
   --compare flink:os,flink:qs,flink:qs/translator=realtime --out "$OUT" -- --lachesis 2>&1 | tee "$here/rt-vs-nice-flink.txt"

@@ -6,10 +6,10 @@
 # highest), Linux alone (storm:os) for reference; 5 interleaved repetitions of 20 s per point
 # around storm:os's saturation (16-18k here). Writes rt-vs-nice-storm.csv and .txt beside this script.
 # Run from the repository root after `cargo build --release -p moirai-cli`:
-#   /work/bin/benchlock bash docs/results/2026-11-26/middleware-rt/rt-vs-nice-storm.sh
+#   (alone on the machine) bash docs/results/2026-11-26/middleware-rt/rt-vs-nice-storm.sh
 set -euo pipefail
 here=$(dirname "$(readlink -f "$0")")
-OUT=${OUT:-/work/data/rt/rt-vs-nice-storm}
+OUT=${OUT:-/tmp/moirai-results/rt-vs-nice-storm}
 RATES=${RATES:-10k,14k,18k}
 target/release/moirai bench syn --rates "$RATES" --duration 20s --reps 5 \
   --compare storm:os,storm:qs,storm:qs/translator=realtime --out "$OUT" \

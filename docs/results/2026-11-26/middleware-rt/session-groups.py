@@ -13,7 +13,7 @@ Configurations (the engine in this script's session, the busy process in a sessi
   busy+qs-cgroup   dedicated, the busy process, qs through the cgroup translator (a group per operator)
 
 Usage (from the repository root, after `cargo build --release -p moirai-cli`):
-  /work/bin/benchlock python3 docs/results/2026-11-26/middleware-rt/session-groups.py RATE REPS
+  (alone on the machine) python3 docs/results/2026-11-26/middleware-rt/session-groups.py RATE REPS
 e.g. session-groups.py 57900 5
 """
 import csv, json, os, signal, statistics, subprocess, sys, tempfile, time

@@ -7,11 +7,11 @@
 # beside this script (NAME=storm-os-qs by default); the lab's full output goes to $OUT.
 # The second sweep, above: NAME=storm-os-qs-high RATES=18k,20k,22k.
 # Run from the repository root after `cargo build --release -p moirai-cli`:
-#   /work/bin/benchlock bash docs/results/2026-11-26/middleware-rt/storm-os-qs.sh
+#   (alone on the machine) bash docs/results/2026-11-26/middleware-rt/storm-os-qs.sh
 set -euo pipefail
 here=$(dirname "$(readlink -f "$0")")
 NAME=${NAME:-storm-os-qs}
-OUT=${OUT:-/work/data/rt/$NAME}
+OUT=${OUT:-/tmp/moirai-results/$NAME}
 RATES=${RATES:-6k,10k,12k,14k,16k}
 target/release/moirai bench syn --rates "$RATES" --duration 20s --reps 5 --compare storm:os,storm:qs \
   --out "$OUT" -- --lachesis --wait-strategy park:1000 2>&1 | tee "$here/$NAME.txt"

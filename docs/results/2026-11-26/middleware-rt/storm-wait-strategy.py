@@ -5,7 +5,7 @@ REPS repetitions, 30 s per run (20 % warm-up); prints every run and the medians,
 storm-wait-strategy-<RATES>.csv beside this script.
 
 Usage (from the repository root, after `mvn -q -B -f integrations/storm/pom.xml -DskipTests package`):
-  /work/bin/benchlock python3 docs/results/2026-11-26/middleware-rt/storm-wait-strategy.py RATES REPS STRATEGY...
+  (alone on the machine) python3 docs/results/2026-11-26/middleware-rt/storm-wait-strategy.py RATES REPS STRATEGY...
 e.g. storm-wait-strategy.py 2000,6000 2 progressive park:100 park:1000
 """
 import csv, json, os, shutil, statistics, subprocess, sys, tempfile

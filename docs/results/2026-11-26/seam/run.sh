@@ -7,7 +7,7 @@
 #    os, qs (the middleware), os@dynamic:2 and qs@policy:2 (the user-level policy executor), one
 #    `moirai bench` sweep per binary and repetition, 3 repetitions.
 # Build both binaries first (`cargo build --release -p moirai-cli`, BASE in a checkout of 5ec4dd5)
-# and run this under /work/bin/benchlock (one benchmark at a time). Needs root for qs.
+# and run this under (alone on the machine) (one benchmark at a time). Needs root for qs.
 set -u
 BASE=${BASE:?path of the moirai binary of 5ec4dd5}; NEW=${NEW:-target/release/moirai}; OUT=${OUT:-/tmp/seam-bench}
 PART=${PART:-all}

@@ -47,6 +47,9 @@
 //!         ingested: Some(4_000.0 * i as f64),
 //!     };
 //!     rule.update(sample);
+//!     if rule.is_active() {
+//!         break; // later rounds say why it stays active ("still needed: …")
+//!     }
 //! }
 //! assert!(rule.is_active());
 //! assert!(rule.reason().to_string().contains("behind"));

@@ -5,7 +5,7 @@
 # Usage (from the repository root, release build first): benchlock bash THIS OUT_DIR [REPS]
 set -eu
 OUT=${1:?out dir}; REPS=${2:-3}
-A=mw.activation=always
+A=activation=always
 target/release/moirai bench syn --rates 31000,45000 --duration 10s --reps "$REPS" --compare \
-"os,qs/$A,qs/$A/mw.nice-best=0,qs/$A/mw.nice-best=0/mw.period=200ms,qs/$A/mw.nice-best=0/mw.period=200ms/mw.smoothing=0.5,qs/$A/mw.nice-best=0/mw.nice-worst=10/mw.period=200ms" \
+"os,qs/$A,qs/$A/nice-best=0,qs/$A/nice-best=0/period=200ms,qs/$A/nice-best=0/period=200ms/smoothing=0.5,qs/$A/nice-best=0/nice-worst=10/period=200ms" \
   --out "$OUT" -- --lachesis

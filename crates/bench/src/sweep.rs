@@ -607,17 +607,18 @@ fn attempt_point(
                 &target[1],
                 flag,
                 policy,
-                "--period",
-                &format!("{}ms", spec.policy_period.as_millis().max(1)),
                 "--state-file",
                 &state.display().to_string(),
                 "--quiet",
             ]
             .iter()
             .map(|s| s.to_string())
-            .chain(config.schedule_args.iter().cloned())
             .collect();
-            // `qs/translator=realtime`: the configuration's own middleware flags.
+            // `qs/translator=realtime`: the configuration's own middleware flags; a `/period=` of
+            // its own replaces the sweep's period.
+            if !config.schedule_args.iter().any(|a| a == "--period") {
+                args.extend(["--period".to_string(), format!("{}ms", spec.policy_period.as_millis().max(1))]);
+            }
             args.extend(config.schedule_args.iter().cloned());
             match Child::spawn(&spec.exe, &args) {
                 Ok(m) => middleware = Some(m),

@@ -133,6 +133,28 @@ impl FlinkJob {
         Self::spawn(jobs, workload, args, None)
     }
 
+    /// [`FlinkJob::start`], then [`FlinkJob::wait_running`]; started again (up to three times in
+    /// all) when the JVM exited because another process took the REST port between choosing it
+    /// and binding it (a `BindException`). Returns the job and its id.
+    pub fn start_running(
+        jobs: &FlinkJobs,
+        workload: &str,
+        args: &[String],
+        timeout: Duration,
+    ) -> Result<(FlinkJob, String), String> {
+        let mut attempt = 1;
+        loop {
+            let mut job = Self::start(jobs, workload, args)?;
+            match job.wait_running_unless(timeout, &AtomicBool::new(false)) {
+                Ok(id) => return Ok((job, id)),
+                Err(NotRunning::Exited { message, .. }) if attempt < 3 && message.contains("BindException") => {
+                    attempt += 1;
+                }
+                Err(e) => return Err(e.message()),
+            }
+        }
+    }
+
     /// [`FlinkJob::start`] with stderr written to `log` (its directory is created).
     pub fn start_logged(jobs: &FlinkJobs, workload: &str, args: &[String], log: &Path) -> Result<FlinkJob, String> {
         Self::spawn(jobs, workload, args, Some(log))
@@ -402,9 +424,14 @@ mod tests {
             return;
         }
         let jobs = FlinkJobs::build().unwrap();
-        let mut job = FlinkJob::start(&jobs, "syn", &args("--rate 1000 --duration 120s --ops 2")).unwrap();
+        let (mut job, id) = FlinkJob::start_running(
+            &jobs,
+            "syn",
+            &args("--rate 1000 --duration 120s --ops 2"),
+            Duration::from_secs(90),
+        )
+        .unwrap();
         let pid = job.pid();
-        let id = job.wait_running(Duration::from_secs(90)).unwrap();
         assert!(id.len() == 32 && id.chars().all(|c| c.is_ascii_hexdigit()), "a Flink job id: {id}");
         let detail: serde_json::Value =
             ureq::get(&format!("{}/jobs/{id}", job.rest_url())).call().unwrap().into_json().unwrap();

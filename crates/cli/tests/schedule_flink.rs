@@ -94,8 +94,8 @@ fn the_flink_driver_reads_input_buffers_full_in_front_of_the_heavy_operator() {
             .chain(&["--duration", "10m", "--parallelism", "1"])
             .map(|s| s.to_string())
             .collect();
-    let mut job = FlinkJob::start(&jobs, "syn", &args).unwrap_or_else(|e| panic!("cannot start the Flink job: {e}"));
-    job.wait_running(PATIENCE).unwrap_or_else(|e| panic!("the Flink job did not come up: {e}"));
+    let (job, _) = FlinkJob::start_running(&jobs, "syn", &args, PATIENCE)
+        .unwrap_or_else(|e| panic!("the Flink job did not come up: {e}"));
     let mut driver = FlinkDriver::new("flink", job.rest_url(), Some(job.pid())).unwrap();
     assert!(driver.provides().contains(&Metric::InputBuffers));
     let mut last = BTreeMap::new();

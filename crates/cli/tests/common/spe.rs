@@ -201,8 +201,8 @@ pub fn syn_job(jobs: &FlinkJobs, parallelism: u32) -> FlinkJob {
     .iter()
     .map(|s| s.to_string())
     .collect();
-    let mut job = FlinkJob::start(jobs, "syn", &args).unwrap_or_else(|e| panic!("cannot start the Flink job: {e}"));
-    job.wait_running(PATIENCE).unwrap_or_else(|e| panic!("the Flink job did not come up: {e}"));
+    let (job, _) = FlinkJob::start_running(jobs, "syn", &args, PATIENCE)
+        .unwrap_or_else(|e| panic!("the Flink job did not come up: {e}"));
     job
 }
 

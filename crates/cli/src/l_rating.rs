@@ -272,6 +272,7 @@ fn trial(exe: &std::path::Path, a: &LRatingArgs, xways: u16) -> Result<TrialRepo
             rss_peak_bytes: 0,
             cars: 0,
             cpu_cores_judged: 0.0,
+            timeline: Vec::new(),
         }),
     }
 }

@@ -205,8 +205,26 @@ pub struct Generator {
 }
 
 impl Generator {
-    /// A generator for `config`.
+    /// A generator for `config`. The traffic before `config.start_s` is simulated here, not
+    /// when the first record is drawn: a source replaying the records at their clock starts
+    /// that clock when it is created and first steps, so a skip simulated on the first draw
+    /// (tens of seconds at L = 100) would make the first records already that late.
     pub fn new(config: GeneratorConfig) -> Result<Self, String> {
+        let mut generator = Self::at_zero(config)?;
+        while generator.time < generator.config.start_s {
+            generator.second(generator.time);
+            generator.time += 1;
+            generator.out.clear();
+        }
+        Ok(generator)
+    }
+
+    /// The next second the generator simulates (`start_s` right after [`Generator::new`]).
+    pub fn next_second(&self) -> u32 {
+        self.time
+    }
+
+    fn at_zero(config: GeneratorConfig) -> Result<Self, String> {
         config.validate()?;
         let mut rng = fastrand::Rng::with_seed(config.seed);
         let xways = config.xways as usize;
@@ -470,10 +488,6 @@ impl Iterator for Generator {
             let t = self.time;
             self.second(t);
             self.time += 1;
-            if t < self.config.start_s {
-                // Simulated, not emitted.
-                self.out.clear();
-            }
         }
         self.next_out += 1;
         Some(self.out[self.next_out - 1])

@@ -29,7 +29,7 @@ use moirai_engine::{Engine, EngineConfig};
 use serde::{Deserialize, Serialize};
 
 use super::generator::GeneratorConfig;
-use super::response::ResponseReport;
+use super::response::{ResponseReport, SecondWorst};
 use super::rules::Rules;
 use super::{queries, HistorySource, LinearRoadConfig, LinearRoadError};
 
@@ -152,6 +152,10 @@ pub struct TrialReport {
     pub cars: u64,
     /// CPU of the whole process over the judged stretch, in cores.
     pub cpu_cores_judged: f64,
+    /// Per judged second of the records' clock: the worst response time of each output type
+    /// and the longest a record waited at the source (where in the traffic answers were late).
+    #[serde(default)]
+    pub timeline: Vec<SecondWorst>,
 }
 
 /// Runs one trial of `xways` expressways in this process on an engine configured by `engine`.
@@ -228,6 +232,7 @@ pub fn run_trial(config: &RatingConfig, xways: u16, engine: EngineConfig) -> Res
         rss_peak_bytes: rss_peak,
         cars: stats.cars(),
         cpu_cores_judged: cpu_judged,
+        timeline: stats.response_timeline(),
     })
 }
 

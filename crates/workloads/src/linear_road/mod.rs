@@ -345,7 +345,9 @@ fn history(config: &LinearRoadConfig, scan: Option<&InputScan>) -> Result<Histor
 /// due at the start; a record at `t ≥ until` is due `(t − until) / speed` after the moment the
 /// first of them was drawn, however long the fast-forward took. (The source calls the clock once
 /// per record as it draws it, in order, so the first call marks the start and the first record
-/// at `until` or later the end of the fast-forward.)
+/// at `until` or later the end of the fast-forward. The source's own replay clock starts when it
+/// first steps, so the first record must come at once: the generator simulates skipped traffic
+/// when it is made, not on the first draw.)
 fn fast_forward_clock(
     until: u32,
     speed: f64,

@@ -16,6 +16,7 @@
 //! one every few thousand answers and when it is dropped, so that sinks do not contend for a lock
 //! per answer.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use hdrhistogram::Histogram;
@@ -60,12 +61,27 @@ impl Default for KindTimes {
     }
 }
 
+/// The worst of the judged answers to the records of one second.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SecondWorst {
+    /// The records' second (their time column).
+    pub time: u32,
+    /// The worst response time per output type ([`KINDS`]), ms (0 with no answer).
+    pub worst_ms: [f64; 4],
+    /// The longest a record answered here waited at the source before it entered the engine
+    /// (entered minus due), ms: the share of the response time the engine did not see.
+    pub source_wait_ms: f64,
+}
+
 /// Response times of every output type with a limit.
 #[derive(Clone, Debug, Default)]
 pub struct ResponseTimes {
     kinds: [KindTimes; 4],
     /// Answers to records before the judged stretch.
     unjudged: u64,
+    /// Per second of the records' clock: the worst response time per type and the longest
+    /// source wait, ns.
+    by_second: BTreeMap<u32, ([u64; 4], u64)>,
 }
 
 impl ResponseTimes {
@@ -77,6 +93,25 @@ impl ResponseTimes {
             k.within += 1;
         }
         k.worst_ns = k.worst_ns.max(ns);
+    }
+
+    /// Records one answer of kind `kind` to a record of second `time` that took `ns`, of which
+    /// the record waited `source_wait_ns` at the source.
+    pub fn record_at(&mut self, kind: usize, time: u32, ns: u64, source_wait_ns: u64) {
+        self.record(kind, ns);
+        let (worst, wait) = self.by_second.entry(time).or_default();
+        worst[kind] = worst[kind].max(ns);
+        *wait = (*wait).max(source_wait_ns);
+    }
+
+    /// Per second of the records' clock, in time order: the worst response time of each type
+    /// and the longest source wait.
+    pub fn timeline(&self) -> Vec<SecondWorst> {
+        let ms = |ns: u64| ns as f64 / 1e6;
+        self.by_second
+            .iter()
+            .map(|(&time, (worst, wait))| SecondWorst { time, worst_ms: worst.map(ms), source_wait_ms: ms(*wait) })
+            .collect()
     }
 
     /// Counts an answer that is not judged.
@@ -93,6 +128,13 @@ impl ResponseTimes {
             k.worst_ns = k.worst_ns.max(o.worst_ns);
         }
         self.unjudged += other.unjudged;
+        for (&time, (worst, wait)) in &other.by_second {
+            let (w, q) = self.by_second.entry(time).or_default();
+            for (w, o) in w.iter_mut().zip(worst) {
+                *w = (*w).max(*o);
+            }
+            *q = (*q).max(*wait);
+        }
     }
 
     /// Answers recorded (judged ones).
@@ -189,12 +231,12 @@ impl Recorder {
         Recorder { shared, local: ResponseTimes::default(), pending: 0, judge_from_s }
     }
 
-    pub(crate) fn record(&mut self, output: &LrOutput, latency_ns: u64) {
+    pub(crate) fn record(&mut self, output: &LrOutput, latency_ns: u64, source_wait_ns: u64) {
         let Some(kind) = kind(output) else { return };
         if output.time() < self.judge_from_s {
             self.local.skip();
         } else {
-            self.local.record(kind, latency_ns);
+            self.local.record_at(kind, output.time(), latency_ns, source_wait_ns);
         }
         self.pending += 1;
         if self.pending >= 4096 {
@@ -230,12 +272,18 @@ mod tests {
         let spent = LrOutput::Expenditure(DailyExpenditure { car: 1, time: 100, qid: 1, bal: 3 });
         {
             let mut r = Recorder::new(shared.clone(), 60);
-            r.record(&toll(10), 9_000_000_000); // before the judged stretch
-            r.record(&toll(60), 4_000_000_000);
-            r.record(&toll(61), 5_000_000_001); // late by a nanosecond
-            r.record(&spent, 9_000_000_000); // a type-3 answer has 10 s
+            r.record(&toll(10), 9_000_000_000, 0); // before the judged stretch
+            r.record(&toll(60), 4_000_000_000, 1_000_000);
+            r.record(&toll(61), 5_000_000_001, 3_000_000_000); // late by a nanosecond
+            r.record(&spent, 9_000_000_000, 0); // a type-3 answer has 10 s
         }
-        let report = shared.lock().unwrap().report();
+        let times = shared.lock().unwrap();
+        let timeline = times.timeline();
+        assert_eq!(timeline.iter().map(|s| s.time).collect::<Vec<_>>(), [60, 61, 100], "judged seconds only");
+        assert_eq!((timeline[0].worst_ms, timeline[0].source_wait_ms), ([4000.0, 0.0, 0.0, 0.0], 1.0));
+        assert_eq!(timeline[1].source_wait_ms, 3000.0);
+        assert_eq!(timeline[2].worst_ms[3], 9000.0);
+        let report = times.report();
         assert!(!report.all_in_time);
         assert_eq!((report.answers, report.unjudged), (3, 1));
         let tolls = &report.kinds[0];

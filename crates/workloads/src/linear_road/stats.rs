@@ -249,6 +249,12 @@ impl LinearRoadStats {
         self.0.counters.cars.load(Ordering::Relaxed)
     }
 
+    /// Per second of the records' clock, the worst judged response time of each output type
+    /// and the longest source wait (see [`ResponseTimes::timeline`]).
+    pub fn response_timeline(&self) -> Vec<super::response::SecondWorst> {
+        lock(&self.0.responses).timeline()
+    }
+
     /// The worst response time of a judged answer so far (merged from the sinks every few
     /// thousand answers), ns.
     pub fn worst_response_ns(&self) -> u64 {
@@ -401,7 +407,7 @@ impl SinkRecorder {
     /// Records one output of the faithful query as it leaves the engine.
     pub(crate) fn output(&mut self, t: &Tuple<LrOutput>) {
         let latency = self.stats.output_at(t, now_ns());
-        self.responses.record(&t.data, latency);
+        self.responses.record(&t.data, latency, t.ingress_ns.saturating_sub(t.intended_ns));
     }
 }
 

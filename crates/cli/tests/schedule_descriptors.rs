@@ -62,7 +62,7 @@ fn two_thousand_connections_leave_the_endpoint_and_the_scheduling_going() {
     let state = dir.join("state.json");
     let addr = format!("127.0.0.1:{port}");
     let script = format!(
-        "ulimit -n 256 && exec {BIN} schedule --engine http://{engine_addr} --policy qs --period 200ms \
+        "ulimit -n 256 && exec {BIN} schedule --engine http://{engine_addr} --policy qs --activation always --period 200ms \
          --state-file {} --metrics-addr {addr} --ui {addr}",
         state.display()
     );

@@ -119,6 +119,8 @@ fn realtime_config(dir: &std::path::Path, port: u16, extra_spe: &str) -> std::pa
         format!(
             r#"
 state_file = "{state}"
+# Act from the first round: the engines of these tests are far below saturation.
+activation = "always"
 
 [[spe]]
 name = "engine"

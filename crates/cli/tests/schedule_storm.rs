@@ -357,7 +357,7 @@ fn real_time_is_refused_for_spinning_storm_executors_and_given_to_parking_ones()
         std::fs::write(
             &config,
             format!(
-                "state_file = \"{}\"\n[[spe]]\nname = \"storm\"\ndriver = \"storm\"\nmetrics_dir = \"{}\"\n\
+                "state_file = \"{}\"\nactivation = \"always\"\n[[spe]]\nname = \"storm\"\ndriver = \"storm\"\nmetrics_dir = \"{}\"\n\
                  [[policy]]\nname = \"pin\"\ntype = \"constant\"\nby = \"operator\"\nvalues = {{ \"syn0-op2 (1/1)\" = 5 }}\n\
                  default = 1\ntranslator = \"realtime\"\nrt_threads = 1\nperiod = \"500ms\"\nnice_best = 0\n",
                 dir.0.join("state.json").display(),

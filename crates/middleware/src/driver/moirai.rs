@@ -376,8 +376,14 @@ impl Driver for MoiraiDriver {
         let result = self.verify(cached.topology.pid);
         let topology = cached.topology.clone();
         let mut samples = Vec::new();
-        let counted =
-            if result.is_ok() && !needed.is_empty() { self.client.counter_table().map(Some) } else { Ok(None) };
+        // The engine is asked something every round, even when the topology is cached and no
+        // metric is needed (a constant policy): an engine that stopped answering must show as
+        // down, so that nothing stays raised (or real-time) on its behalf.
+        let counted = match (result.is_ok(), needed.is_empty()) {
+            (true, false) => self.client.counter_table().map(Some),
+            (true, true) => self.client.get("/").map(|_| None),
+            (false, _) => Ok(None),
+        };
         if let Ok(Some(counters)) = &counted {
             let counters = counters.iter().enumerate().filter_map(|(op, c)| Some((op, c.as_ref()?)));
             let mut sources = SourceLoad::default();

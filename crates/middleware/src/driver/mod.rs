@@ -4,6 +4,7 @@
 //! and go — and samples the primitive metrics it can provide.
 
 pub mod flink;
+pub mod flink_rest;
 pub mod jvm;
 pub mod moirai;
 pub mod storm;

@@ -1,0 +1,269 @@
+//! Flink's REST API as the Flink driver reads it: the running jobs, their vertices and edges
+//! (read once per job), and the metrics and configuration it asks for.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// How a job edge distributes records to the consumer's subtasks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShipStrategy {
+    /// Subtask i to subtask i.
+    Forward,
+    /// Every record to every consumer subtask.
+    Broadcast,
+    /// Each record to one consumer subtask (REBALANCE, HASH, RESCALE, SHUFFLE, GLOBAL, CUSTOM, ...).
+    Partition,
+}
+
+impl ShipStrategy {
+    fn parse(text: &str) -> ShipStrategy {
+        match text {
+            "FORWARD" => ShipStrategy::Forward,
+            "BROADCAST" => ShipStrategy::Broadcast,
+            _ => ShipStrategy::Partition,
+        }
+    }
+}
+
+/// A job vertex: a chain of operators run by `parallelism` subtasks.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Vertex {
+    /// Flink's vertex id.
+    pub id: String,
+    /// Its name, which is also its task name (`"Source: S -> Map"` when chained).
+    pub name: String,
+    /// Subtasks.
+    pub parallelism: usize,
+    /// Producers: (index of the upstream vertex in the job, ship strategy).
+    pub inputs: Vec<(usize, ShipStrategy)>,
+}
+
+/// A running job.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Job {
+    /// Flink's job id.
+    pub id: String,
+    /// The job's name (the query's name).
+    pub name: String,
+    /// Its vertices, in the order Flink lists them (sources first).
+    pub vertices: Vec<Vertex>,
+}
+
+impl Job {
+    pub(super) fn consumers(&self, vertex: usize) -> impl Iterator<Item = (&Vertex, ShipStrategy)> {
+        self.vertices
+            .iter()
+            .flat_map(move |v| v.inputs.iter().filter(move |(u, _)| *u == vertex).map(move |&(_, s)| (v, s)))
+    }
+}
+
+#[derive(Deserialize)]
+struct JobsList {
+    jobs: Vec<JobStatus>,
+}
+
+#[derive(Deserialize)]
+struct JobStatus {
+    id: String,
+    status: String,
+}
+
+#[derive(Deserialize)]
+pub(super) struct JobDetail {
+    jid: String,
+    name: String,
+    vertices: Vec<VertexDetail>,
+    plan: Plan,
+}
+
+#[derive(Deserialize)]
+pub(super) struct VertexDetail {
+    id: String,
+    name: String,
+    parallelism: usize,
+}
+
+#[derive(Deserialize)]
+pub(super) struct Plan {
+    nodes: Vec<PlanNode>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct PlanNode {
+    id: String,
+    #[serde(default)]
+    inputs: Vec<PlanInput>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct PlanInput {
+    id: String,
+    #[serde(default)]
+    ship_strategy: String,
+}
+
+#[derive(Deserialize)]
+struct MetricValue {
+    id: String,
+    #[serde(default)]
+    value: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ConfigEntry {
+    key: String,
+    value: String,
+}
+
+/// Converts `/jobs/<id>` into a [`Job`]; an edge to a vertex the job does not list is an error.
+pub(super) fn to_job(d: JobDetail) -> Result<Job, String> {
+    let index: HashMap<&str, usize> = d.vertices.iter().enumerate().map(|(i, v)| (v.id.as_str(), i)).collect();
+    let mut vertices: Vec<Vertex> = d
+        .vertices
+        .iter()
+        .map(|v| Vertex { id: v.id.clone(), name: v.name.clone(), parallelism: v.parallelism, inputs: Vec::new() })
+        .collect();
+    for node in &d.plan.nodes {
+        let Some(&to) = index.get(node.id.as_str()) else {
+            return Err(format!("job {}: the plan names vertex {}, which the job does not list", d.jid, node.id));
+        };
+        for input in &node.inputs {
+            let Some(&from) = index.get(input.id.as_str()) else {
+                return Err(format!("job {}: vertex {} reads from unknown vertex {}", d.jid, node.id, input.id));
+            };
+            vertices[to].inputs.push((from, ShipStrategy::parse(&input.ship_strategy)));
+        }
+    }
+    Ok(Job { id: d.jid, name: d.name, vertices })
+}
+
+/// A client for a Flink cluster's REST API.
+pub struct FlinkRest {
+    base: String,
+    agent: ureq::Agent,
+}
+
+pub(super) fn encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The longest `get=` list of one request: Flink's REST server refuses request lines over 4096 bytes.
+pub(super) const MAX_QUERY: usize = 3000;
+
+/// Escaped, comma-separated lists of `names`, each short enough for one request.
+pub(super) fn query_lists(names: &[String]) -> Vec<String> {
+    let mut lists: Vec<String> = Vec::new();
+    for name in names.iter().map(|n| encode(n)) {
+        match lists.last_mut() {
+            Some(list) if list.len() + 1 + name.len() <= MAX_QUERY => {
+                list.push(',');
+                list.push_str(&name);
+            }
+            _ => lists.push(name),
+        }
+    }
+    lists
+}
+
+impl FlinkRest {
+    /// A client for the REST API at `base`, e.g. `http://127.0.0.1:8081`.
+    pub fn new(base: &str) -> Result<Self, String> {
+        let base = base.trim_end_matches('/').to_string();
+        if !(base.starts_with("http://") || base.starts_with("https://")) {
+            return Err(format!("Flink URL {base:?} must start with http://, e.g. http://127.0.0.1:8081"));
+        }
+        let agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(3)).build();
+        Ok(FlinkRest { base, agent })
+    }
+
+    /// The base URL.
+    pub fn url(&self) -> &str {
+        &self.base
+    }
+
+    fn get<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<T, String> {
+        let url = format!("{}{path}", self.base);
+        let text = match self.agent.get(&url).call() {
+            Ok(r) => r.into_string().map_err(|e| format!("reading {url}: {e}"))?,
+            Err(ureq::Error::Status(code, _)) => return Err(format!("{url} answered HTTP {code}")),
+            Err(e) => return Err(format!("cannot reach Flink's REST API at {url}: {e}")),
+        };
+        serde_json::from_str(&text).map_err(|e| format!("{url} is not what Flink's REST API answers ({e})"))
+    }
+
+    /// The RUNNING jobs, with their vertices and edges.
+    pub fn running_jobs(&self) -> Result<Vec<Job>, String> {
+        self.running_jobs_with(&mut HashMap::new())
+    }
+
+    /// The RUNNING jobs, each job's details read once: a job's graph is fixed for its life (a
+    /// restart keeps its id and its vertices), so `known` keeps them by job id and only `/jobs`
+    /// is read every round. Jobs no longer running leave `known`.
+    pub fn running_jobs_with(&self, known: &mut HashMap<String, Job>) -> Result<Vec<Job>, String> {
+        let list: JobsList = self.get("/jobs")?;
+        let running: Vec<&str> = list.jobs.iter().filter(|j| j.status == "RUNNING").map(|j| j.id.as_str()).collect();
+        known.retain(|id, _| running.contains(&id.as_str()));
+        let mut jobs = Vec::with_capacity(running.len());
+        for id in running {
+            let job = match known.get(id) {
+                Some(job) => job.clone(),
+                None => {
+                    let detail: JobDetail = self.get(&format!("/jobs/{id}"))?;
+                    let job = to_job(detail)?;
+                    known.insert(id.to_string(), job.clone());
+                    job
+                }
+            };
+            jobs.push(job);
+        }
+        jobs.sort_by(|a, b| a.name.cmp(&b.name).then(a.id.cmp(&b.id)));
+        Ok(jobs)
+    }
+
+    /// Values of the named metrics of a vertex (names as the vertex store keeps them,
+    /// `<subtask>.<metric>`); metrics Flink has not fetched yet are absent.
+    pub fn vertex_metrics(&self, job: &str, vertex: &str, names: &[String]) -> Result<HashMap<String, f64>, String> {
+        let mut out = HashMap::new();
+        for get in query_lists(names) {
+            let values: Vec<MetricValue> = self.get(&format!("/jobs/{job}/vertices/{vertex}/metrics?get={get}"))?;
+            out.extend(values.into_iter().filter_map(|m| Some((m.id, m.value?.parse::<f64>().ok()?))));
+        }
+        Ok(out)
+    }
+
+    /// The names of a vertex's metrics.
+    pub fn vertex_metric_names(&self, job: &str, vertex: &str) -> Result<Vec<String>, String> {
+        let values: Vec<MetricValue> = self.get(&format!("/jobs/{job}/vertices/{vertex}/metrics"))?;
+        Ok(values.into_iter().map(|m| m.id).collect())
+    }
+
+    /// `metrics.fetcher.update-interval` of the cluster, in ms (Flink's default 10 000 when unset).
+    pub fn fetcher_interval_ms(&self) -> Result<u64, String> {
+        let config: Vec<ConfigEntry> = self.get("/jobmanager/config")?;
+        Ok(config
+            .iter()
+            .find(|e| e.key == "metrics.fetcher.update-interval")
+            .and_then(|e| duration_ms(&e.value))
+            .unwrap_or(10_000))
+    }
+}
+
+/// A duration as Flink's configuration writes it: milliseconds (`1000`) or with a unit (`1 s`,
+/// `500 ms`, `1 min`).
+pub(super) fn duration_ms(text: &str) -> Option<u64> {
+    let text: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    match text.parse::<u64>() {
+        Ok(ms) => Some(ms),
+        Err(_) => humantime::parse_duration(&text).ok().map(|d| d.as_millis() as u64),
+    }
+}

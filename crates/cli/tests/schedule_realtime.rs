@@ -74,40 +74,66 @@ impl Engine {
 
 /// A light SYN engine (two operators) serving its metrics on a free port, in a session of its
 /// own when `own_session`; returns it, its port, its pid and the tid of each operator by name.
+/// The engine that answers is checked to be the one started here (its pid): a port another test
+/// took between `free_port` and the engine's bind makes this engine exit, and then it is started
+/// again on another port.
 fn engine(own_session: bool) -> (Engine, u16, u32, Vec<(String, i32)>) {
-    let port = free_port();
-    let addr = format!("127.0.0.1:{port}");
-    let args = ["run", "syn", "--ops", "2", "--cost-ns", "1000", "--rate", "2000", "--duration", "300s"];
-    let proc = if own_session {
-        let mut cmd = Command::new(BIN);
-        cmd.args(args).args(["--metrics-addr", &addr]).stdout(std::process::Stdio::null());
-        cmd.stderr(std::process::Stdio::null());
-        // SAFETY: setsid is async-signal-safe; the closure allocates nothing.
-        unsafe {
-            use std::os::unix::process::CommandExt;
-            cmd.pre_exec(|| if libc::setsid() < 0 { Err(std::io::Error::last_os_error()) } else { Ok(()) });
+    for _attempt in 0..3 {
+        let port = free_port();
+        let addr = format!("127.0.0.1:{port}");
+        let args = ["run", "syn", "--ops", "2", "--cost-ns", "1000", "--rate", "2000", "--duration", "300s"];
+        let (proc, pid) = if own_session {
+            let mut cmd = Command::new(BIN);
+            cmd.args(args).args(["--metrics-addr", &addr]).stdout(std::process::Stdio::null());
+            cmd.stderr(std::process::Stdio::null());
+            // SAFETY: setsid is async-signal-safe; the closure allocates nothing.
+            unsafe {
+                use std::os::unix::process::CommandExt;
+                cmd.pre_exec(|| if libc::setsid() < 0 { Err(std::io::Error::last_os_error()) } else { Ok(()) });
+            }
+            let child = cmd.spawn().expect("moirai run starts");
+            let pid = child.id();
+            (Engine::Session(Session(child)), pid)
+        } else {
+            let mut all: Vec<&str> = args.to_vec();
+            all.extend(["--metrics-addr", &addr]);
+            let proc = Proc::spawn(&all);
+            let pid = proc.pid();
+            (Engine::Child(proc), pid)
+        };
+        let mut ops = Vec::new();
+        let mut exited = false;
+        wait_until("the engine's topology", || {
+            exited = !std::path::Path::new(&format!("/proc/{pid}/task")).exists() || is_zombie(pid);
+            if exited {
+                return true;
+            }
+            let Ok(resp) = ureq::get(&format!("http://127.0.0.1:{port}/topology")).call() else { return false };
+            let topo: serde_json::Value = resp.into_json().unwrap();
+            if topo["pid"].as_u64() != Some(pid as u64) {
+                return false; // another test's engine on this port; ours exits
+            }
+            ops = topo["physical"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|o| (o["name"].as_str().unwrap().to_string(), o["tid"].as_i64().unwrap() as i32))
+                .collect();
+            !ops.is_empty() && ops.iter().all(|(_, t)| *t > 0)
+        });
+        if !exited {
+            return (proc, port, pid, ops);
         }
-        Engine::Session(Session(cmd.spawn().expect("moirai run starts")))
-    } else {
-        let mut all: Vec<&str> = args.to_vec();
-        all.extend(["--metrics-addr", &addr]);
-        Engine::Child(Proc::spawn(&all))
-    };
-    let mut ops = Vec::new();
-    let mut pid = 0;
-    wait_until("the engine's topology", || {
-        let Ok(resp) = ureq::get(&format!("http://127.0.0.1:{port}/topology")).call() else { return false };
-        let topo: serde_json::Value = resp.into_json().unwrap();
-        pid = topo["pid"].as_u64().unwrap() as u32;
-        ops = topo["physical"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|o| (o["name"].as_str().unwrap().to_string(), o["tid"].as_i64().unwrap() as i32))
-            .collect();
-        !ops.is_empty() && ops.iter().all(|(_, t)| *t > 0)
-    });
-    (proc, port, pid, ops)
+    }
+    panic!("the engine exited three times before serving its topology (port taken each time?)");
+}
+
+/// Whether process `pid` has ended but is not reaped yet (state `Z`).
+fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|t| t.get(t.rfind(')')? + 2..)?.chars().next())
+        .is_some_and(|state| state == 'Z')
 }
 
 /// A configuration: engine `port`, a constant policy ranking `op2 (1/1)` above the rest through

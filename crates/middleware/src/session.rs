@@ -75,6 +75,22 @@ impl Sessions {
             }
         };
         let others = other_autogroups(group.id);
+        if group.is_root() {
+            if self.nice {
+                lines.push(format!(
+                    "SPE '{spe}' (pid {pid}) runs in init's session, which has no session group: with \
+                     sched_autogroup on, each of its threads weighs by its nice value against each of the {others} \
+                     session group(s) of this machine as a whole"
+                ));
+            }
+            if let Some(nice) = wanted {
+                errors.push(format!(
+                    "SPE '{spe}': autogroup_nice {nice} left unset: {}",
+                    moirai_os::OsError::RootSessionGroup { pid }
+                ));
+            }
+            return (lines, errors);
+        }
         if self.nice {
             let way_out = if self.cgroup {
                 "its threads the cgroup translator moves into its groups leave session-group scheduling (the \

@@ -17,6 +17,12 @@
 //!
 //! A group is named by the kernel as `/autogroup-<id>`, ids counting up from boot and never
 //! reused, so a recorded id names one session for as long as any process of it lives.
+//!
+//! One session has no group of its own: init's (a process that never called `setsid()` below
+//! PID 1 — many service managers' and containers' children). The kernel shows it as an empty
+//! `/proc/<pid>/autogroup`; its threads sit in the root task group and weigh one by one against
+//! each session group, and its nice cannot be set (the kernel refuses to weight the root group).
+//! [`Autogroup::ROOT`] (id 0, the kernel's own id for it) names it here.
 
 use std::fs;
 use std::io;
@@ -35,9 +41,23 @@ pub struct Autogroup {
     pub nice: i32,
 }
 
+impl Autogroup {
+    /// The root session group: init's session, which has no task group of its own.
+    pub const ROOT: Autogroup = Autogroup { id: 0, nice: 0 };
+
+    /// Whether this is [`Autogroup::ROOT`].
+    pub fn is_root(&self) -> bool {
+        self.id == 0
+    }
+}
+
 impl std::fmt::Display for Autogroup {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "/autogroup-{} (nice {})", self.id, self.nice)
+        if self.is_root() {
+            write!(f, "the root session group (init's session, no group of its own)")
+        } else {
+            write!(f, "/autogroup-{} (nice {})", self.id, self.nice)
+        }
     }
 }
 
@@ -57,8 +77,12 @@ pub fn autogroup_enabled_in(dir: &Path) -> Result<bool, OsError> {
     }
 }
 
-/// Parses the text of `/proc/<pid>/autogroup`: `/autogroup-10 nice 0`.
+/// Parses the text of `/proc/<pid>/autogroup`: `/autogroup-10 nice 0`, or nothing at all for a
+/// process of [`Autogroup::ROOT`].
 pub fn parse_autogroup(text: &str) -> Option<Autogroup> {
+    if text.trim().is_empty() {
+        return Some(Autogroup::ROOT);
+    }
     let mut parts = text.split_whitespace();
     let id = parts.next()?.strip_prefix("/autogroup-")?.parse().ok()?;
     (parts.next()? == "nice").then_some(())?;
@@ -79,8 +103,12 @@ pub fn autogroup(pid: u32) -> Result<Autogroup, OsError> {
 }
 
 /// Sets the nice value of the session group of process `pid` — of every process of that session.
+/// [`OsError::RootSessionGroup`] for a process of [`Autogroup::ROOT`].
 pub fn set_autogroup_nice(pid: u32, nice: i32) -> Result<(), OsError> {
     validate_nice(nice as i64)?;
+    if autogroup(pid)?.is_root() {
+        return Err(OsError::RootSessionGroup { pid });
+    }
     let path = format!("/proc/{pid}/autogroup");
     match fs::write(&path, nice.to_string()) {
         Ok(()) => Ok(()),
@@ -129,8 +157,26 @@ mod tests {
         assert_eq!(parse_autogroup("/autogroup-123 nice -5"), Some(Autogroup { id: 123, nice: -5 }));
         assert_eq!(parse_autogroup("autogroup-1 nice 0"), None);
         assert_eq!(parse_autogroup("/autogroup-1 weight 0"), None);
-        assert_eq!(parse_autogroup(""), None);
+        assert_eq!(parse_autogroup(""), Some(Autogroup::ROOT), "init's session shows nothing");
+        assert_eq!(parse_autogroup("\n"), Some(Autogroup::ROOT));
+        assert!(Autogroup::ROOT.to_string().contains("root session group"));
         assert_eq!(Autogroup { id: 7, nice: 3 }.to_string(), "/autogroup-7 (nice 3)");
+    }
+
+    /// A process of init's session (PID 1 here, or a kernel thread) has no group: it reads as
+    /// the root group, and setting its nice is refused with a reason, before the kernel is asked.
+    #[test]
+    fn init_s_session_has_no_group_and_no_nice_to_set() {
+        let Some(pid) = fs::read_dir("/proc").unwrap().flatten().find_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            autogroup(pid).ok()?.is_root().then_some(pid)
+        }) else {
+            skip("init_s_session_has_no_group_and_no_nice_to_set: no process of init's session is visible here");
+            return;
+        };
+        let err = set_autogroup_nice(pid, 0).unwrap_err();
+        assert!(matches!(err, OsError::RootSessionGroup { pid: p } if p == pid), "{err}");
+        assert!(err.to_string().contains("leave autogroup_nice unset"), "{err}");
     }
 
     #[test]

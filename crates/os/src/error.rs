@@ -50,6 +50,17 @@ pub enum OsError {
         /// The class that was refused, e.g. `SCHED_RR priority 10`.
         class: String,
     },
+    /// A session group's nice asked for a process of init's session, which has no group.
+    #[error(
+        "process {pid} is in init's session, which has no session group of its own (it never called setsid(), \
+         e.g. a service's child): its threads already weigh one by one against each session, and the kernel \
+         cannot weight that session as a whole; leave autogroup_nice unset, or give its threads a cpu group \
+         (the cgroup translator)"
+    )]
+    RootSessionGroup {
+        /// The process.
+        pid: u32,
+    },
     /// A real-time priority outside [1, 99].
     #[error("real-time priority {priority} is out of range: SCHED_FIFO and SCHED_RR priorities lie in [1, 99]")]
     RtPriorityOutOfRange {

@@ -231,6 +231,9 @@ impl RestoreLog {
         crate::nice::validate_nice(nice as i64)?;
         let stat = thread_stat(pid, pid as Tid).map_err(|_| OsError::ThreadGone { tid: pid as Tid })?;
         let before = autogroup(pid)?;
+        if before.is_root() {
+            return Err(OsError::RootSessionGroup { pid });
+        }
         if !self.state.autogroups.iter().any(|r| r.group == before.id) {
             self.state.autogroups.push(AutogroupRecord {
                 pid,

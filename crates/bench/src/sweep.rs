@@ -81,9 +81,10 @@ pub struct SweepSpec {
     pub configurations: Vec<Configuration>,
     /// Arguments passed on to `moirai run <workload>`.
     pub extra_args: Vec<String>,
-    /// How often the middleware's policy runs, for configurations with a policy.
-    #[serde(serialize_with = "seconds")]
-    pub policy_period: Duration,
+    /// How often the middleware's policy runs, for configurations with a policy; `None`: the
+    /// middleware's own default for the SPE's kind.
+    #[serde(serialize_with = "optional_seconds")]
+    pub policy_period: Option<Duration>,
     /// What "sustainable" means.
     pub criteria: Criteria,
     /// Time a point may take beyond `duration` (start-up, drain) before it is killed; see
@@ -98,6 +99,13 @@ pub struct SweepSpec {
 
 fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64())
+}
+
+fn optional_seconds<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_f64(d.as_secs_f64()),
+        None => s.serialize_none(),
+    }
 }
 
 impl SweepSpec {
@@ -615,9 +623,10 @@ fn attempt_point(
             .map(|s| s.to_string())
             .collect();
             // `qs/translator=realtime`: the configuration's own middleware flags; a `/period=` of
-            // its own replaces the sweep's period.
-            if !config.schedule_args.iter().any(|a| a == "--period") {
-                args.extend(["--period".to_string(), format!("{}ms", spec.policy_period.as_millis().max(1))]);
+            // its own replaces the sweep's period, and without either the middleware's default
+            // for the SPE's kind applies.
+            if let (Some(period), false) = (spec.policy_period, config.schedule_args.iter().any(|a| a == "--period")) {
+                args.extend(["--period".to_string(), format!("{}ms", period.as_millis().max(1))]);
             }
             args.extend(config.schedule_args.iter().cloned());
             match Child::spawn(&spec.exe, &args) {

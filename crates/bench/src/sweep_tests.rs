@@ -119,7 +119,7 @@ pub(crate) fn spec(dir: &std::path::Path) -> SweepSpec {
         reps: 1,
         configurations: parse_configurations("os").unwrap(),
         extra_args: Vec::new(),
-        policy_period: Duration::from_secs(1),
+        policy_period: Some(Duration::from_secs(1)),
         criteria: Criteria::default(),
         grace: Duration::from_secs(10),
         out_dir: dir.join("out"),

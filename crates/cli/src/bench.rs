@@ -54,9 +54,11 @@ pub struct BenchArgs {
     /// Largest median end-to-end p99 of a sustainable rate (e.g. 1s, 200ms).
     #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
     p99_bound: Duration,
-    /// How often the middleware's policy runs, for configurations with a policy (e.g. 1s, 250ms).
-    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
-    policy_period: Duration,
+    /// How often the middleware's policy runs, for configurations with a policy (e.g. 1s, 250ms)
+    /// [default: the middleware's for the SPE's kind: 200ms on moirai's engine, 1s on Flink and
+    /// Storm].
+    #[arg(long, value_parser = humantime::parse_duration)]
+    policy_period: Option<Duration>,
     /// Arguments after `--` are passed to `moirai run <WORKLOAD>` and to the Flink job (e.g. -- --ops 3
     /// --cost-ns 500).
     #[arg(last = true, value_name = "RUN ARGS")]

@@ -86,7 +86,7 @@ pub fn run(a: DemoArgs) -> i32 {
         reps: a.reps,
         configurations,
         extra_args: vec!["--lachesis".into()],
-        policy_period: Duration::from_millis(500),
+        policy_period: None,
         criteria: Criteria { p99_bound_ms: 1000.0, ..Criteria::default() },
         grace: SweepSpec::default_grace(a.duration),
         out_dir: a.out,

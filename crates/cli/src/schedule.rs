@@ -64,18 +64,19 @@ pub struct ScheduleArgs {
     /// Nice value for the highest priority (the nice translator maps priorities into
     /// [--nice-best, --nice-worst]; below 0 raises threads above every unscheduled thread of the
     /// machine, the SPE's own metrics thread included).
-    #[arg(long, default_value_t = -20, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = moirai_middleware::config::DEFAULT_NICE.best, allow_hyphen_values = true)]
     nice_best: i32,
     /// Nice value for the lowest priority.
-    #[arg(long, default_value_t = 19, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = moirai_middleware::config::DEFAULT_NICE.worst, allow_hyphen_values = true)]
     nice_worst: i32,
     /// Smooth each thread's priority over rounds: the weight of the newest round, above 0 and at
-    /// most 1 (1 = no smoothing).
+    /// most 1 (1 = no smoothing) [default: 0.5].
     #[arg(long)]
     smoothing: Option<f64>,
-    /// How often the policy runs, e.g. 1s or 100ms.
-    #[arg(long, default_value = "1s")]
-    period: String,
+    /// How often the policy runs, e.g. 1s or 100ms [default: 200ms when every SPE is a moirai
+    /// engine, else 1s: Flink's and Storm's metrics refresh about once a second].
+    #[arg(long)]
+    period: Option<String>,
     /// Where original nice values and cgroups are recorded until restored.
     #[arg(long)]
     state_file: Option<PathBuf>,
@@ -92,7 +93,7 @@ pub struct ScheduleArgs {
     #[arg(long)]
     ui_public: bool,
     /// When the policies' schedules are enforced on an SPE: auto (only while the machine's CPU is
-    /// saturated and the SPE's sources fall behind; its threads get their original values back
+    /// saturated and the SPE falls behind: tuples wait at its sources or in its queues; its threads get their original values back
     /// when that ends) or always.
     #[arg(long, value_name = "auto|always", value_parser = |s: &str| s.parse::<ActivationMode>())]
     activation: Option<ActivationMode>,
@@ -143,7 +144,12 @@ fn from_flags(a: &ScheduleArgs) -> Result<Config, String> {
     };
     let name = a.policy.clone().unwrap_or_else(|| "script".into());
     let mut policy = PolicyConfig::new(&name, spec);
-    policy.period = parse_period(&a.period)?;
+    let given =
+        [(DriverKind::Moirai, a.engine.len()), (DriverKind::Flink, a.flink.len()), (DriverKind::Storm, a.storm.len())];
+    policy.period = match &a.period {
+        Some(p) => parse_period(p)?,
+        None => moirai_middleware::config::default_period(given.into_iter().filter(|(_, n)| *n > 0).map(|(k, _)| k)),
+    };
     policy.translator = match a.translator.as_str() {
         "nice" => TranslatorKind::Nice,
         "cgroup" => TranslatorKind::Cgroup,

@@ -208,7 +208,7 @@ fn past_saturation_it_acts_and_when_the_rate_falls_back_every_thread_gets_its_va
     let (code, err) = mw.wait();
     assert_eq!(code, Some(0), "{err}");
     // The log says when it started acting, and when it let go.
-    assert!(err.contains("SPE 'engine': active — the sources fall behind"), "{err}");
+    assert!(err.contains("SPE 'engine': active — the SPE falls behind"), "{err}");
     assert!(err.contains("its threads are back to their original values"), "{err}");
     assert_eq!(nices(&threads), before);
 }

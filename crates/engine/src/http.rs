@@ -41,7 +41,10 @@ fn respond(request: &Request<'_>, view: &EngineView) -> Response {
         return Response::new(405, "text/plain", format!("method {} not allowed; use GET\n", request.method));
     }
     match request.path() {
-        "/metrics" => Response::new(200, "text/plain; version=0.0.4; charset=utf-8", prometheus(view)),
+        "/metrics" => {
+            let only = families(request.target);
+            Response::new(200, "text/plain; version=0.0.4; charset=utf-8", prometheus(view, only.as_deref()))
+        }
         "/topology" => match serde_json::to_string_pretty(&view.topology()) {
             Ok(json) => Response::new(200, "application/json", json),
             Err(e) => Response::new(500, "text/plain", format!("cannot serialise the topology: {e}\n")),
@@ -51,13 +54,28 @@ fn respond(request: &Request<'_>, view: &EngineView) -> Response {
     }
 }
 
+/// The metric families a `/metrics` request asks for, `?name[]=A&name[]=B` (the form Prometheus'
+/// Python client reads; `name%5B%5D=` too); `None`: every family. A client that needs a few
+/// counters every 200 ms (the middleware) spares the engine the sink summaries, most of a full
+/// scrape's CPU.
+fn families(target: &str) -> Option<Vec<&str>> {
+    let (_, query) = target.split_once('?')?;
+    let names: Vec<&str> = query
+        .split('&')
+        .filter_map(|pair| pair.strip_prefix("name[]=").or_else(|| pair.strip_prefix("name%5B%5D=")))
+        .collect();
+    (!names.is_empty()).then_some(names)
+}
+
 /// Escapes a Prometheus label value.
 fn escape(value: &str) -> String {
     value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
-/// Renders every metric in the Prometheus text exposition format 0.0.4.
-pub(crate) fn prometheus(view: &EngineView) -> String {
+/// Renders the metrics in the Prometheus text exposition format 0.0.4: every family, or those
+/// named in `only`.
+pub(crate) fn prometheus(view: &EngineView, only: Option<&[&str]>) -> String {
+    let wanted = |name: &str| only.is_none_or(|o| o.contains(&name));
     let ops = view.snapshot();
     let mut out = String::new();
     let labels = |o: &crate::metrics::OperatorSnapshot| {
@@ -88,7 +106,7 @@ pub(crate) fn prometheus(view: &EngineView) -> String {
             o.backlog as f64
         }),
     ];
-    for (name, kind, help, get) in families {
+    for (name, kind, help, get) in families.into_iter().filter(|f| wanted(f.0)) {
         let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
         for o in &ops {
             let _ = writeln!(out, "{name}{{{}}} {}", labels(o), get(o));
@@ -98,11 +116,16 @@ pub(crate) fn prometheus(view: &EngineView) -> String {
         (names::LATENCY, "Processing latency at the sink (egress - ingress), seconds.", false),
         (names::E2E_LATENCY, "End-to-end latency at the sink (egress - intended send time), seconds.", true),
     ] {
+        if !wanted(name) {
+            continue;
+        }
         let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} summary");
         for (id, sink) in view.sinks() {
-            let h = if e2e { lock(&sink.e2e).clone() } else { lock(&sink.processing).clone() };
+            // Summarised under the lock rather than cloned: a clone copies the whole counts array
+            // (most of a scrape's CPU when it was done), the summary reads it once.
+            let s =
+                if e2e { LatencySummary::of(&lock(&sink.e2e)) } else { LatencySummary::of(&lock(&sink.processing)) };
             let o = &ops[*id];
-            let s = LatencySummary::of(&h);
             for (q, v) in [("0.5", s.p50), ("0.99", s.p99), ("0.999", s.p999)] {
                 let _ = writeln!(out, "{name}{{{},quantile=\"{q}\"}} {}", labels(o), v / 1e3);
             }
@@ -111,9 +134,9 @@ pub(crate) fn prometheus(view: &EngineView) -> String {
         }
     }
     let exchanges = view.exchanges();
-    if !exchanges.is_empty() {
-        let labels =
-            |x: &crate::exchange::ExchangeSnapshot| format!("exchange=\"{}\",policy=\"{}\"", escape(&x.name), x.policy);
+    let labels =
+        |x: &crate::exchange::ExchangeSnapshot| format!("exchange=\"{}\",policy=\"{}\"", escape(&x.name), x.policy);
+    if !exchanges.is_empty() && wanted(names::EXCHANGE_BACKLOG) {
         let _ = writeln!(
             out,
             "# HELP {n} Tuples in an outgoing queue of a Hone exchange at its last tick.\n# TYPE {n} gauge",
@@ -124,20 +147,21 @@ pub(crate) fn prometheus(view: &EngineView) -> String {
                 let _ = writeln!(out, "{}{{{},queue=\"{queue}\"}} {b}", names::EXCHANGE_BACKLOG, labels(x));
             }
         }
-        type Get = fn(&crate::exchange::ExchangeSnapshot) -> u64;
-        let families: [(&str, &str, &str, Get); 3] = [
-            (names::EXCHANGE_MAX_BACKLOG, "gauge", "Largest backlog of any outgoing queue at any tick.", |x| {
-                x.max_backlog
-            }),
-            (names::EXCHANGE_SENT, "counter", "Tuples the exchange's link carried.", |x| x.sent),
-            (names::EXCHANGE_TICKS, "counter", "Scheduling intervals the exchange ran.", |x| x.ticks),
-        ];
-        for (name, kind, help, get) in families {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-            for x in &exchanges {
-                let _ = writeln!(out, "{name}{{{}}} {}", labels(x), get(x));
-            }
+    }
+    type GetExchange = fn(&crate::exchange::ExchangeSnapshot) -> u64;
+    let exchange_families: [(&str, &str, &str, GetExchange); 3] = [
+        (names::EXCHANGE_MAX_BACKLOG, "gauge", "Largest backlog of any outgoing queue at any tick.", |x| x.max_backlog),
+        (names::EXCHANGE_SENT, "counter", "Tuples the exchange's link carried.", |x| x.sent),
+        (names::EXCHANGE_TICKS, "counter", "Scheduling intervals the exchange ran.", |x| x.ticks),
+    ];
+    for (name, kind, help, get) in exchange_families.into_iter().filter(|f| !exchanges.is_empty() && wanted(f.0)) {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        for x in &exchanges {
+            let _ = writeln!(out, "{name}{{{}}} {}", labels(x), get(x));
         }
+    }
+    if !wanted(names::THREAD_LEVEL) {
+        return out;
     }
     let level = view.thread_level();
     let (name, threading) = (names::THREAD_LEVEL, view.threading());

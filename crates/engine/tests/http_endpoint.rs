@@ -392,6 +392,26 @@ fn an_exchange_reports_its_outgoing_queues() {
     wait_or_fail(engine, HANG).unwrap();
 }
 
+/// `?name[]=` keeps the named families only (both spellings), every sample of them; an unknown
+/// name gives nothing, not an error.
+#[test]
+fn a_scrape_can_ask_for_some_families_only() {
+    let engine = start();
+    let addr = engine.metrics_addr().unwrap();
+    wait_until("every thread id", HANG, || engine.topology().physical.iter().all(|o| o.tid != 0));
+    let n = engine.topology().physical.len();
+    let path = format!("/metrics?name[]={}&name%5B%5D={}", names::QUEUE_LEN, names::TUPLES_IN);
+    let text = get(addr, &path).unwrap().into_string().unwrap();
+    let exp = parse_exposition(&text).unwrap_or_else(|e| panic!("{e}"));
+    let kept: BTreeSet<&str> = exp.types.keys().map(String::as_str).collect();
+    assert_eq!(kept, BTreeSet::from([names::QUEUE_LEN, names::TUPLES_IN]), "{text}");
+    assert_eq!(exp.samples.len(), 2 * n, "one sample per operator and family: {text}");
+    let none = get(addr, "/metrics?name[]=no_such_metric").unwrap().into_string().unwrap();
+    assert!(parse_exposition(&none).unwrap().samples.is_empty(), "{none}");
+    let all = parse_exposition(&scrape(addr)).unwrap();
+    assert!(all.types.contains_key(names::E2E_LATENCY), "no filter: every family");
+}
+
 #[test]
 fn unknown_paths_get_404_with_a_hint() {
     let engine = start();

@@ -20,7 +20,7 @@ use crate::driver::SourceLoad;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ActivationMode {
-    /// Only while scheduling can help: the machine saturated and the sources falling behind
+    /// Only while scheduling can help: the machine saturated and the SPE falling behind
     /// (the default).
     #[default]
     Auto,
@@ -138,7 +138,7 @@ impl Activity {
         let sample = LoadSample {
             at,
             cpu_busy: self.busy,
-            backlog: sources.and_then(|s| s.backlog),
+            backlog: sources.and_then(|s| s.waiting()),
             ingested: sources.map(|s| s.ingested),
         };
         let t = rule.update(sample);
@@ -246,7 +246,7 @@ mod tests {
         a.busy = Some(1.0);
         // The engine falls behind for a second (five rounds after the first one): active.
         for i in 0..=8u64 {
-            let load = SourceLoad { backlog: Some(10_000.0 * i as f64), ingested: 20_000.0 * i as f64 };
+            let load = SourceLoad { backlog: Some(10_000.0 * i as f64), ingested: 20_000.0 * i as f64, queued: None };
             let t = a.update("engine", Duration::from_millis(200 * i), Some(load));
             assert_eq!(t.is_some(), i == 5, "round {i}");
         }

@@ -107,6 +107,19 @@ pub enum DriverKind {
 }
 
 impl DriverKind {
+    /// How often a policy governing SPEs of this kind runs when no period is given: as fast as
+    /// the SPE's metrics change and a round stays cheap. moirai's engine answers from live
+    /// counters, and on the Lachesis SYN at 1.25× its saturation point a 200 ms period gave an
+    /// end-to-end p99 0.11× Linux's where 1 s gave 0.40× (docs/schedule.md, "Defaults");
+    /// Flink's REST metrics and Storm's metrics reporter refresh about once a second, so a shorter
+    /// period would only read the same figures again.
+    pub fn default_period(self) -> Duration {
+        match self {
+            DriverKind::Moirai => Duration::from_millis(200),
+            DriverKind::Flink | DriverKind::Storm => Duration::from_secs(1),
+        }
+    }
+
     /// Its name in the configuration.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -278,14 +291,34 @@ struct RunKeys {
     rt_priority_max: Option<u8>,
 }
 
+/// The nice range a policy maps priorities into when none is given: from 0 (an SPE thread is
+/// never raised above the machine's other threads, its own JVM's helpers and timers included)
+/// to 19. Measured on moirai's engine (Lachesis SYN, docs/schedule.md "Defaults"): at 1.25× the
+/// saturation point `nice_best = 0` and the whole range −20..19 gave about the same p99, below
+/// it 0..19 gave a lower one, and on Storm −20 starved the workers' own timers.
+pub const DEFAULT_NICE: NiceRange = NiceRange { best: 0, worst: 19 };
+
+/// The weight of the newest round in a thread's smoothed priority when none is given: 0.5, so
+/// that one round's queue (a burst, or a queue just drained) moves a thread halfway. Measured on
+/// moirai's engine at a 200 ms period: p99 0.87× Linux's at 80 % of its saturation point against
+/// 1.32× without smoothing, 0.07× against 0.11× past it.
+pub const DEFAULT_SMOOTHING: f64 = 0.5;
+
+/// The period of a policy that names none: the longest [`DriverKind::default_period`] of the
+/// SPEs it governs (1 s when it governs none).
+pub fn default_period(kinds: impl IntoIterator<Item = DriverKind>) -> Duration {
+    kinds.into_iter().map(DriverKind::default_period).max().unwrap_or(Duration::from_secs(1))
+}
+
 /// Parses a duration such as `1s`, `250ms`; a clear error otherwise.
 pub fn parse_period(text: &str) -> Result<Duration, String> {
     humantime::parse_duration(text).map_err(|e| format!("period {text:?}: {e} (write e.g. \"1s\" or \"100ms\")"))
 }
 
 impl PolicyConfig {
-    /// A policy of type `spec` with the defaults: 1 s, nice translator, ratio normalisation,
-    /// the whole nice range, every operator.
+    /// A policy of type `spec` with the defaults: 1 s (until [`default_period`] resolves it for
+    /// the SPEs it governs), nice translator, ratio normalisation, [`DEFAULT_NICE`],
+    /// [`DEFAULT_SMOOTHING`], every operator.
     pub fn new(name: &str, spec: PolicySpec) -> Self {
         PolicyConfig {
             name: name.to_string(),
@@ -293,10 +326,10 @@ impl PolicyConfig {
             period: Duration::from_secs(1),
             translator: TranslatorKind::Nice,
             normalization: Normalization::Ratio,
-            nice: NiceRange::default(),
+            nice: DEFAULT_NICE,
             weights: None,
             rt: RtSettings::default(),
-            smoothing: 1.0,
+            smoothing: DEFAULT_SMOOTHING,
             scope: Scope::all(),
         }
     }
@@ -362,7 +395,10 @@ impl PolicyConfig {
             priorities: (run.rt_priority_min.unwrap_or(d.priorities.0), run.rt_priority_max.unwrap_or(d.priorities.1)),
         };
         policy.rt.validate().map_err(|e| format!("{who}: {e}"))?;
-        policy.nice = NiceRange { best: run.nice_best.unwrap_or(-20), worst: run.nice_worst.unwrap_or(19) };
+        policy.nice = NiceRange {
+            best: run.nice_best.unwrap_or(DEFAULT_NICE.best),
+            worst: run.nice_worst.unwrap_or(DEFAULT_NICE.worst),
+        };
         policy.nice.validate().map_err(|e| format!("{who}: {e}"))?;
         if let Some(s) = run.smoothing {
             policy.smoothing = s;
@@ -420,12 +456,20 @@ impl Config {
     /// Parses a TOML configuration; errors name the key and how to fix it.
     pub fn from_toml(text: &str) -> Result<Config, String> {
         let file: FileConfig = toml::from_str(text).map_err(|e| e.to_string())?;
-        let policies = file
+        let periods_given: Vec<bool> = file.policy.iter().map(|t| t.contains_key("period")).collect();
+        let mut policies: Vec<PolicyConfig> = file
             .policy
             .into_iter()
             .enumerate()
             .map(|(i, t)| PolicyConfig::from_table(i, t))
             .collect::<Result<_, _>>()?;
+        for (policy, given) in policies.iter_mut().zip(periods_given) {
+            if !given {
+                let governed =
+                    file.spe.iter().filter(|s| policy.scope.spes.as_ref().is_none_or(|n| n.contains(&s.name)));
+                policy.period = default_period(governed.map(|s| s.driver));
+            }
+        }
         let config = Config {
             state_file: file.state_file.unwrap_or_else(|| DEFAULT_STATE_FILE.into()),
             metrics_addr: file.metrics_addr,
@@ -564,6 +608,26 @@ mod tests {
         assert_eq!(c.policies[1].period, Duration::from_millis(250));
         assert_eq!(c.policies[1].scope.queries, Some(vec!["q1".to_string()]));
         assert_eq!(c.policies[1].normalization, Normalization::Ratio);
+    }
+
+    /// A policy without a period runs at the longest default of the SPEs it governs; nice range
+    /// and smoothing have their measured defaults.
+    #[test]
+    fn defaults_follow_the_kinds_of_spe_governed() {
+        let two = FULL.replace("period = \"5s\"\n", "").replace("period = \"250ms\"\n", "").replace(
+            "[[policy]]\n        name = \"shares\"",
+            "[[spe]]\n        name = \"f\"\n        driver = \"flink\"\n        url = \"http://127.0.0.1:8081\"\n        [[policy]]\n        name = \"shares\"",
+        );
+        let c = Config::from_toml(&two).unwrap();
+        assert_eq!(c.spes.len(), 2, "{two}");
+        assert_eq!(c.policies[0].period, Duration::from_secs(1), "governs the engine and Flink: Flink's 1 s");
+        assert_eq!(c.policies[1].period, Duration::from_millis(200), "scoped to the engine: the engine's 200 ms");
+        assert_eq!(c.policies[1].nice, DEFAULT_NICE);
+        assert_eq!(c.policies[1].smoothing, DEFAULT_SMOOTHING);
+        assert_eq!(default_period([]), Duration::from_secs(1));
+        assert_eq!(default_period([DriverKind::Moirai, DriverKind::Storm]), Duration::from_secs(1));
+        let given = Config::from_toml(FULL).unwrap();
+        assert_eq!(given.policies[1].period, Duration::from_millis(250), "a period given is kept");
     }
 
     #[test]

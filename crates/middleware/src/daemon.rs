@@ -346,7 +346,7 @@ impl Daemon {
         match self.activity.mode() {
             ActivationMode::Auto => self.out.info(format!(
                 "acting on an SPE only while scheduling can help: the machine's CPU at least {:.0} % busy and its \
-                 sources falling behind (--activation always acts from the start)",
+                 SPE falling behind: tuples waiting at its sources or in its queues (--activation always acts from the start)",
                 self.activity.cpu_threshold() * 100.0
             )),
             ActivationMode::Always => self.out.info("acting on every SPE from the first round (--activation always)"),

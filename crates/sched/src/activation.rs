@@ -12,9 +12,10 @@
 //!
 //! - **Idle → active** when, over the last [`confirm`](ActivationConfig::confirm) window, the
 //!   machine was busy at or above [`cpu_threshold`](ActivationConfig::cpu_threshold) in every
-//!   round *and* the sources were behind in every round — their backlog (the external queue)
-//!   held at least [`lag`](ActivationConfig::lag) of input, at the rate the sources took tuples
-//!   in over the window — and the backlog did not shrink over the window. Both together mean
+//!   round *and* the SPE was behind in every round — the tuples waiting in it (its sources'
+//!   backlog, the external queue, and its operators' input queues) were at least
+//!   [`lag`](ActivationConfig::lag) of input, at the rate the sources took tuples in over the
+//!   window — and the backlog did not shrink over the window. Both together mean
 //!   that the SPE uses all the CPU it can get and still falls behind: what it gets must be
 //!   shared better. A burst that the SPE drains within the window does not count.
 //! - **Active → idle** when it has been active for at least [`release`](ActivationConfig::release)
@@ -67,8 +68,10 @@ pub struct LoadSample {
     /// The share of the machine's CPU time that was busy since the previous sample (0..=1),
     /// e.g. from `/proc/stat`; `None` when unknown.
     pub cpu_busy: Option<f64>,
-    /// Tuples waiting at the SPE's sources now: their backlog, the external queue (Kafka's lag,
-    /// an open-loop source's arrears); `None` when the SPE reports none.
+    /// Tuples waiting in the SPE now: its sources' backlog, the external queue (Kafka's lag, an
+    /// open-loop source's arrears), plus the input queues of its other operators where the
+    /// caller counts them (an SPE with deep queues falls behind there first); `None` when the
+    /// SPE reports neither.
     pub backlog: Option<f64>,
     /// Tuples the SPE's sources have taken in so far (a cumulative counter); `None` when
     /// unknown.
@@ -143,12 +146,12 @@ pub enum Reason {
         /// The threshold.
         threshold: f64,
     },
-    /// Idle: the sources keep up (the largest backlog of the window, in time at their rate).
+    /// Idle: the SPE keeps up (the largest backlog of the window, in time at its input rate).
     KeepingUp {
         /// Largest lag of the window.
         lag: Duration,
     },
-    /// Idle again: the sources keep up and their input fell below the rate at which they fell
+    /// Idle again: the SPE keeps up and its input fell below the rate at which it fell
     /// behind.
     RateFellBack {
         /// Input now, tuples/s.
@@ -156,7 +159,7 @@ pub enum Reason {
         /// The rate at which they fell behind, tuples/s.
         behind_at: f64,
     },
-    /// Active: the machine is saturated and the sources fall behind.
+    /// Active: the machine is saturated and the SPE falls behind.
     Behind {
         /// Mean busy share (`None`: unknown).
         busy: Option<f64>,
@@ -201,15 +204,15 @@ impl fmt::Display for Reason {
                 write!(f, "the machine has room ({:.0} % busy, threshold {:.0} %)", busy * 100.0, threshold * 100.0)
             }
             Reason::KeepingUp { lag } => {
-                write!(f, "the sources keep up (backlog at most {} of input)", seconds(*lag))
+                write!(f, "the SPE keeps up (backlog at most {} of input)", seconds(*lag))
             }
             Reason::RateFellBack { rate, behind_at } => write!(
                 f,
-                "the sources keep up and their input ({rate:.0} tuples/s) fell below the {behind_at:.0} tuples/s at \
-                 which they fell behind"
+                "the SPE keeps up and its input ({rate:.0} tuples/s) fell below the {behind_at:.0} tuples/s at \
+                 which it fell behind"
             ),
             Reason::Behind { busy, lag } => {
-                write!(f, "the sources fall behind")?;
+                write!(f, "the SPE falls behind")?;
                 if let Some(lag) = lag {
                     write!(f, " (backlog {} of input, not draining)", seconds(*lag))?;
                 }
@@ -393,7 +396,7 @@ impl Activation {
             return self.change(now, true, Reason::Behind { busy: w.busy_mean, lag });
         }
         // Not both: say what is missing — room on the machine first (then priorities cannot
-        // help whatever the backlog), else that the sources keep up.
+        // help whatever the backlog), else that the SPE keeps up.
         let reason = match (busy, w.busy_mean) {
             (Some(false), Some(mean)) => Reason::CpuRoom { busy: mean, threshold: self.config.cpu_threshold },
             _ => Reason::KeepingUp { lag: duration(w.lag.map_or(0.0, |(_, max)| max)) },
@@ -413,7 +416,7 @@ impl Activation {
         let lag_on = self.config.lag.as_secs_f64();
         let keeping_up = w.lag.is_none_or(|(_, max)| max < lag_on);
         if !keeping_up {
-            self.reason = Reason::Holding { why: "the sources are behind" };
+            self.reason = Reason::Holding { why: "the SPE is behind" };
             return None;
         }
         if w.all_room == Some(true) {

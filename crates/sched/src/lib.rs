@@ -28,7 +28,7 @@
 //! - [`controller`] — [`Controller`]: a whole round (observations → metric provider → due
 //!   policies → schedules), with the time passed in, for the middleware and the engine alike.
 //! - [`activation`] — [`Activation`]: whether scheduling can help an SPE now (the machine
-//!   saturated and the sources falling behind), with hysteresis; time passed in.
+//!   saturated and the SPE falling behind), with hysteresis; time passed in.
 //!
 //! ```
 //! use std::time::Duration;

@@ -206,7 +206,7 @@ fn spec(sweep: &Sweep) -> SweepSpec {
         reps: sweep.reps,
         configurations: sweep.configurations.clone(),
         extra_args: sweep.extra_args.clone(),
-        policy_period: secs(sweep.base.policy_period_ns),
+        policy_period: Some(secs(sweep.base.policy_period_ns)),
         criteria: sweep.criteria.clone(),
         grace: secs(sweep.base.drain_limit_ns),
         out_dir: sweep.out_dir.clone(),

@@ -159,7 +159,7 @@ fn each_spe_says_whether_the_middleware_acts_on_it() {
         "engine".into(),
         SpeActivity {
             active: true,
-            reason: "the sources fall behind".into(),
+            reason: "the SPE falls behind".into(),
             code: "behind",
             since: Duration::from_millis(2500),
             activations: 1,
@@ -171,7 +171,7 @@ fn each_spe_says_whether_the_middleware_acts_on_it() {
     let a = &v["spes"][0]["activity"];
     assert_eq!(
         *a,
-        serde_json::json!({ "state": "active", "reason": "the sources fall behind", "code": "behind",
+        serde_json::json!({ "state": "active", "reason": "the SPE falls behind", "code": "behind",
                             "since_s": 2.5, "activations": 1 })
     );
     assert!(v["spes"][1].get("activity").is_none(), "no rule state for this SPE in the record");

@@ -663,6 +663,8 @@ impl Driver for FlinkDriver {
                     // In records whatever `queue_len` counts: the activation rule compares the
                     // backlog with the input rate.
                     sources.add(c.pending, rec.tuples_in);
+                } else {
+                    sources.add_queued(rec.queue_len);
                 }
                 for &m in needed {
                     let value = match m {

@@ -71,7 +71,8 @@ pub trait Driver: Send {
     }
 }
 
-/// What an SPE's sources showed in one observation (see [`Driver::sources`]).
+/// What an SPE's sources showed in one observation (see [`Driver::sources`]), and how much
+/// input waits inside the SPE: the activation rule's evidence that the SPE falls behind.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct SourceLoad {
     /// Tuples waiting at the sources (their backlog, the external queue), summed over the
@@ -79,6 +80,11 @@ pub struct SourceLoad {
     pub backlog: Option<f64>,
     /// Tuples the sources have taken in so far, summed (a cumulative counter).
     pub ingested: f64,
+    /// Tuples waiting in the input queues of the SPE's other operators, summed; `None` when no
+    /// operator reports a queue. An engine whose queues are deep (moirai's) falls behind there
+    /// long before its sources do: at 1.25× its saturation point on the Lachesis SYN its sources'
+    /// backlog stayed 0 while the operators' queues held seconds of input.
+    pub queued: Option<f64>,
 }
 
 impl SourceLoad {
@@ -88,6 +94,20 @@ impl SourceLoad {
             self.backlog = Some(self.backlog.unwrap_or(0.0) + b.max(0.0));
         }
         self.ingested += ingested;
+    }
+
+    /// Adds the input queue of one operator that is not a source, in tuples.
+    pub fn add_queued(&mut self, tuples: f64) {
+        self.queued = Some(self.queued.unwrap_or(0.0) + tuples.max(0.0));
+    }
+
+    /// Everything waiting: at the sources and in the operators' queues; `None` when neither is
+    /// reported.
+    pub fn waiting(&self) -> Option<f64> {
+        match (self.backlog, self.queued) {
+            (None, None) => None,
+            (b, q) => Some(b.unwrap_or(0.0) + q.unwrap_or(0.0)),
+        }
     }
 }
 
@@ -100,4 +120,22 @@ pub fn loopback_port(url: &str) -> Option<u16> {
         return None;
     }
     port.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SourceLoad;
+
+    #[test]
+    fn what_waits_is_the_sources_backlog_plus_the_operators_queues() {
+        let mut load = SourceLoad::default();
+        assert_eq!(load.waiting(), None, "nothing reported");
+        load.add(None, 10.0);
+        assert_eq!(load.waiting(), None, "a source without a backlog figure");
+        load.add_queued(30.0);
+        load.add_queued(-1.0);
+        assert_eq!(load.waiting(), Some(30.0), "negative queues count as empty");
+        load.add(Some(5.0), 20.0);
+        assert_eq!((load.waiting(), load.ingested), (Some(35.0), 30.0));
+    }
 }

@@ -84,19 +84,15 @@ impl EngineClient {
     /// Reads `/metrics`: counters per physical operator id (the index), `None` for an id
     /// without samples.
     pub fn counter_table(&self) -> Result<Vec<Option<EngineCounters>>, String> {
-        let text = self.get("/metrics")?;
+        // Only these families (`?name[]=`): the engine then skips its sink summaries, most of a
+        // full scrape's CPU (an engine that ignores the query sends everything; the scan below
+        // keeps these anyway).
+        const FAMILIES: [&str; 6] =
+            [names::TUPLES_IN, names::TUPLES_OUT, names::QUEUE_LEN, names::HEAD_WAIT, names::CPU, names::BACKLOG];
+        let query: Vec<String> = FAMILIES.iter().map(|f| format!("name[]={f}")).collect();
+        let text = self.get(&format!("/metrics?{}", query.join("&")))?;
         let mut out: Vec<Option<EngineCounters>> = Vec::new();
-        let wanted = |name: &str| {
-            matches!(
-                name,
-                names::TUPLES_IN
-                    | names::TUPLES_OUT
-                    | names::QUEUE_LEN
-                    | names::HEAD_WAIT
-                    | names::CPU
-                    | names::BACKLOG
-            )
-        };
+        let wanted = |name: &str| FAMILIES.contains(&name);
         prometheus::scan(&text, wanted, |s| {
             let Some(id) = s.label("id").and_then(|id| id.parse::<usize>().ok()) else { return };
             // Ids are the engine's physical operators, 0..n; a wild one is not worth a gap.
@@ -390,6 +386,8 @@ impl Driver for MoiraiDriver {
             for (op, c) in counters.clone() {
                 if cached.engine.head_kind(op) == Some(NodeKind::Source) {
                     sources.add(Some(c.backlog), c.tuples_in);
+                } else {
+                    sources.add_queued(c.queue_len);
                 }
             }
             samples = contract::samples(&cached.engine, counters, needed);

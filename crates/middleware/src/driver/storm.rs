@@ -605,6 +605,8 @@ impl Driver for StormDriver {
             let kind = topology.logical[topology.physical[op].logical[0]].kind;
             if kind == OpKind::Source {
                 sources.add(c.pending, c.emitted);
+            } else {
+                sources.add_queued(c.receive_queue);
             }
             for &m in needed {
                 let value = match m {

@@ -143,8 +143,13 @@ pub fn active_share(start: &MwState, end: &MwState) -> Option<f64> {
     if wall <= 0.0 {
         return None;
     }
-    let active: f64 =
-        end.active_s.iter().map(|(spe, s)| (s - start.active_s.get(spe).copied().unwrap_or(0.0)).max(0.0)).sum();
+    // Each SPE's part is at most the window: both counters run on the middleware's clock, so more
+    // is the rounding of their decimal text.
+    let active: f64 = end
+        .active_s
+        .iter()
+        .map(|(spe, s)| (s - start.active_s.get(spe).copied().unwrap_or(0.0)).clamp(0.0, wall))
+        .sum();
     Some(active / wall)
 }
 
@@ -345,6 +350,9 @@ mod tests {
         assert_eq!(active_share(&MwState { active_s: BTreeMap::new(), ..a.clone() }, &b), Some(0.8));
         assert_eq!(active_share(&b, &b), None, "no time between the scrapes");
         assert_eq!(active_share(&a, &state(13.0, 0.0, None)), Some(0.0));
+        // Acting the whole window, whatever the rounding of the text.
+        let whole = (state(0.1, 0.06, None), state(0.3, 0.26000000000000001, Some(0.04)));
+        assert_eq!(active_share(&whole.0, &whole.1), Some(1.0));
         // The SPE started 1.5 s before the middleware; the scrape at `at` says 13 s of uptime.
         let t0 = Instant::now();
         let at = t0 + Duration::from_millis(14_500);

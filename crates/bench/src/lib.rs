@@ -15,6 +15,7 @@
 //! - [`sweep`] — the orchestrator: start-up checks, then every (rate, repetition,
 //!   configuration) interleaved, one point at a time.
 //! - [`process`] — child processes: capture, deadlines, stopping by PID, free ports.
+//! - [`mw_state`] — the middleware of a point: its CPU and whether it acted over the window.
 //! - [`flink`] — the Flink jobs of `integrations/flink`: build, start, wait until RUNNING, stop.
 //! - [`point`] — one point, and the engine's JSON summary it is read from.
 //! - [`summary`] — medians over repetitions, sustainable rate and saturation point, the
@@ -30,6 +31,7 @@
 
 pub mod flink;
 pub mod jvm;
+pub mod mw_state;
 pub mod output;
 pub mod plots;
 pub mod point;

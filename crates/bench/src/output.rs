@@ -87,7 +87,8 @@ pub struct Results<'a> {
 }
 
 /// One row of `results.csv`. Latencies in ms, rates in tuples/s, CPU in cores (middleware: share
-/// of one core); empty cells for a failed point.
+/// of one core); the share of the window in which the middleware acted (0..=1) and when it first
+/// did (s after the SPE's start); empty cells for a failed point.
 #[derive(Serialize)]
 struct Row<'a> {
     configuration: &'a str,
@@ -116,6 +117,8 @@ struct Row<'a> {
     exchange_max_backlog: Option<f64>,
     engine_cpu_cores: Option<f64>,
     middleware_cpu_share: Option<f64>,
+    middleware_active_share: Option<f64>,
+    middleware_first_active_s: Option<f64>,
     threads: Option<u64>,
     wall_s: f64,
     failure: &'a str,
@@ -155,6 +158,8 @@ pub fn write_csv(path: &Path, points: &[Point]) -> Result<(), BenchError> {
             exchange_max_backlog: r.and_then(|r| r.exchange_max_backlog()),
             engine_cpu_cores: r.map(|r| r.cpu_cores),
             middleware_cpu_share: p.middleware_cpu,
+            middleware_active_share: p.middleware_active_share.filter(|_| r.is_some()),
+            middleware_first_active_s: p.middleware_first_active_s.filter(|_| r.is_some()),
             threads: r.map(|r| r.threads),
             wall_s: p.wall_s,
             failure: p.failure.as_deref().unwrap_or(""),
@@ -215,6 +220,8 @@ pub(crate) mod tests {
         let path = dir.0.join("results.csv");
         let mut ok = point("os", 1000.0, 1, 999.5, 2.0);
         ok.middleware_cpu = Some(0.031);
+        ok.middleware_active_share = Some(0.75);
+        ok.middleware_first_active_s = Some(2.5);
         write_csv(&path, &[ok, failed("qs", 1000.0, 1)]).unwrap();
         let mut r = csv::Reader::from_path(&path).unwrap();
         let header = r.headers().unwrap().clone();
@@ -225,6 +232,9 @@ pub(crate) mod tests {
         assert_eq!(col(&rows[0], "ingress_tps"), "999.5");
         assert_eq!(col(&rows[0], "e2e_p99_ms"), "2.0");
         assert_eq!(col(&rows[0], "middleware_cpu_share"), "0.031");
+        assert_eq!(col(&rows[0], "middleware_active_share"), "0.75");
+        assert_eq!(col(&rows[0], "middleware_first_active_s"), "2.5");
+        assert_eq!(col(&rows[1], "middleware_active_share"), "");
         assert_eq!(col(&rows[0], "ok"), "true");
         assert_eq!(col(&rows[1], "ok"), "false");
         assert_eq!(col(&rows[1], "ingress_tps"), "");

@@ -167,6 +167,14 @@ pub struct Point {
     /// CPU of the middleware during (approximately) the measured window, as a share of one
     /// core; `None` for configurations without middleware.
     pub middleware_cpu: Option<f64>,
+    /// Share of (approximately) the measured window in which the middleware acted on the SPE
+    /// (`crate::mw_state`), 0..=1; `None` for configurations without middleware.
+    #[serde(default)]
+    pub middleware_active_share: Option<f64>,
+    /// When the middleware first acted on the SPE, in seconds after the SPE's start; `None` when
+    /// it never did (or there is no middleware).
+    #[serde(default)]
+    pub middleware_first_active_s: Option<f64>,
 }
 
 impl Point {

@@ -112,19 +112,40 @@ pub fn describe_point(p: &Point) -> String {
     match (&p.failure, &p.run) {
         (Some(f), _) => format!("{head}: FAILED: {}", f.lines().next().unwrap_or("")),
         (None, Some(r)) => format!(
-            "{head}: ingress {:.0}/s, e2e p99 {:.3} ms, engine {:.2} cores{}",
+            "{head}: ingress {:.0}/s, e2e p99 {:.3} ms, engine {:.2} cores{}{}",
             r.ingress_tps,
             r.e2e_latency_ms.p99,
             r.cpu_cores,
-            p.middleware_cpu.map(|c| format!(", middleware {:.1} % of a core", c * 100.0)).unwrap_or_default()
+            p.middleware_cpu.map(|c| format!(", middleware {:.1} % of a core", c * 100.0)).unwrap_or_default(),
+            p.middleware_active_share.map(|s| describe_activity(s, p.middleware_first_active_s)).unwrap_or_default()
         ),
         (None, None) => head,
     }
 }
 
+/// `, acting 85 % of the window (first at 3.20 s)`: whether the middleware acted.
+fn describe_activity(share: f64, first: Option<f64>) -> String {
+    let first = first.map_or("never".into(), |s| format!("first at {s:.2} s"));
+    format!(", acting {:.0} % of the window ({first})", share * 100.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_point_says_whether_the_middleware_acted() {
+        let mut p = crate::summary::tests::point("qs", 1000.0, 1, 999.0, 2.0);
+        assert!(!describe_point(&p).contains("acting"));
+        p.middleware_cpu = Some(0.012);
+        p.middleware_active_share = Some(0.853);
+        p.middleware_first_active_s = Some(3.2);
+        let line = describe_point(&p);
+        assert!(line.ends_with("middleware 1.2 % of a core, acting 85 % of the window (first at 3.20 s)"), "{line}");
+        p.middleware_active_share = Some(0.0);
+        p.middleware_first_active_s = None;
+        assert!(describe_point(&p).ends_with("acting 0 % of the window (never)"));
+    }
 
     #[test]
     fn clocks_read_naturally() {

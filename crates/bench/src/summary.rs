@@ -89,6 +89,9 @@ pub struct CellStats {
     pub engine_cpu_cores: f64,
     /// Median middleware CPU, share of one core, when the configuration has middleware.
     pub middleware_cpu: Option<f64>,
+    /// Median share of the window in which the middleware acted, when the configuration has
+    /// middleware.
+    pub middleware_active_share: Option<f64>,
 }
 
 /// One (configuration, rate) of the table.
@@ -183,8 +186,10 @@ pub fn summarise(points: &[Point], configurations: &[String], rates: &[f64], cri
             let runs: Vec<_> = here.iter().filter_map(|p| p.measured()).collect();
             let reps_failed = here.len() - runs.len();
             let stats = (!runs.is_empty()).then(|| {
-                let mw: Vec<f64> =
-                    here.iter().filter(|p| p.failure.is_none()).filter_map(|p| p.middleware_cpu).collect();
+                let mw_median = |f: fn(&Point) -> Option<f64>| {
+                    let v: Vec<f64> = here.iter().filter(|p| p.failure.is_none()).filter_map(|p| f(p)).collect();
+                    (!v.is_empty()).then(|| median(&v))
+                };
                 CellStats {
                     ingress_tps: median(&runs.iter().map(|r| r.ingress_tps).collect::<Vec<_>>()),
                     egress_tps: median(&runs.iter().map(|r| r.egress_tps).collect::<Vec<_>>()),
@@ -197,7 +202,8 @@ pub fn summarise(points: &[Point], configurations: &[String], rates: &[f64], cri
                         (!x.is_empty()).then(|| median(&x))
                     },
                     engine_cpu_cores: median(&runs.iter().map(|r| r.cpu_cores).collect::<Vec<_>>()),
-                    middleware_cpu: (!mw.is_empty()).then(|| median(&mw)),
+                    middleware_cpu: mw_median(|p| p.middleware_cpu),
+                    middleware_active_share: mw_median(|p| p.middleware_active_share),
                 }
             });
             let why_not = match &stats {
@@ -292,6 +298,7 @@ impl Summary {
             "queue mean",
             "engine cores",
             "middleware % core",
+            "mw active %",
             "sustainable",
         ];
         let base_label = self.configurations.first().map(|c| c.configuration.as_str()).unwrap_or("");
@@ -315,8 +322,9 @@ impl Summary {
                     format!("{:.1}", s.queue_mean),
                     format!("{:.2}", s.engine_cpu_cores),
                     s.middleware_cpu.map_or("-".into(), |m| format!("{:.1}", m * 100.0)),
+                    s.middleware_active_share.map_or("-".into(), |m| format!("{:.0}", m * 100.0)),
                 ]),
-                None => row.extend(vec!["-".to_string(); 8]),
+                None => row.extend(vec!["-".to_string(); 9]),
             }
             if exchange {
                 row.push(
@@ -494,6 +502,8 @@ pub(crate) mod tests {
                 extra: Default::default(),
             }),
             middleware_cpu: None,
+            middleware_active_share: None,
+            middleware_first_active_s: None,
         }
     }
 
@@ -593,11 +603,19 @@ pub(crate) mod tests {
 
     #[test]
     fn table_shows_ratios_to_the_first_configuration() {
-        let points = vec![point("os", 1000.0, 1, 1000.0, 2.0), point("qs", 1000.0, 1, 990.0, 0.5)];
+        let mut points = vec![point("os", 1000.0, 1, 1000.0, 2.0), point("qs", 1000.0, 1, 990.0, 0.5)];
+        points.extend([0.2, 0.9, 0.6].into_iter().enumerate().map(|(i, share)| Point {
+            middleware_cpu: Some(0.01),
+            middleware_active_share: Some(share),
+            ..point("qs", 1000.0, 2 + i as u32, 990.0, 0.5)
+        }));
         let s = summarise(&points, &labels(&["os", "qs"]), &[1000.0], &Criteria::default());
         let (header, rows) = s.table_rows();
         assert_eq!(header.len(), rows[0].len());
-        assert_eq!(rows[1][..7], ["1k", "qs", "1/1", "990", "0.99", "0.500", "0.25"]);
+        assert_eq!(rows[1][..7], ["1k", "qs", "4/4", "990", "0.99", "0.500", "0.25"]);
+        // The median share of the window in which the middleware acted, over the points that have one.
+        let active = header.iter().position(|h| *h == "mw active %").unwrap();
+        assert_eq!((rows[0][active].as_str(), rows[1][active].as_str()), ("-", "60"));
         let text = s.render_table();
         assert!(text.contains("sustainable rate (every repetition ran, median ingress >= 98 %"), "{text}");
         assert!(text.lines().count() >= 6);

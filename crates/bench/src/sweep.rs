@@ -6,7 +6,9 @@
 //! `moirai run <workload> --rate R --duration D --warmup W --json --metrics-addr 127.0.0.1:P
 //! [--threading T] [extra args]`, plus, for a configuration with a policy, `moirai schedule
 //! --engine http://127.0.0.1:P --policy NAME` started once the engine's endpoint answers. Every
-//! configuration gets the metrics endpoint, so that the engine runs the same in all of them.
+//! configuration gets the metrics endpoint, so that the engine runs the same in all of them. The
+//! middleware serves its own metrics, from which the lab reads whether it acted
+//! ([`crate::mw_state`]).
 //!
 //! A `flink:` configuration runs the workload's Apache Flink job instead ([`crate::flink`]): one
 //! JVM per point, `java ... moirai.flink.Run <workload> --rate R --duration D --warmup W --json
@@ -32,6 +34,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::flink::{self, FlinkJob, FlinkJobs, NotRunning};
+use crate::mw_state::{self, Middleware, MwFailure};
 use crate::point::{Point, RunSummary};
 use crate::process::{describe, free_port, tail_lines, wait_for_port, Child, Outcome, POLL};
 use crate::progress::Progress;
@@ -54,8 +57,6 @@ const LAB_FLAGS: &[(&str, &str)] = &[
 const PORT_ATTEMPTS: u32 = 3;
 /// How long the engine's endpoint may take to answer before the middleware is started.
 const ENDPOINT_TIMEOUT: Duration = Duration::from_secs(15);
-/// How long the middleware may take to stop after SIGINT (it restores the threads it steered).
-const MIDDLEWARE_GRACE: Duration = Duration::from_secs(5);
 /// How long a Flink job's JVM may take from its start until the job and all its vertices are
 /// RUNNING (a few seconds on an idle machine, more on a loaded one); not part of the point's
 /// measurement.
@@ -352,6 +353,8 @@ fn run_point(
             failure: None,
             run: None,
             middleware_cpu: None,
+            middleware_active_share: None,
+            middleware_first_active_s: None,
         };
         match attempt_point(spec, prepared, config, stop, &mut point) {
             Attempt::Measured => {}
@@ -599,52 +602,29 @@ fn attempt_point(
         Err(attempt) => return attempt,
     };
     let mut middleware = None;
+    // The middleware could not listen on its port: another attempt may.
+    let mut port_taken = false;
     if let (Some(policy), None) = (config.policy(), &failure) {
         if !stop.load(Ordering::SeqCst) && spe.child().try_wait().is_none() {
             // Its own state file in the output directory, so the lab never shares one with a
             // middleware the user runs elsewhere on this machine.
             let state = spec.out_dir.join("schedule-state.json");
-            // `script:EXPR` is a user-defined priority, `--script EXPR`.
-            let (flag, policy) = match policy.strip_prefix("script:") {
-                Some(expression) => ("--script", expression),
-                None => ("--policy", policy),
-            };
-            let mut args: Vec<String> = [
-                "schedule",
-                &target[0],
-                &target[1],
-                flag,
-                policy,
-                "--state-file",
-                &state.display().to_string(),
-                "--quiet",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-            // `qs/translator=realtime`: the configuration's own middleware flags; a `/period=` of
-            // its own replaces the sweep's period, and without either the middleware's default
-            // for the SPE's kind applies.
-            if let (Some(period), false) = (spec.policy_period, config.schedule_args.iter().any(|a| a == "--period")) {
-                args.extend(["--period".to_string(), format!("{}ms", period.as_millis().max(1))]);
-            }
-            args.extend(config.schedule_args.iter().cloned());
-            match Child::spawn(&spec.exe, &args) {
+            let args = mw_state::schedule_args(config, policy, &target, &state, spec.policy_period);
+            match Middleware::spawn(&spec.exe, args) {
                 Ok(m) => middleware = Some(m),
                 Err(e) => {
-                    failure = Some(format!("cannot start the middleware: {e}"));
+                    failure = Some(e);
                     spe.stop();
                 }
             }
         }
     }
 
-    // Wait for the SPE, watching the middleware and sampling its CPU at (about) the SPE's
-    // measured window: from warm-up to the end of the run.
+    // Wait for the SPE, watching the middleware and sampling its CPU and state at (about) the
+    // SPE's measured window: from warm-up to the end of the run.
     let window_start = t0 + spec.duration.mul_f64(spec.warmup);
     let window_end = t0 + spec.duration;
     let deadline = t0 + spec.deadline();
-    let mut mw_cpu: [Option<(Instant, u64)>; 2] = [None, None];
     let outcome = loop {
         if let Some(status) = spe.child().try_wait() {
             break Outcome::Exited(status);
@@ -655,23 +635,12 @@ fn attempt_point(
         if Instant::now() >= deadline {
             break Outcome::TimedOut;
         }
-        if let Some(m) = middleware.as_mut() {
-            if let Some(status) = m.try_wait() {
-                let (_, err) = m.output();
-                failure = Some(format!(
-                    "the middleware exited during the run ({}): {}",
-                    describe(status),
-                    tail_lines(&err, 5)
-                ));
-                break Outcome::TimedOut;
-            }
-            let now = Instant::now();
-            if mw_cpu[0].is_none() && now >= window_start {
-                mw_cpu[0] = cpu_sample(m.pid());
-            }
-            if mw_cpu[1].is_none() && now >= window_end {
-                mw_cpu[1] = cpu_sample(m.pid());
-            }
+        if let Some(Err(f)) = middleware.as_mut().map(|m| m.watch(window_start, window_end)) {
+            port_taken = matches!(f, MwFailure::PortTaken(_));
+            failure = Some(match f {
+                MwFailure::PortTaken(why) | MwFailure::Failed(why) => why,
+            });
+            break Outcome::TimedOut;
         }
         std::thread::sleep(POLL);
     };
@@ -680,34 +649,9 @@ fn attempt_point(
     }
 
     // Stop the middleware first thing after the SPE: SIGINT lets it restore what it steered.
-    if let Some(mut m) = middleware {
-        if mw_cpu[1].is_none() {
-            mw_cpu[1] = cpu_sample(m.pid());
-        }
-        if let [Some((t_a, a)), Some((t_b, b))] = mw_cpu {
-            let wall = t_b.duration_since(t_a).as_secs_f64();
-            if wall > 0.0 {
-                point.middleware_cpu = Some(b.saturating_sub(a) as f64 / 1e9 / wall);
-            }
-        }
-        let was_running = m.try_wait().is_none();
-        let status = m.terminate(libc::SIGINT, MIDDLEWARE_GRACE);
-        if was_running && failure.is_none() {
-            use std::os::unix::process::ExitStatusExt;
-            match status {
-                Some(s) if s.signal() == Some(libc::SIGKILL) => {
-                    failure = Some(format!("the middleware did not stop within {MIDDLEWARE_GRACE:?} of SIGINT"))
-                }
-                // 130 = 128 + SIGINT, the conventional exit code of a process stopped by Ctrl-C.
-                Some(s) if !s.success() && s.signal() != Some(libc::SIGINT) && s.code() != Some(130) => {
-                    failure = Some(format!(
-                        "the middleware failed on SIGINT ({}): {}",
-                        describe(s),
-                        tail_lines(&m.output().1, 5)
-                    ))
-                }
-                _ => {}
-            }
+    if let Some(m) = middleware {
+        if let (Err(MwFailure::PortTaken(why) | MwFailure::Failed(why)), None) = (m.finish(t0, point), &failure) {
+            failure = Some(why);
         }
     }
 
@@ -718,7 +662,7 @@ fn attempt_point(
         return Attempt::Interrupted;
     }
     if let Some(f) = failure {
-        return Attempt::Failed(f);
+        return if port_taken { Attempt::PortTaken(f) } else { Attempt::Failed(f) };
     }
     let who = spe.name();
     match outcome {
@@ -768,12 +712,6 @@ fn attempt_point(
             spe.stderr_tail(&stderr, 5)
         )),
     }
-}
-
-/// The middleware's CPU so far, with that of the children it waited for (`jcmd` for a JVM's
-/// thread dump).
-fn cpu_sample(pid: u32) -> Option<(Instant, u64)> {
-    moirai_os::proc::process_and_children_cpu_ns(pid).ok().map(|ns| (Instant::now(), ns))
 }
 
 #[cfg(test)]

@@ -8,9 +8,12 @@ use crate::spec::parse_configurations;
 use std::sync::Arc;
 
 /// A stand-in for the `moirai` binary, in Python: `run syn ...` behaves as the mode given by
-/// `--fake MODE` after the lab's arguments, `schedule` behaves as a middleware.
+/// `--fake MODE` after the lab's arguments, `schedule` behaves as a middleware: it serves
+/// `/metrics` on `--metrics-addr`, acting from 0.1 s after its start with `--activation always`
+/// and never otherwise.
 const FAKE: &str = r#"#!/usr/bin/env python3
 import json, os, signal, socket, sys, time
+start = time.monotonic()
 here = os.path.dirname(os.path.abspath(__file__))
 args = sys.argv[1:]
 def opt(name, default=None):
@@ -24,6 +27,12 @@ if args[:1] == ["schedule"]:
         time.sleep(0.1)
         print("policy crashed", file=sys.stderr)
         sys.exit(3)
+    taken = os.path.join(here, "mw-port-taken")
+    if os.path.exists(taken):
+        os.remove(taken)
+        print("error: cannot serve metrics on %s: Address already in use (os error 98)" % opt("--metrics-addr"),
+              file=sys.stderr)
+        sys.exit(2)
     log = open(os.path.join(here, "middleware.log"), "a")
     port = int(opt("--engine").rsplit(":", 1)[1])
     socket.create_connection(("127.0.0.1", port), timeout=5).close()
@@ -34,6 +43,33 @@ if args[:1] == ["schedule"]:
         log.close()
         sys.exit(0)
     signal.signal(signal.SIGINT, on_int)
+    if not os.path.exists(os.path.join(here, "mw-no-metrics")):
+        import threading
+        always = opt("--activation") == "always"
+        host, mport = opt("--metrics-addr").rsplit(":", 1)
+        metrics = socket.socket()
+        metrics.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        metrics.bind((host, int(mport)))
+        metrics.listen(16)
+        def serve():
+            while True:
+                conn, _ = metrics.accept()
+                request = b""
+                while b"\r\n\r\n" not in request:
+                    chunk = conn.recv(4096)
+                    if not chunk:
+                        break
+                    request += chunk
+                up = time.monotonic() - start
+                active = max(0.0, up - 0.1) if always else 0.0
+                body = "moirai_schedule_uptime_seconds %f\n" % up
+                body += 'moirai_schedule_active_seconds_total{spe="engine"} %f\n' % active
+                if always and up > 0.1:
+                    body += 'moirai_schedule_first_active_seconds{spe="engine"} 0.1\n'
+                head = "HTTP/1.0 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body)
+                conn.sendall((head + body).encode())
+                conn.close()
+        threading.Thread(target=serve, daemon=True).start()
     while True:
         sum(range(20000))
         time.sleep(0.001)
@@ -81,7 +117,13 @@ impl Fake {
     pub(crate) fn new(name: &str) -> Fake {
         let dir = TempDir::new(name);
         let exe = dir.0.join("moirai");
-        std::fs::write(&exe, FAKE).unwrap();
+        // The system's interpreter when there is one: a version manager's shim (pyenv) takes most
+        // of a second to start on a loaded machine, longer than a middleware has here.
+        let fake = match std::path::Path::new("/usr/bin/python3").exists() {
+            true => FAKE.replacen("#!/usr/bin/env python3", "#!/usr/bin/python3", 1),
+            false => FAKE.to_string(),
+        };
+        std::fs::write(&exe, fake).unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
         Fake { dir }
@@ -302,14 +344,18 @@ fn a_usage_error_ends_the_sweep() {
 #[test]
 fn a_policy_starts_the_middleware_against_the_engine_and_stops_it_with_sigint() {
     let fake = Fake::new("middleware");
-    let s = fake.spec("os,qs", &[1000.0], "ok");
+    // Long enough for the fake middleware to answer within the window on a loaded machine.
+    let s = SweepSpec { duration: Duration::from_secs(2), ..fake.spec("os,qs", &[1000.0], "ok") };
     preflight(&s).unwrap();
     let (points, end) = sweep(&s, &AtomicBool::new(false));
     assert_eq!(end, SweepEnd::Completed);
     assert_eq!(points[0].middleware_cpu, None);
+    assert_eq!((points[0].middleware_active_share, points[0].middleware_first_active_s), (None, None));
     assert_eq!(points[1].failure, None);
     let cpu = points[1].middleware_cpu.expect("middleware CPU measured");
     assert!((0.0..=1.5).contains(&cpu), "{cpu}");
+    // It said, on its own endpoint, that it never acted.
+    assert_eq!((points[1].middleware_active_share, points[1].middleware_first_active_s), (Some(0.0), None));
     // The middleware reached the endpoint of that point's engine, and got SIGINT at the end.
     let engine = fake.log("engine.log");
     let port = engine.lines().nth(1).unwrap().split("--metrics-addr 127.0.0.1:").nth(1).unwrap();
@@ -345,4 +391,42 @@ fn ctrl_c_stops_the_running_point_and_results_are_still_written() {
     assert!(done.points.iter().all(|p| p.failure.is_none()));
     let report = std::fs::read_to_string(&done.files[2]).unwrap();
     assert!(report.contains("interrupted"));
+}
+
+#[test]
+fn the_lab_reads_whether_and_since_when_the_middleware_acted_from_its_metrics() {
+    let fake = Fake::new("middleware-acts");
+    let s = SweepSpec { duration: Duration::from_secs(2), ..fake.spec("qs/activation=always", &[1000.0], "ok") };
+    let (points, _) = sweep(&s, &AtomicBool::new(false));
+    let p = &points[0];
+    assert_eq!(p.failure, None);
+    // The fake acts from 0.1 s after its start, well before the window (0.4 s to 2 s).
+    let share = p.middleware_active_share.expect("a share");
+    assert!(share > 0.9 && share <= 1.0, "{share}");
+    // Started after the engine answered, it first acted 0.1 s later: after the SPE's start,
+    // within the run.
+    let first = p.middleware_first_active_s.expect("it acted");
+    assert!((0.1..2.0).contains(&first), "{first}");
+}
+
+#[test]
+fn a_middleware_that_cannot_listen_on_its_port_gets_another_attempt() {
+    let fake = Fake::new("middleware-port");
+    std::fs::write(fake.dir.0.join("mw-port-taken"), b"").unwrap();
+    // Long enough for the fake to fail within the run on a loaded machine.
+    let s = SweepSpec { duration: Duration::from_secs(2), ..fake.spec("qs", &[1000.0], "ok") };
+    let (points, _) = sweep(&s, &AtomicBool::new(false));
+    assert_eq!(points[0].failure, None, "the second attempt, on another port, ran");
+    assert_eq!(points[0].middleware_active_share, Some(0.0));
+    assert_eq!(fake.log("engine.log").lines().count(), 2, "the engine ran once per attempt");
+}
+
+#[test]
+fn a_middleware_whose_metrics_do_not_answer_fails_its_point() {
+    let fake = Fake::new("middleware-mute");
+    std::fs::write(fake.dir.0.join("mw-no-metrics"), b"").unwrap();
+    let (points, _) = sweep(&fake.spec("qs", &[1000.0], "ok"), &AtomicBool::new(false));
+    let f = points[0].failure.as_deref().unwrap();
+    assert!(f.contains("metrics did not answer") && f.contains("cannot say whether it acted"), "{f}");
+    assert!(f.contains("/metrics"), "names the address: {f}");
 }

@@ -238,26 +238,50 @@ fn a_policy_configuration_runs_the_middleware_beside_the_engine() {
         "--reps",
         "1",
         "--compare",
-        "os,qs",
+        "os,qs,qs/activation=always",
         "--out",
         dir,
         "--",
         "--ops",
         "2",
     ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{stderr}");
     let json = read_json(&out.0.join("results.json"));
     let points = json["points"].as_array().unwrap();
-    assert_eq!(points.len(), 2);
+    assert_eq!(points.len(), 3);
     for p in points {
         assert!(p["failure"].is_null(), "a point failed: {p}");
     }
-    // Only the configuration with a policy had a middleware, and its CPU share was measured.
+    // Only the configurations with a policy had a middleware, and its CPU share was measured.
     assert!(points[0]["middleware_cpu"].is_null());
-    let share = num(&points[1]["middleware_cpu"], "middleware_cpu");
-    assert!((0.0..=2.0).contains(&share), "{share}");
+    for p in &points[1..] {
+        let share = num(&p["middleware_cpu"], "middleware_cpu");
+        assert!((0.0..=2.0).contains(&share), "{share}");
+    }
     assert!(stderr.contains("middleware"), "{stderr}");
+    // Whether it acted, from its own /metrics: never without a middleware; a share of the window
+    // with one (the activation rule decides at 3000/s on an idle or a busy machine alike); most of
+    // the window when acting always — from its first round, before the window — in which case it
+    // first acted after the engine's start and before the run's end (2 s).
+    assert!(points[0]["middleware_active_share"].is_null() && points[0]["middleware_first_active_s"].is_null());
+    let auto = num(&points[1]["middleware_active_share"], "middleware_active_share");
+    assert!((0.0..=1.0).contains(&auto), "{auto}");
+    let always = num(&points[2]["middleware_active_share"], "middleware_active_share");
+    assert!(always > 0.5 && always <= 1.0, "acting always, it acted in {always} of the window: {}", points[2]);
+    let first = num(&points[2]["middleware_first_active_s"], "middleware_first_active_s");
+    assert!((0.0..2.0).contains(&first), "{first}");
+    // The same in results.csv, the summary table and the progress lines.
+    let csv = std::fs::read_to_string(out.0.join("results.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = header.iter().position(|h| *h == "middleware_active_share").expect("a column of the share");
+    assert!(header.contains(&"middleware_first_active_s"), "{header:?}");
+    let always_row: Vec<&str> = csv.lines().nth(3).unwrap().split(',').collect();
+    let in_csv: f64 = always_row[col].parse().unwrap_or(f64::NAN);
+    assert!((in_csv - always).abs() < 1e-9, "{csv}");
+    assert!(stdout.contains("mw active %"), "{stdout}");
+    assert!(stderr.contains("acting") && stderr.contains("% of the window"), "{stderr}");
 }
 
 /// The JVMs of jobs (`... moirai.flink.Run ...`, `... moirai.storm.Run ...`) whose arguments
@@ -374,6 +398,10 @@ fn jvm_configurations_run_real_jobs_alone_and_under_the_middleware(system: &str,
     assert!(points[0]["middleware_cpu"].is_null());
     let share = num(&points[1]["middleware_cpu"], "middleware_cpu");
     assert!((0.0..=2.0).contains(&share), "{share}");
+    // Acting always, the middleware says it acted over (nearly) the whole window.
+    assert!(points[0]["middleware_active_share"].is_null());
+    let active = num(&points[1]["middleware_active_share"], "middleware_active_share");
+    assert!(active > 0.5 && active <= 1.0, "{active}: {}", points[1]);
 
     // One JVM per point: the first ran alone, the second under the middleware's nice values.
     assert_eq!(jvms.len(), 2, "JVMs seen: {jvms:?}\n{stderr}");

@@ -83,6 +83,11 @@ fn activity(port: u16) -> Option<(bool, String)> {
     Some((line.ends_with(" 1"), reason))
 }
 
+/// The value of one series (`name{labels}` as rendered) on the middleware's `/metrics`.
+fn value(port: u16, series: &str) -> Option<f64> {
+    metrics(port).lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
 /// The nice values the middleware says it applied, per tid.
 fn applied(port: u16) -> BTreeMap<i32, i64> {
     metrics(port)
@@ -138,6 +143,9 @@ fn well_below_saturation_every_thread_keeps_its_nice_and_the_middleware_says_idl
     assert!(reason == "cpu_room" || reason == "keeping_up", "idle, and why: {reason}");
     assert!(applied(mw_port).is_empty(), "nothing applied: {:?}", applied(mw_port));
     assert!(metrics(mw_port).contains("moirai_schedule_activations_total{spe=\"engine\"} 0"));
+    // It never acted: no time acting, no first activation.
+    assert_eq!(value(mw_port, "moirai_schedule_active_seconds_total{spe=\"engine\"}"), Some(0.0));
+    assert_eq!(value(mw_port, "moirai_schedule_first_active_seconds{spe=\"engine\"}"), None);
     mw.signal(libc::SIGINT);
     let (code, err) = mw.wait();
     assert_eq!(code, Some(0), "{err}");
@@ -204,6 +212,15 @@ fn past_saturation_it_acts_and_when_the_rate_falls_back_every_thread_gets_its_va
     assert_eq!(nices(&threads), before, "every thread is back to its original value");
     assert!(applied(mw_port).is_empty(), "{:?}", applied(mw_port));
     assert!(metrics(mw_port).contains("moirai_schedule_activations_total{spe=\"engine\"} 1"), "{}", metrics(mw_port));
+    // How long it acted: at least the rule's 10 s release window, no longer than it has run,
+    // and no more once idle; since when: a moment of its run.
+    let acted = "moirai_schedule_active_seconds_total{spe=\"engine\"}";
+    let (seconds, uptime) = (value(mw_port, acted).unwrap(), value(mw_port, "moirai_schedule_uptime_seconds").unwrap());
+    assert!(seconds >= 10.0 && seconds < uptime, "acted {seconds} s of {uptime} s");
+    let first = value(mw_port, "moirai_schedule_first_active_seconds{spe=\"engine\"}").expect("a first activation");
+    assert!(first > 0.0 && first + seconds <= uptime, "first acted at {first} s, for {seconds} s, of {uptime} s");
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(value(mw_port, acted), Some(seconds), "idle: the time acting stands still");
     mw.signal(libc::SIGINT);
     let (code, err) = mw.wait();
     assert_eq!(code, Some(0), "{err}");

@@ -6,6 +6,11 @@
 //! policies' schedules are enforced only on the threads of active SPEs; an SPE that turns idle
 //! gets every thread's original value back (the daemon does that through the restore log).
 //! With [`ActivationMode::Always`] every SPE is always active, as before the rule existed.
+//!
+//! Each round also counts how long the middleware has acted on each SPE ([`ActiveTime`]): a
+//! stretch begins at the round that finds it active and ends at the round that finds it idle
+//! (its threads keep the values applied in between), so the time is the time between rounds
+//! while active.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -74,14 +79,50 @@ pub struct SpeActivity {
     pub since: Duration,
     /// How many times it became active.
     pub activations: u64,
+    /// How long the middleware has acted on it.
+    pub time: ActiveTime,
+}
+
+/// How long the middleware has acted on an SPE, on the daemon's clock (since it started).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ActiveTime {
+    /// The stretches that ended.
+    pub closed: Duration,
+    /// When the stretch under way began (the round that found the SPE active), if it is active.
+    pub open_since: Option<Duration>,
+    /// When it was first found active, if ever.
+    pub first: Option<Duration>,
+}
+
+impl ActiveTime {
+    /// Time acted on it up to `now` (the stretch under way counts up to `now`).
+    pub fn seconds(&self, now: Duration) -> f64 {
+        let open = self.open_since.map_or(Duration::ZERO, |since| now.saturating_sub(since));
+        (self.closed + open).as_secs_f64()
+    }
+
+    /// The round at `at` found the SPE `active` or not.
+    fn account(&mut self, at: Duration, active: bool) {
+        match (active, self.open_since) {
+            (true, None) => {
+                self.open_since = Some(at);
+                self.first.get_or_insert(at);
+            }
+            (false, Some(since)) => {
+                self.closed += at.saturating_sub(since);
+                self.open_since = None;
+            }
+            _ => {}
+        }
+    }
 }
 
 /// The activation rules of the SPEs.
 pub struct Activity {
     mode: ActivationMode,
     cpu_threshold: f64,
-    /// Per SPE name: its rule and how many times it became active.
-    rules: BTreeMap<String, (Activation, u64)>,
+    /// Per SPE name: its rule, how many times it became active, and how long it was active.
+    rules: BTreeMap<String, (Activation, u64, ActiveTime)>,
     /// The machine's CPU ticks at the last reading (busy, total).
     cpu_before: Option<(u64, u64)>,
     /// The machine's busy share since the reading before.
@@ -93,7 +134,9 @@ impl Activity {
     pub fn new(mode: ActivationMode, cpu_threshold: f64, spes: &[(String, String)]) -> Activity {
         let rules = spes
             .iter()
-            .map(|(name, kind)| (name.clone(), (Activation::new(config_for(kind, cpu_threshold)), 0)))
+            .map(|(name, kind)| {
+                (name.clone(), (Activation::new(config_for(kind, cpu_threshold)), 0, ActiveTime::default()))
+            })
             .collect();
         Activity { mode, cpu_threshold, rules, cpu_before: None, busy: None }
     }
@@ -134,7 +177,7 @@ impl Activity {
         if self.mode == ActivationMode::Always {
             return None;
         }
-        let (rule, activations) = self.rules.get_mut(spe)?;
+        let (rule, activations, _) = self.rules.get_mut(spe)?;
         let sample = LoadSample {
             at,
             cpu_busy: self.busy,
@@ -150,11 +193,21 @@ impl Activity {
 
     /// Whether the middleware acts on SPE `spe` now.
     pub fn is_active(&self, spe: &str) -> bool {
-        self.mode == ActivationMode::Always || self.rules.get(spe).is_some_and(|(r, _)| r.is_active())
+        self.mode == ActivationMode::Always || self.rules.get(spe).is_some_and(|(r, _, _)| r.is_active())
+    }
+
+    /// Counts the time acted on each SPE up to the round at `at`; call once per round, after
+    /// [`Activity::update`].
+    pub fn account(&mut self, at: Duration) {
+        let always = self.mode == ActivationMode::Always;
+        for (rule, _, time) in self.rules.values_mut() {
+            time.account(at, always || rule.is_active());
+        }
     }
 
     /// What SPE `spe`'s rule says now.
     pub fn view(&self, spe: &str) -> Option<SpeActivity> {
+        let (rule, activations, time) = self.rules.get(spe)?;
         if self.mode == ActivationMode::Always {
             return Some(SpeActivity {
                 active: true,
@@ -162,15 +215,16 @@ impl Activity {
                 code: "always",
                 since: Duration::ZERO,
                 activations: 0,
+                time: *time,
             });
         }
-        let (rule, activations) = self.rules.get(spe)?;
         Some(SpeActivity {
             active: rule.is_active(),
             reason: rule.reason().to_string(),
             code: rule.reason().code(),
             since: rule.since(),
             activations: *activations,
+            time: *time,
         })
     }
 
@@ -265,6 +319,53 @@ mod tests {
         assert_eq!(kept.iter().map(|g| g.name.as_str()).collect::<Vec<_>>(), ["engine"]);
         let flink_only = Schedule::Single([(OpRef { spe: 1, op: 0 }, 2.0)].into_iter().collect());
         assert!(a.filter(flink_only, &cluster).is_none(), "nothing of an idle SPE is scheduled");
+    }
+
+    #[test]
+    fn the_time_acted_on_an_spe_runs_from_the_round_that_activates_it_to_the_one_that_releases_it() {
+        let ms = Duration::from_millis;
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        let mut a = Activity::new(ActivationMode::Auto, 0.9, &spes());
+        a.busy = Some(1.0);
+        // Falling behind: active at the round of 1.0 s (as above).
+        for i in 0..=5u64 {
+            let load = SourceLoad { backlog: Some(10_000.0 * i as f64), ingested: 20_000.0 * i as f64 };
+            a.update("engine", ms(200 * i), Some(load));
+            a.account(ms(200 * i));
+        }
+        let v = a.view("engine").unwrap();
+        assert!(v.active);
+        assert_eq!(v.time.first, Some(ms(1000)));
+        assert!(close(v.time.seconds(ms(1000)), 0.0));
+        assert!(close(v.time.seconds(ms(1500)), 0.5), "the stretch under way counts up to now");
+        let flink = a.view("flink").unwrap().time;
+        assert_eq!((flink.first, flink.seconds(ms(1500))), (None, 0.0), "never active");
+        // Then room on the machine and no backlog: released after the 10 s release window.
+        a.busy = Some(0.3);
+        let mut released = None;
+        for i in 6..=80u64 {
+            let load = SourceLoad { backlog: Some(0.0), ingested: 100_000.0 + 20_000.0 * i as f64 };
+            if let Some(t) = a.update("engine", ms(200 * i), Some(load)) {
+                assert!(!t.active && released.is_none(), "one release, no flapping");
+                released = Some(ms(200 * i));
+            }
+            a.account(ms(200 * i));
+        }
+        let released = released.expect("released once the machine had room");
+        assert!((ms(11_000)..=ms(12_000)).contains(&released), "{released:?}");
+        let v = a.view("engine").unwrap();
+        assert!(!v.active);
+        let acted = (released - ms(1000)).as_secs_f64();
+        assert!(close(v.time.seconds(ms(16_000)), acted), "frozen while idle: {:?}", v.time);
+        assert_eq!(v.time.first, Some(ms(1000)));
+
+        // Always: acted on from the first round on.
+        let mut always = Activity::new(ActivationMode::Always, 0.9, &spes());
+        always.account(ms(30));
+        always.account(ms(530));
+        let t = always.view("engine").unwrap().time;
+        assert_eq!(t.first, Some(ms(30)));
+        assert!(close(t.seconds(ms(2030)), 2.0));
     }
 
     fn topology(name: &str) -> moirai_sched::SpeTopology {

@@ -293,6 +293,9 @@ impl Daemon {
             config.policies.iter().any(|p| p.translator != TranslatorKind::Cgroup),
             config.policies.iter().any(|p| p.translator == TranslatorKind::Cgroup),
         );
+        // The clock of the rounds, of the activity's times and of the endpoint's uptime.
+        let start = Instant::now();
+        stats.lock().started = Some(start);
         Ok(Daemon {
             drivers,
             configs: config.policies,
@@ -306,7 +309,7 @@ impl Daemon {
             recorder,
             record: RoundRecord::default(),
             out,
-            start: Instant::now(),
+            start,
             down: BTreeMap::new(),
             sessions,
             activity,
@@ -458,6 +461,7 @@ impl Daemon {
         for (spe, pid) in released {
             self.release(&spe, pid);
         }
+        self.activity.account(self.start.elapsed());
         self.show_activity();
         observations
     }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use moirai_http::{Request, Response, Server};
 
@@ -48,6 +48,8 @@ pub struct Stats {
     pub activity: BTreeMap<String, SpeActivity>,
     /// The machine's busy CPU share over the last round, when the activation rule reads it.
     pub machine_busy: Option<f64>,
+    /// When the middleware started: the clock of the rounds and of the activity's times.
+    pub started: Option<Instant>,
 }
 
 impl Stats {
@@ -77,12 +79,18 @@ fn escape(v: &str) -> String {
     v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
-/// Renders the stats in the Prometheus text format.
-pub fn render(stats: &Stats, cpu_seconds: f64) -> String {
+/// Renders the stats in the Prometheus text format, `uptime` after the middleware's start.
+pub fn render(stats: &Stats, cpu_seconds: f64, uptime: Duration) -> String {
     let mut o = String::new();
     let mut family = |name: &str, kind: &str, help: &str, value: f64| {
         let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
     };
+    family(
+        "moirai_schedule_uptime_seconds",
+        "gauge",
+        "Seconds since the middleware started (the clock of moirai_schedule_first_active_seconds).",
+        uptime.as_secs_f64(),
+    );
     family("moirai_schedule_rounds_total", "counter", "Scheduling rounds run.", stats.rounds as f64);
     family(
         "moirai_schedule_round_seconds_last",
@@ -137,6 +145,28 @@ pub fn render(stats: &Stats, cpu_seconds: f64) -> String {
     );
     for (spe, a) in &stats.activity {
         let _ = writeln!(o, "moirai_schedule_activations_total{{spe=\"{}\"}} {}", escape(spe), a.activations);
+    }
+    let _ = writeln!(
+        o,
+        "# HELP moirai_schedule_active_seconds_total Seconds the middleware has acted on the SPE (from the round \
+         that found it active to the one that found it idle, or to now).\n\
+         # TYPE moirai_schedule_active_seconds_total counter"
+    );
+    for (spe, a) in &stats.activity {
+        let _ =
+            writeln!(o, "moirai_schedule_active_seconds_total{{spe=\"{}\"}} {}", escape(spe), a.time.seconds(uptime));
+    }
+    let _ = writeln!(
+        o,
+        "# HELP moirai_schedule_first_active_seconds When the middleware first acted on the SPE, in seconds since \
+         it started (absent while it never has).\n\
+         # TYPE moirai_schedule_first_active_seconds gauge"
+    );
+    for (spe, a) in &stats.activity {
+        if let Some(first) = a.time.first {
+            let _ =
+                writeln!(o, "moirai_schedule_first_active_seconds{{spe=\"{}\"}} {}", escape(spe), first.as_secs_f64());
+        }
     }
     let _ = writeln!(
         o,
@@ -211,7 +241,9 @@ pub fn answer(routes: Routes, path: &str, host: Option<&str>, stats: &SharedStat
     match path {
         "/metrics" if routes.metrics => {
             let cpu = moirai_os::proc::process_cpu_ns(std::process::id()).unwrap_or(0) as f64 / 1e9;
-            (200, "text/plain; version=0.0.4", render(&stats.lock(), cpu))
+            let stats = stats.lock();
+            let uptime = stats.started.map_or(Duration::ZERO, |s| s.elapsed());
+            (200, "text/plain; version=0.0.4", render(&stats, cpu, uptime))
         }
         "/" | "/api/state" if routes.ui && !routes.ui_public && !loopback_host(host) => (
             403,
@@ -350,6 +382,48 @@ mod tests {
         let (code, _, body) = answer(ui_only, "/metrics", local, &stats);
         assert_eq!(code, 404);
         assert_eq!(body, "moirai schedule: GET /, /api/state\n");
+    }
+
+    #[test]
+    fn metrics_say_how_long_and_since_when_the_middleware_acted_on_each_spe() {
+        use crate::activity::ActiveTime;
+        let s = |ms: u64| Duration::from_millis(ms);
+        let view = |active: bool, time: ActiveTime| SpeActivity {
+            active,
+            reason: String::new(),
+            code: if active { "behind" } else { "cpu_room" },
+            since: Duration::ZERO,
+            activations: u64::from(time.first.is_some()),
+            time,
+        };
+        let mut stats = Stats::default();
+        // Acted on from 1.5 s to 4 s, and again since 6 s; never on "idle".
+        let engine = ActiveTime { closed: s(2500), open_since: Some(s(6000)), first: Some(s(1500)) };
+        stats.activity.insert("engine".into(), view(true, engine));
+        stats.activity.insert("idle".into(), view(false, ActiveTime::default()));
+        let text = render(&stats, 0.25, s(7250));
+        let lines: Vec<&str> = text.lines().collect();
+        for expected in [
+            "moirai_schedule_uptime_seconds 7.25",
+            "moirai_schedule_active_seconds_total{spe=\"engine\"} 3.75",
+            "moirai_schedule_active_seconds_total{spe=\"idle\"} 0",
+            "moirai_schedule_first_active_seconds{spe=\"engine\"} 1.5",
+            "# TYPE moirai_schedule_active_seconds_total counter",
+            "# TYPE moirai_schedule_first_active_seconds gauge",
+        ] {
+            assert!(lines.contains(&expected), "no line '{expected}' in:\n{text}");
+        }
+        assert!(!text.contains("first_active_seconds{spe=\"idle\"}"), "never active: no first activation");
+        // Through the endpoint: the uptime runs on the middleware's clock.
+        let shared = SharedStats::default();
+        shared.lock().started = Some(Instant::now() - s(3000));
+        let (_, _, body) = answer(BOTH, "/metrics", None, &shared);
+        let uptime: f64 = body
+            .lines()
+            .find_map(|l| l.strip_prefix("moirai_schedule_uptime_seconds "))
+            .and_then(|v| v.parse().ok())
+            .expect("an uptime");
+        assert!((3.0..60.0).contains(&uptime), "{uptime}");
     }
 
     #[test]

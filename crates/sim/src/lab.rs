@@ -140,6 +140,8 @@ pub fn run_points(
                     failure: None,
                     run: Some(cluster.summary),
                     middleware_cpu: None,
+                    middleware_active_share: None,
+                    middleware_first_active_s: None,
                 };
                 progress(&point);
                 points.push(point);

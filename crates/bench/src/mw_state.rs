@@ -1,0 +1,382 @@
+//! The middleware of a point, as the lab sees it: started beside the SPE with a metrics endpoint
+//! of its own (`--metrics-addr 127.0.0.1:PORT`, a free port), watched over the measured window,
+//! and stopped with SIGINT so that it restores what it steered.
+//!
+//! At the first poll at or after the window's start, and at its end (or when the SPE exits before
+//! it), the lab samples the middleware's CPU (its own and that of the children it waited for:
+//! `jcmd`) and scrapes its `/metrics` (at the start, again every poll until it answers). From the
+//! two scrapes:
+//!
+//! - **`middleware_active_share`** = Σ over SPEs Δ`moirai_schedule_active_seconds_total` /
+//!   Δ`moirai_schedule_uptime_seconds`: the share of the window in which the middleware acted on
+//!   the SPE (a lab run has one). Both counters run on the middleware's own clock, so the share of
+//!   one SPE is in [0, 1] whatever the scrapes' latency.
+//! - **`middleware_first_active_s`**: when the middleware first acted on an SPE
+//!   (`moirai_schedule_first_active_seconds`, seconds after its own start), in seconds after the
+//!   SPE's start — the instant the lab takes as the start of the SPE's run (the engine's spawn;
+//!   the moment a Flink job was RUNNING or a Storm spout emitted). The lab places the
+//!   middleware's start on its own clock as the instant of a scrape (the middle of its request)
+//!   minus the uptime that scrape reported; empty when it never acted.
+//!
+//! A middleware that cannot listen on the chosen port is retried on another one (as the engine
+//! is); one whose `/metrics` does not answer fails its point, since the lab could not say whether
+//! it acted.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::point::Point;
+use crate::process::{describe, free_port, tail_lines, Child};
+use crate::spec::Configuration;
+
+/// How long the middleware may take to stop after SIGINT (it restores the threads it steered).
+const MIDDLEWARE_GRACE: Duration = Duration::from_secs(5);
+/// How long one scrape of `/metrics` may take.
+const SCRAPE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How the middleware failed a point.
+#[derive(Debug, PartialEq)]
+pub enum MwFailure {
+    /// It could not listen on the port the lab chose (another process took it between the lab's
+    /// probe and its bind): another attempt, on another port, may work.
+    PortTaken(String),
+    /// Anything else.
+    Failed(String),
+}
+
+/// The arguments of `moirai schedule` for a point: the SPE (`target`: `--engine URL`,
+/// `--flink URL` or `--storm DIR`), the policy (`script:EXPR` is `--script EXPR`), its own state
+/// file, quiet, the sweep's period unless the configuration names one, and the configuration's
+/// own middleware flags. [`Middleware::spawn`] adds `--metrics-addr`.
+pub fn schedule_args(
+    config: &Configuration,
+    policy: &str,
+    target: &[String; 2],
+    state: &Path,
+    period: Option<Duration>,
+) -> Vec<String> {
+    let (flag, policy) = match policy.strip_prefix("script:") {
+        Some(expression) => ("--script", expression),
+        None => ("--policy", policy),
+    };
+    let mut args: Vec<String> =
+        ["schedule", &target[0], &target[1], flag, policy, "--state-file", &state.display().to_string(), "--quiet"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+    // `qs/translator=realtime`: the configuration's own middleware flags; a `/period=` of its own
+    // replaces the sweep's period, and without either the middleware's default for the SPE's
+    // kind applies.
+    if let (Some(period), false) = (period, config.schedule_args.iter().any(|a| a == "--period")) {
+        args.extend(["--period".to_string(), format!("{}ms", period.as_millis().max(1))]);
+    }
+    args.extend(config.schedule_args.iter().cloned());
+    args
+}
+
+/// What one scrape of the middleware's `/metrics` said.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MwState {
+    /// `moirai_schedule_uptime_seconds`.
+    pub uptime_s: f64,
+    /// `moirai_schedule_active_seconds_total` per SPE.
+    pub active_s: BTreeMap<String, f64>,
+    /// `moirai_schedule_first_active_seconds` per SPE that was ever active.
+    pub first_active_s: BTreeMap<String, f64>,
+}
+
+impl MwState {
+    /// Reads the families the lab needs from the Prometheus text of `/metrics`; an SPE that is not
+    /// listed yet (before the first round) has acted for 0 s.
+    pub fn parse(text: &str) -> Result<MwState, String> {
+        let mut state = MwState::default();
+        let mut uptime = None;
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let Some((series, value)) = line.rsplit_once(' ') else { continue };
+            let (name, spe) = match series.split_once('{') {
+                Some((name, labels)) => (name, spe_label(labels)),
+                None => (series, None),
+            };
+            let map = match name {
+                "moirai_schedule_uptime_seconds" => None,
+                "moirai_schedule_active_seconds_total" => Some(&mut state.active_s),
+                "moirai_schedule_first_active_seconds" => Some(&mut state.first_active_s),
+                _ => continue,
+            };
+            let value: f64 = match value.parse() {
+                Ok(v) if f64::is_finite(v) && v >= 0.0 => v,
+                _ => return Err(format!("`{line}` has no finite value >= 0")),
+            };
+            match (map, spe) {
+                (None, _) => uptime = Some(value),
+                (Some(map), Some(spe)) => {
+                    map.insert(spe, value);
+                }
+                (Some(_), None) => return Err(format!("`{line}` names no SPE")),
+            }
+        }
+        state.uptime_s = uptime.ok_or(
+            "no moirai_schedule_uptime_seconds: is the middleware older than the lab (a `moirai` binary of another \
+             build)?",
+        )?;
+        Ok(state)
+    }
+}
+
+/// The value of the `spe` label in `labels` (what follows `{`), escapes left as they are.
+fn spe_label(labels: &str) -> Option<String> {
+    let start = labels.find("spe=\"")? + 5;
+    let rest = &labels[start..];
+    let mut escaped = false;
+    let end = rest.char_indices().find(|&(_, c)| {
+        let closes = c == '"' && !escaped;
+        escaped = c == '\\' && !escaped;
+        closes
+    })?;
+    Some(rest[..end.0].to_string())
+}
+
+/// The share of the window between two scrapes in which the middleware acted, summed over SPEs;
+/// `None` when the scrapes span no time.
+pub fn active_share(start: &MwState, end: &MwState) -> Option<f64> {
+    let wall = end.uptime_s - start.uptime_s;
+    if wall <= 0.0 {
+        return None;
+    }
+    // Each SPE's part is at most the window: both counters run on the middleware's clock, so more
+    // is the rounding of their decimal text.
+    let active: f64 = end
+        .active_s
+        .iter()
+        .map(|(spe, s)| (s - start.active_s.get(spe).copied().unwrap_or(0.0)).clamp(0.0, wall))
+        .sum();
+    Some(active / wall)
+}
+
+/// When the middleware first acted on an SPE, in seconds after `t0` (the SPE's start), from a
+/// scrape made at `at`; `None` when it never acted.
+pub fn first_active_after(state: &MwState, at: Instant, t0: Instant) -> Option<f64> {
+    let first = state.first_active_s.values().copied().fold(f64::INFINITY, f64::min);
+    if !first.is_finite() {
+        return None;
+    }
+    let started = at.checked_sub(Duration::from_secs_f64(state.uptime_s))?;
+    // A scrape's latency can put it a hair before `t0`: never negative.
+    Some((started + Duration::from_secs_f64(first)).saturating_duration_since(t0).as_secs_f64())
+}
+
+/// A running middleware of a point.
+pub struct Middleware {
+    child: Child,
+    port: u16,
+    agent: ureq::Agent,
+    /// Its CPU (with its children's) at the window's start and end, ns.
+    cpu: [Option<(Instant, u64)>; 2],
+    /// Its state at the window's start and end, with the instant of the scrape.
+    state: [Option<(Instant, MwState)>; 2],
+    /// Why the last scrape failed, while none has answered at that end of the window.
+    scrape_error: Option<String>,
+}
+
+impl Middleware {
+    /// Starts `moirai schedule <args> --metrics-addr 127.0.0.1:PORT` on a free port.
+    pub fn spawn(exe: &Path, mut args: Vec<String>) -> Result<Middleware, String> {
+        let port = free_port()
+            .map_err(|e| format!("no free TCP port on 127.0.0.1 for the middleware's metrics endpoint: {e}"))?;
+        args.extend(["--metrics-addr".to_string(), format!("127.0.0.1:{port}")]);
+        let child = Child::spawn(exe, &args).map_err(|e| format!("cannot start the middleware: {e}"))?;
+        let agent = ureq::AgentBuilder::new().timeout(SCRAPE_TIMEOUT).build();
+        Ok(Middleware { child, port, agent, cpu: [None, None], state: [None, None], scrape_error: None })
+    }
+
+    /// Watches it at one poll of the point, sampling at the window's `start` and `end`; says why
+    /// the point fails when it exited.
+    pub fn watch(&mut self, start: Instant, end: Instant) -> Result<(), MwFailure> {
+        if let Some(status) = self.child.try_wait() {
+            let (_, err) = self.child.output();
+            let tail = tail_lines(&err, 5);
+            let what = format!("the middleware exited during the run ({}): {tail}", describe(status));
+            return Err(if tail.contains("cannot serve metrics") && tail.contains("in use") {
+                MwFailure::PortTaken(what)
+            } else {
+                MwFailure::Failed(what)
+            });
+        }
+        let now = Instant::now();
+        if now >= start && now < end {
+            if self.cpu[0].is_none() {
+                self.cpu[0] = cpu_sample(self.child.pid());
+            }
+            if self.state[0].is_none() {
+                self.state[0] = self.scrape();
+            }
+        }
+        if now >= end {
+            self.sample_end();
+        }
+        Ok(())
+    }
+
+    /// The samples at the window's end, unless taken.
+    fn sample_end(&mut self) {
+        if self.cpu[1].is_none() {
+            self.cpu[1] = cpu_sample(self.child.pid());
+        }
+        if self.state[1].is_none() {
+            if self.state[0].is_none() && self.scrape_error.is_some() {
+                // Its start was never measured: say why, rather than scrape once more.
+                return;
+            }
+            self.scrape_error = None;
+            self.state[1] = self.scrape();
+        }
+    }
+
+    fn scrape(&mut self) -> Option<(Instant, MwState)> {
+        let url = format!("http://127.0.0.1:{}/metrics", self.port);
+        let sent = Instant::now();
+        let text = self.agent.get(&url).call().map_err(|e| e.to_string()).and_then(|r| {
+            let got = Instant::now();
+            r.into_string().map(|t| (got, t)).map_err(|e| e.to_string())
+        });
+        match text.and_then(|(got, t)| MwState::parse(&t).map(|s| (sent + (got - sent) / 2, s))) {
+            Ok(sample) => {
+                self.scrape_error = None;
+                Some(sample)
+            }
+            Err(e) => {
+                self.scrape_error = Some(format!("{url}: {e}"));
+                None
+            }
+        }
+    }
+
+    /// Takes the end-of-window samples if the SPE ended first, records the middleware's CPU and
+    /// state in `point` (`t0`: the SPE's start), and stops it with SIGINT. Says why the point
+    /// fails when it did not stop cleanly or its state could not be read.
+    pub fn finish(mut self, t0: Instant, point: &mut Point) -> Result<(), MwFailure> {
+        let was_running = self.child.try_wait().is_none();
+        if was_running {
+            self.sample_end();
+        }
+        if let [Some((t_a, a)), Some((t_b, b))] = self.cpu {
+            let wall = t_b.duration_since(t_a).as_secs_f64();
+            if wall > 0.0 {
+                point.middleware_cpu = Some(b.saturating_sub(a) as f64 / 1e9 / wall);
+            }
+        }
+        if let [Some((_, a)), Some((at, b))] = &self.state {
+            point.middleware_active_share = active_share(a, b);
+            point.middleware_first_active_s = first_active_after(b, *at, t0);
+        }
+        let status = self.child.terminate(libc::SIGINT, MIDDLEWARE_GRACE);
+        if !was_running {
+            return Ok(());
+        }
+        use std::os::unix::process::ExitStatusExt;
+        match status {
+            Some(s) if s.signal() == Some(libc::SIGKILL) => {
+                return Err(MwFailure::Failed(format!(
+                    "the middleware did not stop within {MIDDLEWARE_GRACE:?} of SIGINT"
+                )))
+            }
+            // 130 = 128 + SIGINT, the conventional exit code of a process stopped by Ctrl-C.
+            Some(s) if !s.success() && s.signal() != Some(libc::SIGINT) && s.code() != Some(130) => {
+                return Err(MwFailure::Failed(format!(
+                    "the middleware failed on SIGINT ({}): {}",
+                    describe(s),
+                    tail_lines(&self.child.output().1, 5)
+                )))
+            }
+            _ => {}
+        }
+        match self.scrape_error {
+            Some(e) => Err(MwFailure::Failed(format!(
+                "the middleware's metrics did not answer over the measured window, so the lab cannot say whether it \
+                 acted: {e}"
+            ))),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The middleware's CPU so far, with that of the children it waited for (`jcmd` for a JVM's
+/// thread dump).
+fn cpu_sample(pid: u32) -> Option<(Instant, u64)> {
+    moirai_os::proc::process_and_children_cpu_ns(pid).ok().map(|ns| (Instant::now(), ns))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const METRICS: &str = "# HELP moirai_schedule_uptime_seconds Seconds since the middleware started.\n\
+        # TYPE moirai_schedule_uptime_seconds gauge\n\
+        moirai_schedule_uptime_seconds 12.5\n\
+        moirai_schedule_rounds_total 12\n\
+        moirai_schedule_active{spe=\"engine\",reason=\"behind\"} 1\n\
+        moirai_schedule_active_seconds_total{spe=\"engine\"} 4.25\n\
+        moirai_schedule_active_seconds_total{spe=\"a \\\"b\\\"\"} 0\n\
+        moirai_schedule_first_active_seconds{spe=\"engine\"} 8.25\n";
+
+    #[test]
+    fn the_state_is_read_from_the_middlewares_metrics() {
+        let s = MwState::parse(METRICS).unwrap();
+        assert_eq!(s.uptime_s, 12.5);
+        assert_eq!(s.active_s.len(), 2);
+        assert_eq!(s.active_s["engine"], 4.25);
+        assert_eq!(s.active_s["a \\\"b\\\""], 0.0);
+        assert_eq!(s.first_active_s.iter().collect::<Vec<_>>(), [(&"engine".to_string(), &8.25)]);
+        // Before its first round a middleware lists no SPE.
+        assert_eq!(MwState::parse("moirai_schedule_uptime_seconds 0.01\n").unwrap().active_s.len(), 0);
+        let e = MwState::parse("moirai_schedule_rounds_total 3\n").unwrap_err();
+        assert!(e.contains("no moirai_schedule_uptime_seconds"), "{e}");
+        let e = MwState::parse("moirai_schedule_uptime_seconds NaN\n").unwrap_err();
+        assert!(e.contains("no finite value"), "{e}");
+        let e = MwState::parse("moirai_schedule_uptime_seconds 1\nmoirai_schedule_active_seconds_total 3\n");
+        assert!(e.unwrap_err().contains("names no SPE"));
+    }
+
+    #[test]
+    fn the_share_and_the_first_activation_come_from_two_scrapes() {
+        let state = |uptime: f64, active: f64, first: Option<f64>| MwState {
+            uptime_s: uptime,
+            active_s: [("engine".to_string(), active)].into_iter().collect(),
+            first_active_s: first.map(|f| ("engine".to_string(), f)).into_iter().collect(),
+        };
+        // Idle for the first 2 s of a 10 s window, then active.
+        let (a, b) = (state(3.0, 0.0, None), state(13.0, 8.0, Some(5.0)));
+        assert_eq!(active_share(&a, &b), Some(0.8));
+        assert_eq!(active_share(&MwState { active_s: BTreeMap::new(), ..a.clone() }, &b), Some(0.8));
+        assert_eq!(active_share(&b, &b), None, "no time between the scrapes");
+        assert_eq!(active_share(&a, &state(13.0, 0.0, None)), Some(0.0));
+        // Acting the whole window, whatever the rounding of the text.
+        let whole = (state(0.1, 0.06, None), state(0.3, 0.26000000000000001, Some(0.04)));
+        assert_eq!(active_share(&whole.0, &whole.1), Some(1.0));
+        // The SPE started 1.5 s before the middleware; the scrape at `at` says 13 s of uptime.
+        let t0 = Instant::now();
+        let at = t0 + Duration::from_millis(14_500);
+        let first = first_active_after(&b, at, t0).unwrap();
+        assert!((first - 6.5).abs() < 1e-6, "{first}");
+        assert_eq!(first_active_after(&a, at, t0), None, "never active");
+    }
+
+    #[test]
+    fn the_middleware_gets_the_points_target_policy_and_period() {
+        let c = Configuration::parse("qs").unwrap();
+        let target = ["--engine".to_string(), "http://127.0.0.1:9".to_string()];
+        let state = Path::new("/tmp/s.json");
+        let args = schedule_args(&c, "qs", &target, state, Some(Duration::from_millis(500))).join(" ");
+        assert_eq!(
+            args,
+            "schedule --engine http://127.0.0.1:9 --policy qs --state-file /tmp/s.json --quiet --period 500ms"
+        );
+        let args = schedule_args(&c, "qs", &target, state, None).join(" ");
+        assert!(!args.contains("--period"), "the middleware's default for the SPE's kind: {args}");
+        let c = Configuration::parse("qs/activation=always/period=2s").unwrap();
+        let args = schedule_args(&c, "script:queue_len", &target, state, Some(Duration::from_millis(500))).join(" ");
+        assert!(args.contains("--script queue_len"), "{args}");
+        assert!(args.ends_with("--quiet --activation always --period 2s"), "{args}");
+    }
+}

@@ -351,8 +351,8 @@ mod tests {
         assert_eq!(active_share(&MwState { active_s: BTreeMap::new(), ..a.clone() }, &b), Some(0.8));
         assert_eq!(active_share(&b, &b), None, "no time between the scrapes");
         assert_eq!(active_share(&a, &state(13.0, 0.0, None)), Some(0.0));
-        // Acting the whole window, whatever the rounding of the text.
-        let whole = (state(0.1, 0.06, None), state(0.3, 0.26000000000000001, Some(0.04)));
+        // Acting the whole window, whatever the rounding of the text: 0.2 / 0.2 is 1.0000000000000002 here.
+        let whole = (state(0.1, 0.06, None), state(0.3, 0.26, Some(0.04)));
         assert_eq!(active_share(&whole.0, &whole.1), Some(1.0));
         // The SPE started 1.5 s before the middleware; the scrape at `at` says 13 s of uptime.
         let t0 = Instant::now();

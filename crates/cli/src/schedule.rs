@@ -93,8 +93,8 @@ pub struct ScheduleArgs {
     #[arg(long)]
     ui_public: bool,
     /// When the policies' schedules are enforced on an SPE: auto (only while the machine's CPU is
-    /// saturated and the SPE falls behind: tuples wait at its sources or in its queues; its threads get their original values back
-    /// when that ends) or always.
+    /// saturated and the SPE falls behind: tuples wait at its sources or in its queues; its
+    /// threads get their original values back when that ends) or always.
     #[arg(long, value_name = "auto|always", value_parser = |s: &str| s.parse::<ActivationMode>())]
     activation: Option<ActivationMode>,
     /// The share of the machine's CPU (0.5 to 1.0) at or above which it counts as fully used, for

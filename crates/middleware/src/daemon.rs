@@ -348,8 +348,9 @@ impl Daemon {
         ));
         match self.activity.mode() {
             ActivationMode::Auto => self.out.info(format!(
-                "acting on an SPE only while scheduling can help: the machine's CPU at least {:.0} % busy and its \
-                 SPE falling behind: tuples waiting at its sources or in its queues (--activation always acts from the start)",
+                "acting on an SPE only while scheduling can help: the machine's CPU at least {:.0} % busy and the \
+                 SPE falling behind: tuples waiting at its sources or in its queues (--activation always acts from \
+                 the start)",
                 self.activity.cpu_threshold() * 100.0
             )),
             ActivationMode::Always => self.out.info("acting on every SPE from the first round (--activation always)"),

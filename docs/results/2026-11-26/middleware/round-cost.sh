@@ -19,6 +19,7 @@
 # `Attach Listener` (its CSV reporter writes the same files with or without a reader).
 # KEEP=DIR keeps the logs (mw.log: pass -v to see every decision); PERF=FILE records
 # a call-graph profile of the middleware (perf record -g) for SECONDS after the measurement.
+# STORM_ARGS: more arguments for the Storm topology (e.g. --wait-strategy park:1000).
 # Needs a release build and both Maven jobs built (integrations/*/target).
 set -u
 MODE=${1:?one, three, flink or storm}; P=${2:?period}; S=${3:?seconds}; shift 3
@@ -58,7 +59,7 @@ url = \"http://127.0.0.1:$FPORT\""
 fi
 if has storm; then
   java -Xmx1g -cp "$SCP" moirai.storm.Run syn --queries 20 --ops 3 --cost-ns 1000 --rate 1000 --duration 10m \
-    --metrics-dir $D/storm > $D/storm.out 2> $D/storm.err & ST=$!; PIDS+=($ST)
+    --metrics-dir $D/storm ${STORM_ARGS:-} > $D/storm.out 2> $D/storm.err & ST=$!; PIDS+=($ST)
   CONFIG="$CONFIG
 [[spe]]
 name = \"storm\"

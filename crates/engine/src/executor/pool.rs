@@ -182,9 +182,9 @@ impl Pool {
             return false;
         };
         slot.metrics.tid.store(tid, Ordering::Relaxed);
-        let start = now_ns();
         let mut outcome = Step::Worked;
-        let quantum_end = self.turn.ends_at(start);
+        // The clock is read only when a quantum bounds the turn.
+        let quantum_end = self.turn.quantum.and_then(|_| self.turn.ends_at(now_ns()));
         IN_TURN.with(|t| t.set(Arc::as_ptr(&self.ready) as usize));
         for _ in 0..self.turn.steps {
             if slot.signal.is_blocked() {
@@ -203,8 +203,7 @@ impl Pool {
             }
         }
         IN_TURN.with(|t| t.set(0));
-        let end = now_ns();
-        cpu.record(id, end.saturating_sub(start), end, |op| &self.slots[op].metrics);
+        cpu.record(id, now_ns(), |op| &self.slots[op].metrics);
         drop(task);
         match outcome {
             Step::Finished => {
@@ -257,7 +256,9 @@ impl Pool {
             // Operators whose timer fired are taken by this worker next: no other is woken for
             // them unless more than one waits.
             IN_TURN.with(|t| t.set(Arc::as_ptr(&self.ready) as usize));
-            let next_timer = self.fire_timers(now_ns());
+            let now = now_ns();
+            cpu.mark(now);
+            let next_timer = self.fire_timers(now);
             IN_TURN.with(|t| t.set(0));
             if let Some(id) = self.ready.pop(turns) {
                 turns += 1;

@@ -5,7 +5,7 @@
 //! never from the vDSO; reading it before and after every turn cost two system calls per
 //! operator per tuple at low rates (14 per tuple for a 7-operator pipeline), about a fifth of the
 //! engine's CPU at 1 000 tuples/s. A worker instead times each turn on the monotonic clock (read
-//! in the vDSO, no system call), and reads its CPU clock once per *settlement*: after
+//! in the vDSO, no system call; one reading per turn, at its end), and reads its CPU clock once per *settlement*: after
 //! [`SETTLE_TURNS`] turns, after [`SETTLE_NS`] of wall time, before a sleep that may be long, and
 //! when it ends. The CPU time since the last settlement is shared among the turns run since, in
 //! proportion to their wall time. The total is exact — every nanosecond the worker spent, its
@@ -29,6 +29,9 @@ pub(super) struct TurnCpu {
     pending: Vec<(usize, u64)>,
     cpu_mark: u64,
     settled_at: u64,
+    /// Where the next turn's wall time starts: the end of the last turn, or when the worker last
+    /// looked for work ([`TurnCpu::mark`]), so that one clock reading per turn suffices.
+    wall_mark: u64,
     read: fn() -> u64,
 }
 
@@ -39,18 +42,26 @@ impl TurnCpu {
     }
 
     fn with_clock(now_ns: u64, read: fn() -> u64) -> TurnCpu {
-        TurnCpu { pending: Vec::with_capacity(SETTLE_TURNS), cpu_mark: read(), settled_at: now_ns, read }
+        TurnCpu {
+            pending: Vec::with_capacity(SETTLE_TURNS),
+            cpu_mark: read(),
+            settled_at: now_ns,
+            wall_mark: now_ns,
+            read,
+        }
     }
 
-    /// Records a turn of `op` that took `wall_ns`, ending at `now_ns`; settles when enough turns
-    /// or time have gone by, charging through `metrics(op)`.
-    pub(super) fn record<'a>(
-        &mut self,
-        op: usize,
-        wall_ns: u64,
-        now_ns: u64,
-        metrics: impl Fn(usize) -> &'a OperatorMetrics,
-    ) {
+    /// The worker looks for work at `now_ns` (after a sleep, or between turns): the next turn's
+    /// wall time counts from here.
+    pub(super) fn mark(&mut self, now_ns: u64) {
+        self.wall_mark = now_ns;
+    }
+
+    /// Records a turn of `op` ending at `now_ns` (its wall time counts from the last mark or turn
+    /// end); settles when enough turns or time have gone by, charging through `metrics(op)`.
+    pub(super) fn record<'a>(&mut self, op: usize, now_ns: u64, metrics: impl Fn(usize) -> &'a OperatorMetrics) {
+        let wall_ns = now_ns.saturating_sub(self.wall_mark);
+        self.wall_mark = now_ns;
         match self.pending.last_mut() {
             // The same operator again (a requeued turn taken at once): one entry.
             Some((last, wall)) if *last == op => *wall += wall_ns,
@@ -130,10 +141,12 @@ mod tests {
         let m = |i: usize| &ops[i];
         CLOCK.store(1_000, Ordering::SeqCst);
         let mut meter = TurnCpu::with_clock(0, fake_cpu);
-        // Two turns of 0 and one of 1, 1 µs apart in wall time: nothing is read or charged yet.
-        meter.record(0, 300, 1_000, m);
-        meter.record(0, 100, 2_000, m);
-        meter.record(1, 400, 3_000, m);
+        // Two turns of 0 (300 and 100 ns) and one of 1 (400 ns): nothing is read or charged yet.
+        meter.mark(700);
+        meter.record(0, 1_000, m);
+        meter.mark(1_900);
+        meter.record(0, 2_000, m);
+        meter.record(1, 2_400, m);
         assert!(meter.is_pending());
         assert_eq!(ops[0].pool_cpu_ns.load(Ordering::SeqCst), 0);
         // 1 600 ns of CPU went by (including the worker's own time between turns): shared 1:1.
@@ -144,12 +157,12 @@ mod tests {
         assert_eq!(ops[1].pool_cpu_ns.load(Ordering::SeqCst), 800);
         // Past the wall-time bound, a turn settles at once.
         CLOCK.store(3_600, Ordering::SeqCst);
-        meter.record(2, 50, 4_000 + SETTLE_NS, m);
+        meter.record(2, 4_000 + SETTLE_NS, m);
         assert!(!meter.is_pending());
         assert_eq!(ops[2].pool_cpu_ns.load(Ordering::SeqCst), 1_000);
         // Past the turn bound too.
         for i in 0..SETTLE_TURNS {
-            meter.record(i % 2, 10, 5_000 + SETTLE_NS, m);
+            meter.record(i % 2, 5_000 + SETTLE_NS + i as u64, m);
         }
         assert!(!meter.is_pending());
     }

@@ -103,10 +103,8 @@ fn shares(spent: u64, turns: &[(usize, u64)]) -> Vec<(usize, u64)> {
         .map(|(i, &(op, wall))| {
             let share = if i + 1 == n {
                 left
-            } else if total == 0 {
-                spent / n as u64
             } else {
-                (u128::from(spent) * u128::from(wall) / total) as u64
+                (u128::from(spent) * u128::from(wall)).checked_div(total).map_or(spent / n as u64, |s| s as u64)
             };
             let share = share.min(left);
             left -= share;

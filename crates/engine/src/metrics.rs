@@ -30,8 +30,9 @@ pub struct OperatorMetrics {
     pub tid: AtomicI32,
     /// CPU time of its thread when the thread ended (the thread is gone from /proc then).
     pub final_cpu_ns: AtomicU64,
-    /// Under a pool model: true, and its CPU time is the sum over its runs, measured with the
-    /// worker's thread CPU clock before and after each run (`pool_cpu_ns`).
+    /// Under a pool model: true, and its CPU time is its share of the workers' thread CPU time:
+    /// each worker reads its CPU clock every few turns and shares what it spent among the turns
+    /// since, by their wall time (`pool_cpu_ns`; see the executor's `turn_cpu`).
     pub pooled: AtomicBool,
     /// CPU time spent running it on pool workers.
     pub pool_cpu_ns: AtomicU64,

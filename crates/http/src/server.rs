@@ -4,6 +4,7 @@
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -42,7 +43,8 @@ impl Default for Limits {
     }
 }
 
-/// How often the loop wakes to check timeouts and the stop flag.
+/// How long accepting pauses when the process is out of descriptors (or accept fails), and how
+/// long the loop backs off when `poll` itself fails.
 const TICK: Duration = Duration::from_millis(100);
 /// Least time between two reports of running out of descriptors.
 const REPORT_EVERY: Duration = Duration::from_secs(60);
@@ -53,6 +55,9 @@ pub type Report = Box<dyn Fn(&str) + Send>;
 /// A running server; stopped (and its thread joined) when dropped.
 pub struct Server {
     stop: Arc<AtomicBool>,
+    /// The loop's end of this pair becomes readable (end of file) when this one is closed: how a
+    /// stop wakes the loop, which otherwise sleeps in `poll` until a client or a timeout is due.
+    waker: Option<UnixStream>,
     thread: Option<JoinHandle<()>>,
     addr: SocketAddr,
 }
@@ -77,6 +82,7 @@ impl Server {
         let addr = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
+        let (waker, woken) = UnixStream::pair()?;
         let label = label.to_string();
         let thread = std::thread::Builder::new().name("moirai-http".into()).spawn(move || {
             let cap = connection_cap(limits.max_connections);
@@ -92,9 +98,9 @@ impl Server {
                 fd_reported: None,
                 fd_unreported: 0,
             };
-            server.run(&flag);
+            server.run(&flag, &woken);
         })?;
-        Ok(Server { stop, thread: Some(thread), addr })
+        Ok(Server { stop, waker: Some(waker), thread: Some(thread), addr })
     }
 
     /// Where it listens.
@@ -102,13 +108,15 @@ impl Server {
         self.addr
     }
 
-    /// Stops it and waits for its thread (at most one tick).
+    /// Stops it and waits for its thread (which wakes at once).
     pub fn stop(self) {}
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
+        // Closing our end wakes the loop's poll (its end reads end of file).
+        drop(self.waker.take());
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -142,13 +150,18 @@ impl Conn {
         self.head.is_empty() && self.written >= self.out.len()
     }
 
+    /// When the bound of `limits` that applies now runs out.
+    fn deadline(&self, limits: &Limits) -> Instant {
+        match (self.head_since, self.out_since) {
+            (Some(since), _) => since + limits.head_timeout,
+            (None, Some(since)) => since + limits.write_timeout,
+            (None, None) => self.last_active + limits.idle_timeout,
+        }
+    }
+
     /// Whether a bound of `limits` ran out at `now`.
     fn timed_out(&self, now: Instant, limits: &Limits) -> bool {
-        match (self.head_since, self.out_since) {
-            (Some(since), _) => now - since >= limits.head_timeout,
-            (None, Some(since)) => now - since >= limits.write_timeout,
-            (None, None) => now - self.last_active >= limits.idle_timeout,
-        }
+        now >= self.deadline(limits)
     }
 
     /// Queues `out` for writing and writes what it can; false when the connection is to be closed.
@@ -195,20 +208,33 @@ struct Loop<H> {
 }
 
 impl<H: Handler> Loop<H> {
-    fn run(mut self, stop: &AtomicBool) {
+    /// Serves until `stop` is set; `woken` becomes readable when the server is dropped. The loop
+    /// sleeps in `poll` until a descriptor is ready or the earliest timeout is due (a connection's
+    /// bound, the end of a pause in accepting); with nothing open and nothing paused, it sleeps
+    /// until a client connects or the server stops: an idle server never wakes.
+    fn run(mut self, stop: &AtomicBool, woken: &UnixStream) {
         while !stop.load(Ordering::SeqCst) {
             let now = Instant::now();
-            let accepting = self.paused_until.is_none_or(|t| now >= t);
-            let mut fds = Vec::with_capacity(self.conns.len() + 1);
+            if self.paused_until.is_some_and(|t| now >= t) {
+                self.paused_until = None;
+            }
+            let accepting = self.paused_until.is_none();
+            let mut fds = Vec::with_capacity(self.conns.len() + 2);
+            fds.push(PollFd::new(woken.as_raw_fd(), true, false));
             fds.push(PollFd::new(self.listener.as_raw_fd(), accepting, false));
             for c in &self.conns {
                 let writing = c.written < c.out.len();
                 fds.push(PollFd::new(c.stream.as_raw_fd(), !writing, writing));
             }
-            if poll(&mut fds, TICK).is_err() {
+            if poll(&mut fds, self.timeout(now)).is_err() {
                 std::thread::sleep(TICK);
                 continue;
             }
+            if fds[0].ready() {
+                // The server was dropped (its end of the pair closed).
+                return;
+            }
+            let fds = &fds[1..];
             // Connections first (indices stay valid), then accept, then timeouts.
             let mut closed = vec![false; self.conns.len()];
             for (i, pfd) in fds[1..].iter().enumerate() {
@@ -227,6 +253,23 @@ impl<H: Handler> Loop<H> {
             let now = Instant::now();
             let limits = self.limits;
             self.conns.retain(|c| !c.timed_out(now, &limits));
+        }
+    }
+
+    /// How long `poll` may sleep from `now`: until the earliest connection bound or the end of a
+    /// pause in accepting (rounded up to whole milliseconds, poll's unit, so that the loop does
+    /// not spin just before a deadline), or indefinitely (as long as poll allows) when there is
+    /// neither.
+    fn timeout(&self, now: Instant) -> Duration {
+        let limits = self.limits;
+        let earliest = self.conns.iter().map(|c| c.deadline(&limits)).chain(self.paused_until).min();
+        match earliest {
+            None => Duration::MAX,
+            Some(at) => {
+                let left = at.saturating_duration_since(now);
+                let ms = left.as_nanos().div_ceil(1_000_000);
+                Duration::from_millis(u64::try_from(ms).unwrap_or(u64::MAX))
+            }
         }
     }
 
@@ -369,6 +412,63 @@ mod tests {
             "/" => Response::text(200, format!("{} {}\n", r.method, r.header("host").unwrap_or("-"))),
             _ => Response::text(404, "no\n"),
         }
+    }
+
+    fn idle_loop(limits: Limits) -> Loop<fn(&Request<'_>) -> Response> {
+        Loop {
+            listener: TcpListener::bind("127.0.0.1:0").unwrap(),
+            conns: Vec::new(),
+            cap: 4,
+            limits,
+            handler: echo,
+            label: "test".into(),
+            report: Box::new(|_| {}),
+            paused_until: None,
+            fd_reported: None,
+            fd_unreported: 0,
+        }
+    }
+
+    #[test]
+    fn an_idle_server_sleeps_until_a_client_or_a_bound_is_due() {
+        let limits = Limits { idle_timeout: Duration::from_secs(7), ..Limits::default() };
+        let mut server = idle_loop(limits);
+        let now = Instant::now();
+        // Nothing open, nothing paused: no timeout at all (no periodic tick).
+        assert_eq!(server.timeout(now), Duration::MAX);
+        // A pause in accepting ends the sleep when it ends, rounded up to poll's milliseconds.
+        server.paused_until = Some(now + Duration::from_micros(2_500));
+        assert_eq!(server.timeout(now), Duration::from_millis(3));
+        // An open connection's idle bound is due in 7 s: the sleep ends no later.
+        server.paused_until = None;
+        let stream = TcpStream::connect(server.listener.local_addr().unwrap()).unwrap();
+        server.conns.push(Conn {
+            stream,
+            head: Vec::new(),
+            head_since: None,
+            out: Vec::new(),
+            written: 0,
+            out_since: None,
+            close_after: false,
+            last_active: now,
+        });
+        assert_eq!(server.timeout(now), Duration::from_secs(7));
+        // A head under way is bound by the head timeout instead.
+        server.conns[0].head_since = Some(now);
+        assert_eq!(server.timeout(now), limits.head_timeout);
+        // A bound already due: poll returns at once.
+        assert_eq!(server.timeout(now + Duration::from_secs(60)), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_stopped_server_wakes_from_its_untimed_sleep() {
+        // No client, no bound due: the loop sleeps without a timeout; dropping the server must
+        // still end its thread (a lost wake-up would hang this test).
+        let server =
+            Server::start_with("127.0.0.1:0".parse().unwrap(), "test", Limits::default(), Box::new(|_| {}), echo)
+                .unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        server.stop();
     }
 
     #[test]

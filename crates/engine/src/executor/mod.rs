@@ -17,6 +17,7 @@
 
 mod dedicated;
 mod pool;
+mod turn_cpu;
 
 use std::sync::atomic::{AtomicI32, AtomicUsize};
 use std::sync::{Arc, Mutex};

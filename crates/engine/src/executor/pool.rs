@@ -31,6 +31,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering}
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::turn_cpu::{TurnCpu, SETTLE_NS};
 use super::{panic_message, Executor, ExecutorTask, Observed, OnPanic, Started, ThreadLevel};
 use crate::metrics::OperatorMetrics;
 use crate::ready::{wakes_a_worker, ReadyDiscipline, ReadyQueue, Turn};
@@ -171,9 +172,9 @@ impl Pool {
         }
     }
 
-    /// Runs claimed operator `id` for a few steps, then lets go of it. Returns true if it ended
-    /// blocked on a full output.
-    fn run(&self, id: usize, tid: i32) -> bool {
+    /// Runs claimed operator `id` for a few steps, then lets go of it; its CPU time is charged
+    /// through `cpu`. Returns true if it ended blocked on a full output.
+    fn run(&self, id: usize, tid: i32, cpu: &mut TurnCpu) -> bool {
         let slot = &self.slots[id];
         let Ok(mut task) = slot.task.try_lock() else {
             // Cannot happen while the state word is respected; never wait for it.
@@ -181,7 +182,6 @@ impl Pool {
             return false;
         };
         slot.metrics.tid.store(tid, Ordering::Relaxed);
-        let cpu_start = moirai_os::proc::current_thread_cpu_ns();
         let mut outcome = Step::Worked;
         // The clock is read only when a quantum bounds the turn.
         let quantum_end = self.turn.quantum.and_then(|_| self.turn.ends_at(now_ns()));
@@ -203,8 +203,7 @@ impl Pool {
             }
         }
         IN_TURN.with(|t| t.set(0));
-        let cpu = moirai_os::proc::current_thread_cpu_ns().saturating_sub(cpu_start);
-        slot.metrics.pool_cpu_ns.fetch_add(cpu, Ordering::Relaxed);
+        cpu.record(id, now_ns(), |op| &self.slots[op].metrics);
         drop(task);
         match outcome {
             Step::Finished => {
@@ -237,8 +236,10 @@ impl Pool {
     fn worker(&self, index: usize, tid: i32) {
         // Turns this worker started (for a source interval).
         let mut turns: u64 = 0;
+        let mut cpu = TurnCpu::new(now_ns());
         loop {
             if self.done() {
+                cpu.settle(now_ns(), |op| &self.slots[op].metrics);
                 return;
             }
             if index >= self.level.load(Ordering::SeqCst) {
@@ -246,24 +247,29 @@ impl Pool {
                 if !self.ready.is_empty() {
                     self.ready.idle.notify_one();
                 }
+                if cpu.is_pending() {
+                    cpu.settle(now_ns(), |op| &self.slots[op].metrics);
+                }
                 self.parked.wait_unless(None, || index < self.level.load(Ordering::SeqCst) || self.done());
                 continue;
             }
             // Operators whose timer fired are taken by this worker next: no other is woken for
             // them unless more than one waits.
             IN_TURN.with(|t| t.set(Arc::as_ptr(&self.ready) as usize));
-            let next_timer = self.fire_timers(now_ns());
+            let now = now_ns();
+            cpu.mark(now);
+            let next_timer = self.fire_timers(now);
             IN_TURN.with(|t| t.set(0));
             if let Some(id) = self.ready.pop(turns) {
                 turns += 1;
                 // A stale entry (the operator was claimed by a producer's drain, or already ran)
                 // fails the claim and is dropped.
-                if self.slots[id].state.claim() && self.run(id, tid) {
+                if self.slots[id].state.claim() && self.run(id, tid, &mut cpu) {
                     // Blocked on a full output: drain a queued consumer now (IBM's producer
                     // that executes its consumer instead of waiting).
                     for &d in &self.slots[id].downstream {
                         if self.slots[d].state.claim() {
-                            self.run(d, tid);
+                            self.run(d, tid, &mut cpu);
                         }
                     }
                 }
@@ -276,7 +282,14 @@ impl Pool {
             if keeper {
                 self.keeper_wakes_at.store(wakes_at, Ordering::SeqCst);
             }
-            let timeout = keeper.then(|| Duration::from_nanos(wakes_at.saturating_sub(now_ns()).max(1)));
+            let now = now_ns();
+            let timeout = keeper.then(|| Duration::from_nanos(wakes_at.saturating_sub(now).max(1)));
+            // Turns not charged yet are charged before a sleep that may outlast the wall-time
+            // bound, so that an idle pool's operators show all their CPU time; a short sleep (the
+            // next timer is near) leaves them for the next settlement.
+            if cpu.is_pending() && timeout.is_none_or(|t| t.as_nanos() as u64 >= SETTLE_NS) {
+                cpu.settle(now, |op| &self.slots[op].metrics);
+            }
             self.ready.idle.wait_unless(timeout, || {
                 !self.ready.is_empty()
                     || self.done()

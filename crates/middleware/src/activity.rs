@@ -329,7 +329,7 @@ mod tests {
         a.busy = Some(1.0);
         // Falling behind: active at the round of 1.0 s (as above).
         for i in 0..=5u64 {
-            let load = SourceLoad { backlog: Some(10_000.0 * i as f64), ingested: 20_000.0 * i as f64 };
+            let load = SourceLoad { backlog: Some(10_000.0 * i as f64), ingested: 20_000.0 * i as f64, queued: None };
             a.update("engine", ms(200 * i), Some(load));
             a.account(ms(200 * i));
         }
@@ -344,7 +344,7 @@ mod tests {
         a.busy = Some(0.3);
         let mut released = None;
         for i in 6..=80u64 {
-            let load = SourceLoad { backlog: Some(0.0), ingested: 100_000.0 + 20_000.0 * i as f64 };
+            let load = SourceLoad { backlog: Some(0.0), ingested: 100_000.0 + 20_000.0 * i as f64, queued: None };
             if let Some(t) = a.update("engine", ms(200 * i), Some(load)) {
                 assert!(!t.active && released.is_none(), "one release, no flapping");
                 released = Some(ms(200 * i));

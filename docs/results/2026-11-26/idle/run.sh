@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Idle cost of moirai's engine before and after issue 27 item 3, side by side, interleaved.
-# usage: run.sh BASE_BINARY NEW_BINARY OUTDIR   (run through /work/bin/benchlock; ~12 min)
+# usage: run.sh BASE_BINARY NEW_BINARY OUTDIR   (run it alone on the machine; ~12 min)
 #
 # 1. Low rate: `moirai run syn --lachesis --rate 1000 --duration 30s` and the 7-operator
 #    `moirai run syn --rate 1000 --duration 20s`, under dynamic:2 and dedicated, 3 repetitions,

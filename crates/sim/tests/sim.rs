@@ -177,66 +177,123 @@ proptest! {
     /// at every operator, whatever the graph, partitioning, selectivity and threading.
     #[test]
     fn no_tuple_is_lost_or_duplicated((graph, sel) in random_graph(), pool in 0usize..3, cores in 1usize..4, capacity in 1usize..64, eevdf in proptest::bool::ANY) {
-        let selectivity: std::collections::BTreeMap<String, f64> =
-            graph.nodes.iter().zip(&sel).map(|(n, &s)| (n.name.clone(), s)).collect();
-        let model = Model::from_graph(vec!["q".into()], graph, false, |_, name, kind| {
-            Ok(match kind {
-                NodeKind::Source => NodeCost { rate: Rate::Constant(2000.0), ..NodeCost::cost(50) },
-                _ => NodeCost { selectivity: selectivity[name], ..NodeCost::cost(3_000) },
-            })
-        }).unwrap();
-        let mut config = SimConfig::new(cores, Duration::from_millis(300));
-        config.channel_capacity = capacity;
-        config.batch_size = capacity.min(16);
-        config.threading = match pool {
-            0 => moirai_engine::Threading::Dedicated,
-            1 => "dynamic:2".parse().unwrap(),
-            _ => "policy:qs:2:period=10ms".parse().unwrap(),
-        };
-        config.drain_limit_ns = 100_000_000_000;
-        if eevdf {
-            config.cfs.scheduler = moirai_sim::cfs::FairScheduler::Eevdf;
-        }
-        let mut sim = Simulation::new(&model, config).unwrap();
-        let events = sim.run();
-        let channels = sim.channel_counts();
-        for (i, &(queued, pushed, popped)) in channels.iter().enumerate() {
-            prop_assert_eq!(pushed, popped + queued, "channel {}", i);
-            prop_assert_eq!(queued, 0, "channel {} drained", i);
-        }
-        let snaps = sim.snapshots();
-        let topo = sim.topology();
-        let mut ingress = 0;
-        for (op, s) in snaps.iter().enumerate() {
-            let inputs: Vec<usize> = (0..topo.channels.len()).filter(|&c| topo.channels[c].to == op).collect();
-            let outputs: Vec<usize> = (0..topo.channels.len()).filter(|&c| topo.channels[c].from == op).collect();
-            let popped: u64 = inputs.iter().map(|&c| channels[c].2).sum();
-            let pushed: u64 = outputs.iter().map(|&c| channels[c].1).sum();
-            let kind = topo.physical[op].kind;
-            if kind != NodeKind::Source {
-                prop_assert_eq!(popped, s.tuples_in, "operator {} takes what its inputs gave", op);
-            } else {
-                ingress += s.tuples_out;
-            }
-            if kind != NodeKind::Sink {
-                // Each output tuple goes once into every stream out of it (all instances of a
-                // broadcast stream).
-                let mut per_tuple = 0u64;
-                let mut seen = std::collections::BTreeSet::new();
-                for &c in &outputs {
-                    let ch = &topo.channels[c];
-                    let e = &topo.logical.edges[ch.edge];
-                    if seen.insert(ch.edge) {
-                        per_tuple += if e.partitioning == Partitioning::Broadcast { topo.logical.nodes[e.to].parallelism as u64 } else { 1 };
-                    }
-                }
-                prop_assert_eq!(pushed, s.tuples_out * per_tuple, "operator {} sends every output", op);
-            }
-        }
-        let summary = sim.summary("random", serde_json::Value::Null, events);
-        prop_assert_eq!(summary.extra["tuples_in"].as_u64(), Some(ingress));
-        prop_assert!(ingress >= 590, "2000 t/s per source for 0.3 s: {} taken in", ingress);
+        conserves(graph, &sel, pool, cores, capacity, eevdf)?;
     }
+}
+
+/// Runs `graph` (sources at 2000 t/s, operators of 3 µs with selectivities `sel`) for 0.3 s and
+/// a drain, and checks that every tuple taken in is accounted for: pushed = popped + queued on
+/// every channel, nothing left queued, each operator took what its inputs gave and sent every
+/// output. `pool`: 0 dedicated threads, 1 `dynamic:2`, 2 `policy:qs:2`.
+fn conserves(
+    graph: LogicalGraph,
+    sel: &[f64],
+    pool: usize,
+    cores: usize,
+    capacity: usize,
+    eevdf: bool,
+) -> Result<(), TestCaseError> {
+    let selectivity: std::collections::BTreeMap<String, f64> =
+        graph.nodes.iter().zip(sel).map(|(n, &s)| (n.name.clone(), s)).collect();
+    let model = Model::from_graph(vec!["q".into()], graph, false, |_, name, kind| {
+        Ok(match kind {
+            NodeKind::Source => NodeCost { rate: Rate::Constant(2000.0), ..NodeCost::cost(50) },
+            _ => NodeCost { selectivity: selectivity[name], ..NodeCost::cost(3_000) },
+        })
+    })
+    .unwrap();
+    let mut config = SimConfig::new(cores, Duration::from_millis(300));
+    config.channel_capacity = capacity;
+    config.batch_size = capacity.min(16);
+    config.threading = match pool {
+        0 => moirai_engine::Threading::Dedicated,
+        1 => "dynamic:2".parse().unwrap(),
+        _ => "policy:qs:2:period=10ms".parse().unwrap(),
+    };
+    config.drain_limit_ns = 100_000_000_000;
+    if eevdf {
+        config.cfs.scheduler = moirai_sim::cfs::FairScheduler::Eevdf;
+    }
+    let mut sim = Simulation::new(&model, config).unwrap();
+    let events = sim.run();
+    let channels = sim.channel_counts();
+    for (i, &(queued, pushed, popped)) in channels.iter().enumerate() {
+        prop_assert_eq!(pushed, popped + queued, "channel {}", i);
+        prop_assert_eq!(queued, 0, "channel {} drained", i);
+    }
+    let snaps = sim.snapshots();
+    let topo = sim.topology();
+    let mut ingress = 0;
+    for (op, s) in snaps.iter().enumerate() {
+        let inputs: Vec<usize> = (0..topo.channels.len()).filter(|&c| topo.channels[c].to == op).collect();
+        let outputs: Vec<usize> = (0..topo.channels.len()).filter(|&c| topo.channels[c].from == op).collect();
+        let popped: u64 = inputs.iter().map(|&c| channels[c].2).sum();
+        let pushed: u64 = outputs.iter().map(|&c| channels[c].1).sum();
+        let kind = topo.physical[op].kind;
+        if kind != NodeKind::Source {
+            prop_assert_eq!(popped, s.tuples_in, "operator {} takes what its inputs gave", op);
+        } else {
+            ingress += s.tuples_out;
+        }
+        if kind != NodeKind::Sink {
+            // Each output tuple goes once into every stream out of it (all instances of a
+            // broadcast stream).
+            let mut per_tuple = 0u64;
+            let mut seen = std::collections::BTreeSet::new();
+            for &c in &outputs {
+                let ch = &topo.channels[c];
+                let e = &topo.logical.edges[ch.edge];
+                if seen.insert(ch.edge) {
+                    per_tuple += if e.partitioning == Partitioning::Broadcast {
+                        topo.logical.nodes[e.to].parallelism as u64
+                    } else {
+                        1
+                    };
+                }
+            }
+            prop_assert_eq!(pushed, s.tuples_out * per_tuple, "operator {} sends every output", op);
+        }
+    }
+    let summary = sim.summary("random", serde_json::Value::Null, events);
+    prop_assert_eq!(summary.extra["tuples_in"].as_u64(), Some(ingress));
+    prop_assert!(ingress >= 590, "2000 t/s per source for 0.3 s: {} taken in", ingress);
+    Ok(())
+}
+
+/// The case proptest found (`sim.proptest-regressions`), as a plain test: diamonds on dedicated
+/// threads with channels of one tuple. n1 (selectivity 1.29) at times shuffles both copies of a
+/// tuple into one channel of n2; the simulator used to refuse such a tuple for want of two free
+/// slots, and n1's thread slept for good with a tuple in its input (the source then blocked on
+/// it: "channel 0 drained" failed).
+#[test]
+fn diamonds_on_channels_of_one_tuple_drain() {
+    use Partitioning::{Broadcast, KeyBy, Rebalance, Shuffle};
+    let kinds = [NodeKind::Source, NodeKind::Operator, NodeKind::Operator, NodeKind::Operator, NodeKind::Operator];
+    let par = [1, 2, 2, 2, 1, 2, 2];
+    let nodes =
+        (0..7).map(|i| node(&format!("n{i}"), kinds.get(i).copied().unwrap_or(NodeKind::Sink), par[i])).collect();
+    let edges = [
+        (0, 1, Rebalance),
+        (1, 2, Shuffle),
+        (0, 2, Shuffle),
+        (0, 3, Rebalance),
+        (0, 4, Broadcast),
+        (2, 4, Broadcast),
+        (2, 5, KeyBy),
+        (4, 6, Shuffle),
+        (3, 6, Rebalance),
+    ];
+    let graph = LogicalGraph { nodes, edges: edges.iter().map(|&(f, t, p)| edge(f, t, p)).collect() };
+    let sel = [
+        1.5196892190054714,
+        1.2934086918185281,
+        0.5971702282332283,
+        0.6036608508557563,
+        0.418182409155356,
+        1.0724163552928736,
+        1.6496972482187946,
+    ];
+    conserves(graph, &sel, 0, 3, 1, true).unwrap();
 }
 
 #[test]

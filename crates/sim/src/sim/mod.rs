@@ -6,7 +6,8 @@
 //! A source takes in the tuples that are due by its [`Rate`] — the ones it has not taken yet are
 //! its external queue (the stand-in for Kafka: unbounded, never dropped). An operator whose output
 //! channel is full cannot run (backpressure), which in turn fills its input channel, up to the
-//! source, whose external queue then grows.
+//! source, whose external queue then grows. A tuple's copies may overshoot a channel's capacity,
+//! as the engine's sends (which always enqueue) do.
 //!
 //! **Steps.** A thread on a core runs one *step* of an operator at a time, like the engine's
 //! non-blocking `step`: up to `batch_size` tuples, no more than fit in the thread's remaining
@@ -94,7 +95,7 @@ pub(crate) struct Channel {
 
 impl Channel {
     fn free(&self) -> usize {
-        self.capacity - self.queue.len() - self.reserved
+        self.capacity.saturating_sub(self.queue.len() + self.reserved)
     }
 }
 
@@ -618,8 +619,9 @@ impl<'m> Simulation<'m> {
                     }
                 }
             }
-            let fits = route.iter().all(|&c| route.iter().filter(|&&d| d == c).count() <= self.channels[c].free());
-            if !fits {
+            // A slot per channel, not per copy: so the first tuple after `can_run` always goes
+            // (two copies never fit a channel of one slot, and its thread would sleep for good).
+            if !route.iter().all(|&c| self.channels[c].free() > 0) {
                 break;
             }
             step.ran += match dist {
@@ -676,6 +678,7 @@ impl<'m> Simulation<'m> {
             }
         }
         if step.tuples == 0 {
+            debug_assert!(!self.can_run(op), "operator {op} can run but took no tuple: a lost wake-up");
             self.cores[core].step = Some(step);
             return false;
         }

@@ -146,6 +146,20 @@ struct Conn {
 }
 
 impl Conn {
+    /// A connection just accepted at `now`, with nothing read or to write.
+    fn new(stream: TcpStream, now: Instant) -> Conn {
+        Conn {
+            stream,
+            head: Vec::new(),
+            head_since: None,
+            out: Vec::new(),
+            written: 0,
+            out_since: None,
+            close_after: false,
+            last_active: now,
+        }
+    }
+
     fn idle(&self) -> bool {
         self.head.is_empty() && self.written >= self.out.len()
     }
@@ -285,16 +299,7 @@ impl<H: Handler> Loop<H> {
                         continue;
                     }
                     let _ = stream.set_nodelay(true);
-                    self.conns.push(Conn {
-                        stream,
-                        head: Vec::new(),
-                        head_since: None,
-                        out: Vec::new(),
-                        written: 0,
-                        out_since: None,
-                        close_after: false,
-                        last_active: Instant::now(),
-                    });
+                    self.conns.push(Conn::new(stream, Instant::now()));
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == ErrorKind::Interrupted || e.kind() == ErrorKind::ConnectionAborted => {}
@@ -442,16 +447,7 @@ mod tests {
         // An open connection's idle bound is due in 7 s: the sleep ends no later.
         server.paused_until = None;
         let stream = TcpStream::connect(server.listener.local_addr().unwrap()).unwrap();
-        server.conns.push(Conn {
-            stream,
-            head: Vec::new(),
-            head_since: None,
-            out: Vec::new(),
-            written: 0,
-            out_since: None,
-            close_after: false,
-            last_active: now,
-        });
+        server.conns.push(Conn::new(stream, now));
         assert_eq!(server.timeout(now), Duration::from_secs(7));
         // A head under way is bound by the head timeout instead.
         server.conns[0].head_since = Some(now);

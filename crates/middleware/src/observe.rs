@@ -79,6 +79,26 @@ fn escape(v: &str) -> String {
     v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
+/// A gauge family with one sample per thread, labelled by policy, SPE, query, operator and tid.
+fn thread_family<V: std::fmt::Display>(
+    o: &mut String,
+    name: &str,
+    help: &str,
+    samples: &BTreeMap<(String, String, String, String, i32), V>,
+) {
+    let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} gauge");
+    for ((policy, spe, query, operator, tid), v) in samples {
+        let _ = writeln!(
+            o,
+            "{name}{{policy=\"{}\",spe=\"{}\",query=\"{}\",operator=\"{}\",tid=\"{tid}\"}} {v}",
+            escape(policy),
+            escape(spe),
+            escape(query),
+            escape(operator)
+        );
+    }
+}
+
 /// Renders the stats in the Prometheus text format, `uptime` after the middleware's start.
 pub fn render(stats: &Stats, cpu_seconds: f64, uptime: Duration) -> String {
     let mut o = String::new();
@@ -168,39 +188,21 @@ pub fn render(stats: &Stats, cpu_seconds: f64, uptime: Duration) -> String {
                 writeln!(o, "moirai_schedule_first_active_seconds{{spe=\"{}\"}} {}", escape(spe), first.as_secs_f64());
         }
     }
-    let _ = writeln!(
-        o,
-        "# HELP moirai_schedule_applied The value last applied to a thread: its nice value, or its group's weight.\n\
-         # TYPE moirai_schedule_applied gauge"
+    thread_family(
+        &mut o,
+        "moirai_schedule_applied",
+        "The value last applied to a thread: its nice value, or its group's weight.",
+        &stats.applied,
     );
-    for ((policy, spe, query, operator, tid), v) in &stats.applied {
-        let _ = writeln!(
-            o,
-            "moirai_schedule_applied{{policy=\"{}\",spe=\"{}\",query=\"{}\",operator=\"{}\",tid=\"{tid}\"}} {v}",
-            escape(policy),
-            escape(spe),
-            escape(query),
-            escape(operator)
-        );
-    }
     if stats.realtime.is_empty() && stats.watchdog_demotions == 0 {
         return o;
     }
-    let _ = writeln!(
-        o,
-        "# HELP moirai_schedule_realtime The real-time priority of a thread a realtime policy made real-time.\n\
-         # TYPE moirai_schedule_realtime gauge"
+    thread_family(
+        &mut o,
+        "moirai_schedule_realtime",
+        "The real-time priority of a thread a realtime policy made real-time.",
+        &stats.realtime,
     );
-    for ((policy, spe, query, operator, tid), v) in &stats.realtime {
-        let _ = writeln!(
-            o,
-            "moirai_schedule_realtime{{policy=\"{}\",spe=\"{}\",query=\"{}\",operator=\"{}\",tid=\"{tid}\"}} {v}",
-            escape(policy),
-            escape(spe),
-            escape(query),
-            escape(operator)
-        );
-    }
     let _ = writeln!(
         o,
         "# HELP moirai_schedule_watchdog_demotions_total Threads the real-time watchdog put back into their original class.\n\

@@ -481,11 +481,14 @@ pub(crate) mod tests {
             failure: None,
             run: Some(RunSummary {
                 workload: "syn".into(),
+                threading: "dedicated".into(),
                 offered_rate: rate,
                 duration_s: 2.0,
                 measured_s: 1.6,
                 ingress_tps: ingress,
                 egress_tps: ingress,
+                tuples_in: (ingress * 2.0) as u64,
+                tuples_out: (ingress * 2.0) as u64,
                 latency_ms: lat(e2e_p99 / 2.0),
                 e2e_latency_ms: lat(e2e_p99),
                 threads: 7,
@@ -499,6 +502,7 @@ pub(crate) mod tests {
                     max: 4.0,
                     ..Default::default()
                 },
+                workload_stats: serde_json::Value::Null,
                 extra: Default::default(),
             }),
             middleware_cpu: None,

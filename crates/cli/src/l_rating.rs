@@ -39,6 +39,10 @@ pub struct LRatingArgs {
     /// The largest L the search tries.
     #[arg(long, default_value_t = 1024)]
     max: u16,
+    /// The search stops bisecting when the largest passing L and the smallest failing L are at
+    /// most this far apart (1: the failure is at L + 1, the exact rating).
+    #[arg(long, default_value_t = 1)]
+    resolution: u16,
     /// Run these L only (e.g. 40,41), no search.
     #[arg(long, value_delimiter = ',')]
     at: Vec<u16>,
@@ -94,8 +98,8 @@ impl LRatingArgs {
         };
         c.validate()?;
         moirai_workloads::check::channel("--channel-capacity", self.channel_capacity, "--batch-size", self.batch_size)?;
-        if self.at.contains(&0) || self.from == 0 || self.max == 0 {
-            return Err("L counts expressways: --from, --max and --at must be at least 1".into());
+        if self.at.contains(&0) || self.from == 0 || self.max == 0 || self.resolution == 0 {
+            return Err("L counts expressways: --from, --max, --resolution and --at must be at least 1".into());
         }
         Ok(c)
     }
@@ -197,7 +201,7 @@ pub fn run(a: LRatingArgs) -> i32 {
         Ok(passed)
     };
     let rating = if a.at.is_empty() {
-        match l_rating::search(a.from, a.max, &mut run_one) {
+        match l_rating::search(a.from, a.max, a.resolution, &mut run_one) {
             Ok(r) => Some(r),
             Err(e) => {
                 eprintln!("moirai l-rating: {e}");

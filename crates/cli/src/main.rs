@@ -15,6 +15,7 @@ mod micro_batch;
 mod run;
 mod schedule;
 mod sim;
+mod workload;
 
 use clap::{Parser, Subcommand};
 
@@ -33,7 +34,7 @@ enum Command {
     /// Run one workload on moirai's engine at one rate and report throughput and latency.
     Run {
         #[command(subcommand)]
-        workload: run::Workload,
+        workload: workload::Workloads,
     },
     /// The middleware: attach to running SPEs and steer the Linux scheduler by policy
     /// (per-thread nice, cgroup CPU shares); restores everything on exit.

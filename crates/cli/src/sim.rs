@@ -14,7 +14,7 @@ use moirai_sim::from_engine::{self, EngineSample, HopCosts};
 use moirai_sim::lab::{self, Sweep};
 use moirai_sim::{Model, SimConfig, SimError};
 
-use crate::run::{syn_config, SynArgs};
+use crate::workload::{syn_config, SynArgs};
 
 /// Options of `moirai sim`.
 #[derive(Args, Debug)]
@@ -121,7 +121,7 @@ struct SynRun {
 #[derive(Parser)]
 struct EngineDefaults {
     #[command(flatten)]
-    engine: crate::run::EngineArgs,
+    engine: crate::workload::EngineArgs,
 }
 
 /// WordCount's flags, parsed as `moirai run wordcount` parses them.
@@ -129,7 +129,7 @@ struct EngineDefaults {
 #[command(name = "moirai sim wordcount --")]
 struct WordCountRun {
     #[command(flatten)]
-    wordcount: crate::run::WordCountArgs,
+    wordcount: crate::workload::WordCountArgs,
 }
 
 /// Linear Road's flags that the simulator takes: the shape (only `lachesis` is modelled) and the
@@ -141,7 +141,7 @@ struct LinearRoadRun {
     #[arg(long, default_value = "faithful")]
     shape: String,
     #[command(flatten)]
-    engine: crate::run::EngineArgs,
+    engine: crate::workload::EngineArgs,
 }
 
 /// Runs `moirai sim`; returns the exit code.
@@ -210,7 +210,7 @@ fn execute(args: SimArgs) -> Result<(), SimError> {
         }
         ("wordcount" | "wc", None) => {
             let run = WordCountRun::try_parse_from(words("wordcount")).map_err(after)?;
-            let config = crate::run::wordcount_config(&run.wordcount).map_err(SimError::Config)?;
+            let config = crate::workload::wordcount_config(&run.wordcount).map_err(SimError::Config)?;
             (Some(Workload::WordCount(config)), run.wordcount.engine)
         }
         ("linear-road", None) => {

@@ -322,7 +322,7 @@ fn the_command_line_runs_micro_batches_and_refuses_what_it_cannot_run() {
     ]);
     assert_eq!(code, Some(0), "{err}");
     let v: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
-    assert_eq!(v["check"], "counts equal a naive count", "{v}");
+    assert_eq!(v["workload_stats"]["check"], "counts equal a naive count", "{v}");
     assert_eq!((v["batches"].as_u64(), v["decisions"].as_u64()), (Some(5), Some(1)), "{v}");
 
     let (code, out, err) = moirai(&[
@@ -339,8 +339,8 @@ fn the_command_line_runs_micro_batches_and_refuses_what_it_cannot_run() {
     ]);
     assert_eq!(code, Some(0), "{err}");
     let v: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
-    assert_eq!(v["check"], "window counts equal a naive count", "{v}");
-    assert!(v["window_latency_ms"]["count"].as_u64() > Some(0), "{v}");
+    assert_eq!(v["workload_stats"]["check"], "window counts equal a naive count", "{v}");
+    assert!(v["workload_stats"]["window_latency_ms"]["count"].as_u64() > Some(0), "{v}");
     // One second of YSB at 20k/s keeps the driver and two executors measurably busy, and no more
     // than the machine's cores (with a margin for /proc's 10 ms clock ticks).
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;

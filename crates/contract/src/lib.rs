@@ -8,6 +8,8 @@
 //!   counters of one physical operator as a reader gets them ([`metrics::OperatorCounters`]).
 //! - [`policies`]: the short names of the scheduling policies (`qs`, `hr`, `rr`, ...), where each
 //!   can run (through Linux by the middleware, or inside the engine), in one table.
+//! - [`summary`]: the run summary `moirai run <workload> --json` prints in every execution mode
+//!   and the simulator writes; the lab reads it.
 //! - `sched` (feature `sched`): the one conversion of a topology and its counters into the
 //!   scheduling core's model, and of a policy short name into a policy of `moirai-sched`.
 //!
@@ -19,6 +21,8 @@ pub mod metrics;
 pub mod policies;
 #[cfg(feature = "sched")]
 pub mod sched;
+pub mod summary;
 pub mod topology;
 
+pub use summary::RunSummary;
 pub use topology::Topology;

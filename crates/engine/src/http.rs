@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use moirai_http::{Request, Response, Server};
 
-use crate::metrics::{names, LatencySummary};
+use crate::metrics::{latency_of, names};
 use crate::sync::lock;
 use crate::view::EngineView;
 
@@ -123,8 +123,7 @@ pub(crate) fn prometheus(view: &EngineView, only: Option<&[&str]>) -> String {
         for (id, sink) in view.sinks() {
             // Summarised under the lock rather than cloned: a clone copies the whole counts array
             // (most of a scrape's CPU when it was done), the summary reads it once.
-            let s =
-                if e2e { LatencySummary::of(&lock(&sink.e2e)) } else { LatencySummary::of(&lock(&sink.processing)) };
+            let s = if e2e { latency_of(&lock(&sink.e2e)) } else { latency_of(&lock(&sink.processing)) };
             let o = &ops[*id];
             for (q, v) in [("0.5", s.p50), ("0.99", s.p99), ("0.999", s.p999)] {
                 let _ = writeln!(out, "{name}{{{},quantile=\"{q}\"}} {}", labels(o), v / 1e3);

@@ -88,7 +88,7 @@ pub struct ReadmeDoctests;
 
 pub use config::EngineConfig;
 pub use elastic::ElasticConfig;
-pub use engine::{Engine, EngineError, RunSummary, Topology};
+pub use engine::{Engine, EngineError, RunTotals, Topology};
 pub use error::InvalidSetting;
 pub use exchange::Hone;
 pub use graph::{BuildError, Partitioning};

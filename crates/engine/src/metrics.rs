@@ -85,42 +85,28 @@ impl SinkMetrics {
     }
 }
 
-/// Summary statistics of a latency distribution, in milliseconds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
-pub struct LatencySummary {
-    /// Number of tuples.
-    pub count: u64,
-    /// Mean.
-    pub mean: f64,
-    /// Median.
-    pub p50: f64,
-    /// 99th percentile.
-    pub p99: f64,
-    /// 99.9th percentile.
-    pub p999: f64,
-    /// Maximum.
-    pub max: f64,
-}
+pub use moirai_contract::summary::Latency;
 
-impl LatencySummary {
-    /// Summarises a histogram of nanoseconds.
-    pub fn of(h: &Histogram<u64>) -> Self {
-        if h.is_empty() {
-            return LatencySummary::default();
-        }
-        let ms = |ns: u64| ns as f64 / 1e6;
-        // One pass over the counts for the three quantiles (the same values as three
-        // `value_at_quantile` calls).
-        let mut q = h.value_at_quantiles([0.5, 0.99, 0.999]);
-        let (p50, p99, p999) = (q.next().unwrap_or(0), q.next().unwrap_or(0), q.next().unwrap_or(0));
-        LatencySummary {
-            count: h.len(),
-            mean: h.mean() / 1e6,
-            p50: ms(p50),
-            p99: ms(p99),
-            p999: ms(p999),
-            max: ms(h.max()),
-        }
+/// The latency distribution of a histogram of nanoseconds, in milliseconds (p10 and p90 not
+/// taken).
+pub fn latency_of(h: &Histogram<u64>) -> Latency {
+    if h.is_empty() {
+        return Latency::default();
+    }
+    let ms = |ns: u64| ns as f64 / 1e6;
+    // One pass over the counts for the three quantiles (the same values as three
+    // `value_at_quantile` calls).
+    let mut q = h.value_at_quantiles([0.5, 0.99, 0.999]);
+    let (p50, p99, p999) = (q.next().unwrap_or(0), q.next().unwrap_or(0), q.next().unwrap_or(0));
+    Latency {
+        count: h.len(),
+        mean: h.mean() / 1e6,
+        p10: None,
+        p50: ms(p50),
+        p90: None,
+        p99: ms(p99),
+        p999: ms(p999),
+        max: ms(h.max()),
     }
 }
 

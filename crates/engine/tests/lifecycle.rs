@@ -91,7 +91,7 @@ fn stop_wakes_in(model: &str) {
     let q = Query::new("sleepy");
     let out = q.source("ticks", Source::new(|_, _| 0u64..).rate(0.001)).map("id", |x| x).collect("out");
     let engine = Engine::start(common::config_in(model, 4, 1, false), vec![q.build().unwrap()]).unwrap();
-    wait_until("the first tuple", HANG, || engine.summary().tuples_out == 1);
+    wait_until("the first tuple", HANG, || engine.totals().tuples_out == 1);
     engine.stop();
     let summary = wait_or_fail(engine, HANG).unwrap();
     assert_eq!((summary.tuples_in, summary.tuples_out), (1, 1));

@@ -44,7 +44,7 @@ fn alarm_fires(chaining: bool, with_map: bool, expected_head: &str) {
     let engine = Engine::start(common::config(16, 4, chaining), vec![q.build().unwrap()]).unwrap();
     let alarm = engine.topology().physical.into_iter().find(|o| o.logical_names.contains(&"alarm".into())).unwrap();
     assert_eq!(alarm.logical_names[0], expected_head, "the planner placed the alarm elsewhere");
-    wait_until(&format!("the alarm to fire in '{}'", alarm.name), HANG, || engine.summary().tuples_out > 0);
+    wait_until(&format!("the alarm to fire in '{}'", alarm.name), HANG, || engine.totals().tuples_out > 0);
     engine.stop();
     wait_or_fail(engine, HANG).unwrap();
     assert_eq!(out.take().into_iter().map(|t| t.data).collect::<Vec<_>>(), vec!["alarm"]);

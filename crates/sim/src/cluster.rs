@@ -14,7 +14,7 @@
 //! queue histograms are merged before any percentile is read (never averaged), the run ends
 //! when the last node's does.
 
-use moirai_bench::RunSummary;
+use moirai_contract::RunSummary;
 
 use crate::event::Nanos;
 use crate::model::Model;

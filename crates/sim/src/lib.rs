@@ -19,7 +19,7 @@
 //!   and the policies: the middleware's [`moirai_sched::Controller`] at the OS level (nice
 //!   values), the engine's prioritizer at the user level.
 //! - `observe` — snapshots of the simulated counters as the engine gives them, and the run
-//!   summary the lab reads ([`moirai_bench::RunSummary`]).
+//!   summary the lab reads ([`moirai_contract::RunSummary`]).
 //! - [`cluster`] — `--nodes N`: whole queries round-robin over N nodes, each with its own
 //!   kernel and middleware, simulated one after another and merged into one summary.
 //! - [`lab`] — sweeps of rates × configurations written as `results.csv`, `results.json` and

@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use moirai_engine::metrics::{latency_histogram, LatencySummary};
+use moirai_engine::metrics::{latency_histogram, latency_of, Latency};
 use moirai_engine::{
     now_ns, Agg, BuildError, BuiltQuery, Operator, Output, Query, Source, Tuple, Window, WindowResult,
 };
@@ -359,8 +359,8 @@ impl YsbHandle {
     }
 
     /// [`Self::window_latency`] summarised, in ms.
-    pub fn window_latency_ms(&self) -> LatencySummary {
-        LatencySummary::of(&self.window_latency())
+    pub fn window_latency_ms(&self) -> Latency {
+        latency_of(&self.window_latency())
     }
 
     /// Records that were not valid event JSON (skipped).

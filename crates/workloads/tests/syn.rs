@@ -3,12 +3,12 @@
 
 use std::time::Duration;
 
-use moirai_engine::{Engine, EngineConfig, RunSummary};
+use moirai_engine::{Engine, EngineConfig, RunTotals};
 use moirai_workloads::syn::{self, SynConfig};
 
 /// Runs SYN unchained (so each operator is its own physical operator with its own counts) for
 /// `run`, then stops it and lets it drain.
-fn run(config: &SynConfig, run: Duration) -> RunSummary {
+fn run(config: &SynConfig, run: Duration) -> RunTotals {
     let queries = syn::queries(config).expect("a valid configuration");
     let engine = Engine::start(EngineConfig { chaining: false, ..EngineConfig::default() }, queries).unwrap();
     std::thread::sleep(run);
@@ -18,7 +18,7 @@ fn run(config: &SynConfig, run: Duration) -> RunSummary {
 
 /// Asserts that each operator's observed selectivity (out / in) is its drawn one within 5
 /// standard deviations of a binomial draw (a band of at least 1 %).
-fn assert_selectivities(config: &SynConfig, summary: &RunSummary) {
+fn assert_selectivities(config: &SynConfig, summary: &RunTotals) {
     let params = syn::draw(config).unwrap();
     let mut checked = 0;
     for (q, query) in params.iter().enumerate() {

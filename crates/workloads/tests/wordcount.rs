@@ -4,11 +4,11 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use moirai_engine::{Engine, EngineConfig, RunSummary};
+use moirai_engine::{Engine, EngineConfig, RunTotals};
 use moirai_workloads::wordcount::{self, Grouping, WordCountConfig, WordCountHandle};
 
 /// Runs a finite WordCount to its end. The timeout only turns a hang into a failure.
-fn run(config: &WordCountConfig) -> (WordCountHandle, RunSummary) {
+fn run(config: &WordCountConfig) -> (WordCountHandle, RunTotals) {
     let (queries, handle) = wordcount::queries(config).expect("a valid configuration");
     let engine = Engine::start(EngineConfig::default(), queries).expect("the engine starts");
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -23,7 +23,7 @@ fn run(config: &WordCountConfig) -> (WordCountHandle, RunSummary) {
 }
 
 /// Word tuples each count instance received, as the engine counted them (`count (i/n)`).
-fn engine_loads(summary: &RunSummary, parallelism: usize) -> Vec<u64> {
+fn engine_loads(summary: &RunTotals, parallelism: usize) -> Vec<u64> {
     let mut loads = vec![0; parallelism];
     for op in summary.operators.iter().filter(|o| o.query == "wordcount" && o.name.starts_with("count")) {
         let instance =

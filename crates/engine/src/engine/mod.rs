@@ -17,7 +17,7 @@ use crate::exchange::ExchangeSnapshot;
 use crate::executor::{executor, LevelChange, Observed};
 use crate::graph::{BuildError, NodeKind};
 use crate::http::MetricsServer;
-use crate::metrics::{latency_histogram, LatencySummary, OperatorSnapshot};
+use crate::metrics::{latency_histogram, latency_of, Latency, OperatorSnapshot};
 use crate::query::BuiltQuery;
 use crate::sync::channel::Observe;
 use crate::sync::{lock, AbortFlag, Signal};
@@ -59,7 +59,7 @@ pub enum EngineError {
 
 /// What a run produced.
 #[derive(Clone, Debug, Serialize)]
-pub struct RunSummary {
+pub struct RunTotals {
     /// Wall time from start to the end of the last thread, seconds.
     pub elapsed_s: f64,
     /// Tuples that entered the engine (all sources).
@@ -67,9 +67,9 @@ pub struct RunSummary {
     /// Tuples that left it (all sinks).
     pub tuples_out: u64,
     /// Processing latency over all sinks.
-    pub latency_ms: LatencySummary,
+    pub latency_ms: Latency,
     /// End-to-end latency over all sinks.
-    pub e2e_latency_ms: LatencySummary,
+    pub e2e_latency_ms: Latency,
     /// Every physical operator at the end.
     pub operators: Vec<OperatorSnapshot>,
     /// Every change of the elastic thread level.
@@ -247,7 +247,7 @@ impl Engine {
     }
 
     /// Waits for every operator to finish (sources end or [`Engine::stop`]), then reports.
-    pub fn wait(mut self) -> Result<RunSummary, EngineError> {
+    pub fn wait(mut self) -> Result<RunTotals, EngineError> {
         for t in self.threads.drain(..) {
             // A panic inside an operator is caught in its thread; join cannot fail otherwise.
             let _ = t.join();
@@ -261,11 +261,11 @@ impl Engine {
         if let Some((operator, message)) = lock(&self.life.failures).first().cloned() {
             return Err(EngineError::OperatorPanicked { operator, message });
         }
-        Ok(self.summary())
+        Ok(self.totals())
     }
 
-    /// A summary of the run so far.
-    pub fn summary(&self) -> RunSummary {
+    /// The run's totals so far.
+    pub fn totals(&self) -> RunTotals {
         let v = &self.view;
         let operators = v.snapshot();
         let (mut processing, mut e2e) = (latency_histogram(), latency_histogram());
@@ -274,12 +274,12 @@ impl Engine {
             let _ = e2e.add(&*lock(&m.e2e));
         }
         let is_sink_chain = |id: usize| v.sinks().iter().any(|(i, _)| *i == id);
-        RunSummary {
+        RunTotals {
             elapsed_s: (now_ns() - v.start_ns()) as f64 / 1e9,
             tuples_in: operators.iter().filter(|o| v.head_kind(o.id) == NodeKind::Source).map(|o| o.tuples_in).sum(),
             tuples_out: operators.iter().filter(|o| is_sink_chain(o.id)).map(|o| o.tuples_out).sum(),
-            latency_ms: LatencySummary::of(&processing),
-            e2e_latency_ms: LatencySummary::of(&e2e),
+            latency_ms: latency_of(&processing),
+            e2e_latency_ms: latency_of(&e2e),
             operators,
             level_changes: v.level_changes(),
             exchanges: v.exchanges(),

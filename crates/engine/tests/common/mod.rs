@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use moirai_engine::{Engine, EngineConfig, EngineError, RunSummary};
+use moirai_engine::{Engine, EngineConfig, EngineError, RunTotals};
 
 /// How long a run may take before the test calls it a hang. Generous: a loaded 2-core CI machine
 /// runs many engines at once.
@@ -40,11 +40,11 @@ pub fn config_in(threading: &str, channel_capacity: usize, batch_size: usize, ch
 /// Waits for `engine` to finish and returns what [`Engine::wait`] returns; fails the test if it
 /// has not finished after `timeout`. On a hang the engine is aborted and dropped on a detached
 /// thread, so even an abort that does not help cannot hang the test itself.
-pub fn wait_or_fail(engine: Engine, timeout: Duration) -> Result<RunSummary, EngineError> {
+pub fn wait_or_fail(engine: Engine, timeout: Duration) -> Result<RunTotals, EngineError> {
     let deadline = Instant::now() + timeout;
     while !engine.is_finished() {
         if Instant::now() > deadline {
-            let summary = engine.summary();
+            let summary = engine.totals();
             engine.abort();
             std::thread::spawn(move || drop(engine));
             panic!("the engine did not finish within {timeout:?} (a hang); operators: {:#?}", summary.operators);

@@ -6,10 +6,10 @@
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
-use moirai_bench::point::{Latency, QueueLen};
-use moirai_bench::RunSummary;
+use moirai_contract::summary::QueueLen;
+use moirai_contract::RunSummary;
 use moirai_engine::graph::NodeKind;
-use moirai_engine::metrics::{latency_histogram, LatencySummary, OperatorSnapshot};
+use moirai_engine::metrics::{latency_histogram, latency_of, OperatorSnapshot};
 
 use crate::event::Nanos;
 use crate::model::Model;
@@ -105,11 +105,6 @@ impl Measure {
             self.per_operator[op].1 += 1;
         }
     }
-}
-
-fn latency(h: &Histogram<u64>) -> Latency {
-    let s = LatencySummary::of(h);
-    Latency { count: s.count, mean: s.mean, p10: None, p50: s.p50, p90: None, p99: s.p99, p999: s.p999, max: s.max }
 }
 
 impl Simulation<'_> {
@@ -232,13 +227,10 @@ impl Tally {
             extra.insert(k.to_string(), v);
         };
         put("simulated", true.into());
-        put("threading", c.threading.to_string().into());
         put("scheduler", c.os_policy.clone().unwrap_or_else(|| "os".into()).into());
         put("cores", c.cores.into());
         put("nodes", self.nodes.into());
         put("seed", c.seed.into());
-        put("tuples_in", m.tuples_in.into());
-        put("tuples_out", m.tuples_out.into());
         put("egress_s", egress_s.into());
         put("drained_s", drained_s.into());
         put("events", self.events.into());
@@ -256,16 +248,20 @@ impl Tally {
         }
         RunSummary {
             workload: workload.to_string(),
+            threading: c.threading.to_string(),
             offered_rate: self.offered_rate,
             duration_s: c.duration_ns as f64 / 1e9,
             measured_s,
             ingress_tps: m.ingress_window as f64 / measured_s,
             egress_tps: m.egress_window as f64 / egress_s,
-            latency_ms: latency(&m.processing),
-            e2e_latency_ms: latency(&m.e2e),
+            tuples_in: m.tuples_in,
+            tuples_out: m.tuples_out,
+            latency_ms: latency_of(&m.processing),
+            e2e_latency_ms: latency_of(&m.e2e),
             threads: self.threads,
             cpu_cores: m.cpu_window_ns as f64 / 1e9 / measured_s,
             queue_len,
+            workload_stats: serde_json::Value::Null,
             extra: {
                 extra.insert("sources".into(), self.sources.into());
                 extra

@@ -248,10 +248,17 @@ pub struct Rating {
 }
 
 /// Finds the largest passing L in `1..=max`: doubles from `from` while `trial(L)` passes, then
-/// bisects between the last pass and the first failure. `trial` returns whether L passed.
-pub fn search<E>(from: u16, max: u16, mut trial: impl FnMut(u16) -> Result<bool, E>) -> Result<Rating, E> {
+/// bisects between the last pass and the first failure until they are at most `resolution` apart
+/// (1: the failure is at L + 1). `trial` returns whether L passed.
+pub fn search<E>(
+    from: u16,
+    max: u16,
+    resolution: u16,
+    mut trial: impl FnMut(u16) -> Result<bool, E>,
+) -> Result<Rating, E> {
     let mut rating = Rating::default();
     let max = max.max(1);
+    let resolution = resolution.max(1);
     let (mut pass, mut fail) = (0u16, None::<u16>);
     let mut l = from.clamp(1, max);
     loop {
@@ -265,7 +272,7 @@ pub fn search<E>(from: u16, max: u16, mut trial: impl FnMut(u16) -> Result<bool,
         l = match fail {
             None if pass >= max => break,
             None => pass.saturating_mul(2).min(max),
-            Some(f) if f - pass <= 1 => break,
+            Some(f) if f - pass <= resolution => break,
             Some(f) => pass + (f - pass) / 2,
         };
     }
@@ -279,7 +286,7 @@ mod tests {
     use super::*;
 
     fn searched(capacity: u16, from: u16, max: u16) -> Rating {
-        search::<()>(from, max, |l| Ok(l <= capacity)).unwrap()
+        search::<()>(from, max, 1, |l| Ok(l <= capacity)).unwrap()
     }
 
     #[test]
@@ -302,9 +309,19 @@ mod tests {
     }
 
     #[test]
+    fn a_coarser_resolution_stops_the_bisection_early() {
+        // 150 passes, 300 fails; bisecting to within 40: 225 fails, 187 passes, and 225 − 187 ≤ 40.
+        let r = search::<()>(150, 300, 40, |l| Ok(l <= 200)).unwrap();
+        assert_eq!(r.trials, vec![(150, true), (300, false), (225, false), (187, true)]);
+        assert_eq!((r.rating, r.failed_at), (187, Some(225)));
+        // A resolution of 0 is taken as 1.
+        assert_eq!(search::<()>(1, 20, 0, |l| Ok(l <= 9)).unwrap().failed_at, Some(10));
+    }
+
+    #[test]
     fn an_error_ends_the_search() {
         let mut n = 0;
-        let r = search(1, 100, |_| {
+        let r = search(1, 100, 1, |_| {
             n += 1;
             if n == 3 {
                 Err("trial failed to run")

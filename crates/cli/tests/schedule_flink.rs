@@ -103,7 +103,7 @@ fn the_flink_driver_reads_input_buffers_full_in_front_of_the_heavy_operator() {
     // shows that many: op1, back-pressured by op2, reads as full as op2. Downstream of the heavy
     // operator the inputs are nearly empty, and a source has none.
     wait_for("the heavy operator's input buffers at least every other subtask's, above op3's", || {
-        let seen = driver.observe(&[Metric::InputBuffers])?;
+        let seen = driver.observe(&[Metric::InputBuffers]).map_err(|e| e.to_string())?;
         let names: Vec<&str> = seen.topology.physical.iter().map(|p| p.name.as_str()).collect();
         last = seen
             .samples

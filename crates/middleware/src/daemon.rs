@@ -18,11 +18,8 @@ use moirai_os::{RestoreLog, RestoreReport};
 use moirai_sched::{Capabilities, Cluster, Controller, Due, Metric, OpRef, Schedule};
 
 use crate::activity::{self, ActivationMode, Activity};
-use crate::config::{Config, DriverKind, PolicyConfig, TranslatorKind};
+use crate::config::{Config, PolicyConfig, TranslatorKind};
 use crate::dashboard::{PolicyInfo, Recorder, RoundRecord};
-use crate::driver::flink::FlinkDriver;
-use crate::driver::moirai::{MoiraiDriver, Pins};
-use crate::driver::storm::StormDriver;
 use crate::driver::{Driver, Observation};
 use crate::observe::{Log, Routes, SharedStats, StatsServer};
 use crate::realtime::RealTimeTranslator;
@@ -169,33 +166,8 @@ impl Daemon {
             out.info(format!("restored what a previous run left in {}: {report}", state.display()));
         }
         let mut log = RestoreLog::create(state).map_err(|e| DaemonError::State(e.to_string()))?;
-        // Per-engine locks of middlewares that were killed: nobody holds them any more.
-        crate::driver::moirai::remove_stale_locks();
-
-        let mut drivers: Vec<Box<dyn Driver>> = Vec::new();
-        for spe in &config.spes {
-            let bad = |e: String| DaemonError::Config(format!("SPE '{}': {e}", spe.name));
-            match spe.driver {
-                DriverKind::Moirai => {
-                    let pins = Pins {
-                        pid: spe.pid,
-                        uid: spe.uid,
-                        exe: spe.exe.clone(),
-                        allow_owner_change: spe.allow_owner_change,
-                    };
-                    let driver = MoiraiDriver::new(&spe.name, &spe.url, pins, state.clone()).map_err(bad)?;
-                    drivers.push(Box::new(driver))
-                }
-                DriverKind::Flink => {
-                    let driver = FlinkDriver::new(&spe.name, &spe.url, spe.pid).map_err(bad)?;
-                    drivers.push(Box::new(driver.queue(spe.queue.unwrap_or_default())))
-                }
-                DriverKind::Storm => {
-                    let dir = spe.metrics_dir.as_deref().unwrap_or(std::path::Path::new(""));
-                    drivers.push(Box::new(StormDriver::new(&spe.name, dir, spe.pid).map_err(bad)?))
-                }
-            }
-        }
+        let drivers = crate::drivers::open(&config.spes, state)
+            .map_err(|(spe, e)| DaemonError::Config(format!("SPE '{spe}': {e}")))?;
 
         let (mut policies, mut translators) = (Vec::new(), Vec::new());
         let realtime = config.policies.iter().any(|p| p.translator == TranslatorKind::Realtime);

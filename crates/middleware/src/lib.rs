@@ -7,11 +7,12 @@
 //! goes through a [`translate`]or (nice values per thread, or cpu cgroup weights) into Linux, via
 //! [`moirai_os`], which records every original value first so that everything is put back on exit
 //! or after a crash. [`daemon`] runs the loop: drivers, then the round of
-//! [`moirai_sched::Controller`], then translators; [`config`] reads what to run; [`observe`] reports
-//! the middleware's own cost and decisions; [`dashboard`] shows them live. [`realtime`] is the
-//! real-time translator (Lachesis-RT) with its [`watchdog`]; [`session`] says what nice values can
-//! do under `sched_autogroup` and sets an SPE's session-group nice. [`activity`] decides, per SPE,
-//! whether the schedules are enforced now (only while scheduling can help).
+//! [`moirai_sched::Controller`], then translators; [`config`] reads what to run and [`drivers`]
+//! makes the drivers it names; [`observe`] reports the middleware's own cost and decisions;
+//! [`dashboard`] shows them live. [`realtime`] is the real-time translator (Lachesis-RT) with its
+//! [`watchdog`]; [`session`] says what nice values can do under `sched_autogroup` and sets an
+//! SPE's session-group nice. [`activity`] decides, per SPE, whether the schedules are enforced now
+//! (only while scheduling can help).
 #![forbid(missing_docs)]
 
 pub mod activity;
@@ -19,6 +20,7 @@ pub mod config;
 pub mod daemon;
 pub mod dashboard;
 pub mod driver;
+pub mod drivers;
 pub mod observe;
 pub mod prometheus;
 pub mod realtime;

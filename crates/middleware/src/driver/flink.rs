@@ -33,7 +33,7 @@ use moirai_sched::{LogicalOperator, Metric, OpKind, PhysicalOperator, SpeTopolog
 
 use super::jvm::{any_gone, comm_matches, cpu_ns, java_processes, parse_thread_dump, pick_jvm, stamp, thread_dump};
 use super::threads::ThreadCensus;
-use super::{Driver, Observation, SourceLoad};
+use super::{Driver, DriverError, Observation, SourceLoad};
 use crate::config::FlinkQueue;
 
 /// The gauge a source reports its backlog in (FLIP-33).
@@ -624,9 +624,9 @@ impl Driver for FlinkDriver {
         .into()
     }
 
-    fn observe(&mut self, needed: &[Metric]) -> Result<Observation, String> {
+    fn observe(&mut self, needed: &[Metric]) -> Result<Observation, DriverError> {
         if !self.checked_fetcher {
-            let interval = self.rest.fetcher_interval_ms()?;
+            let interval = self.rest.fetcher_interval_ms().map_err(DriverError::Interface)?;
             self.checked_fetcher = true;
             if interval > 1000 {
                 self.warn_once(format!(
@@ -635,7 +635,7 @@ impl Driver for FlinkDriver {
                 ));
             }
         }
-        let jobs = self.rest.running_jobs_with(&mut self.jobs)?;
+        let jobs = self.rest.running_jobs_with(&mut self.jobs).map_err(DriverError::Interface)?;
         if jobs.is_empty() {
             self.map = None;
         } else if self.map_is_stale(&jobs) {
@@ -651,7 +651,7 @@ impl Driver for FlinkDriver {
         if !needed.is_empty() {
             let mut per_job = Vec::with_capacity(jobs.len());
             for job in &jobs {
-                let counters = self.counters(job)?;
+                let counters = self.counters(job).map_err(DriverError::Interface)?;
                 let records = job_records(job, &counters);
                 per_job.push((counters, records));
             }

@@ -50,9 +50,9 @@ pub trait Driver: Send {
     fn kind(&self) -> &'static str;
     /// The primitive metrics it can sample.
     fn provides(&self) -> BTreeSet<Metric>;
-    /// Reads topology and the `needed` metrics now. An error (the SPE is down, answers garbage)
-    /// is reported and retried next round.
-    fn observe(&mut self, needed: &[Metric]) -> Result<Observation, String>;
+    /// Reads topology and the `needed` metrics now. An error (the SPE is down, answers garbage,
+    /// is not the process pinned) is reported and retried next round.
+    fn observe(&mut self, needed: &[Metric]) -> Result<Observation, DriverError>;
     /// Errors of the last [`observe`](Driver::observe) that did not fail it: the driver went on
     /// with what it knew (the last thread mapping when `/proc` could not be read). Each is
     /// logged and counted once.
@@ -69,6 +69,26 @@ pub trait Driver: Send {
     fn sources(&self) -> Option<SourceLoad> {
         None
     }
+}
+
+/// Why a driver could not attach to its SPE, or could not observe it this round.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum DriverError {
+    /// The SPE's interface could not be read: its endpoint (moirai's `/topology` and `/metrics`,
+    /// Flink's REST API) did not answer or answered what the driver cannot read, or Storm's metric
+    /// files could not be listed.
+    #[error("{0}")]
+    Interface(String),
+    /// What answered is not the SPE the configuration pins (another process, owner or
+    /// executable): nothing of it is touched.
+    #[error("{0}")]
+    Identity(String),
+    /// The SPE's process or its threads could not be found (`/proc`, a thread dump).
+    #[error("{0}")]
+    Process(String),
+    /// The SPE's configuration is wrong (found when the driver is made).
+    #[error("{0}")]
+    Config(String),
 }
 
 /// What an SPE's sources showed in one observation (see [`Driver::sources`]), and how much

@@ -28,7 +28,7 @@ use moirai_contract::topology::NodeKind;
 use moirai_sched::{Metric, SpeTopology, ThreadRef};
 
 use super::threads::ThreadCensus;
-use super::{Driver, Observation, SourceLoad};
+use super::{Driver, DriverError, Observation, SourceLoad};
 use crate::prometheus;
 
 /// `/topology` and the counters of `/metrics`: the engine's own document types
@@ -352,7 +352,7 @@ impl Driver for MoiraiDriver {
         contract::PROVIDES.into()
     }
 
-    fn observe(&mut self, needed: &[Metric]) -> Result<Observation, String> {
+    fn observe(&mut self, needed: &[Metric]) -> Result<Observation, DriverError> {
         // `/topology` is read again only when the engine's threads changed (or it is another
         // process): an engine's queries are fixed for its life, and an operator thread that
         // starts, ends or is replaced changes the thread set.
@@ -361,7 +361,7 @@ impl Driver for MoiraiDriver {
         self.short_now = false;
         let cached = match self.cached.take() {
             Some(c) if !self.census.refresh(c.topology.pid) => c,
-            _ => self.read_topology()?,
+            _ => self.read_topology().map_err(DriverError::Interface)?,
         };
         if let Some(e) = self.census.take_shortage() {
             self.short_of(format!(
@@ -396,8 +396,8 @@ impl Driver for MoiraiDriver {
         if cached.complete {
             self.cached = Some(cached);
         }
-        result?;
-        counted?;
+        result.map_err(DriverError::Identity)?;
+        counted.map_err(DriverError::Interface)?;
         // A round that read `/proc` whole ends the shortage: the next one is reported again.
         self.shortage &= self.short_now;
         Ok(Observation { topology, samples })

@@ -45,7 +45,7 @@ use moirai_sched::{LogicalOperator, Metric, OpKind, PhysicalOperator, SpeTopolog
 
 use super::jvm::{any_gone, cpu_ns, java_processes, parse_thread_dump, stamp, thread_dump};
 use super::threads::ThreadCensus;
-use super::{Driver, IdleWait, Observation, SourceLoad};
+use super::{Driver, DriverError, IdleWait, Observation, SourceLoad};
 
 /// A metric file counts as live when written this recently (its topology runs).
 pub const LIVE: Duration = Duration::from_secs(10);
@@ -560,12 +560,13 @@ impl Driver for StormDriver {
         }
     }
 
-    fn observe(&mut self, needed: &[Metric]) -> Result<Observation, String> {
-        let owner = self.owner()?;
+    fn observe(&mut self, needed: &[Metric]) -> Result<Observation, DriverError> {
+        let owner = self.owner().map_err(DriverError::Interface)?;
         // Threads first: the component ids they name are what the file names are parsed against.
         let components: BTreeSet<String> =
             self.map.iter().flat_map(|m| m.executors.iter().map(|e| e.component.clone())).collect();
-        let (mut topologies, mut files) = self.live_files(owner, &components.iter().map(String::as_str).collect())?;
+        let (mut topologies, mut files) =
+            self.live_files(owner, &components.iter().map(String::as_str).collect()).map_err(DriverError::Interface)?;
         // The dump is taken again when a mapped thread is gone, when topologies came or went, and
         // (every few seconds) while a live topology has no executor mapped — deploying, or the
         // files of another topology of this owner in the directory.
@@ -589,7 +590,7 @@ impl Driver for StormDriver {
                 }
             };
             let components = executors.iter().map(|e| e.component.as_str()).collect();
-            (topologies, files) = self.live_files(owner, &components)?;
+            (topologies, files) = self.live_files(owner, &components).map_err(DriverError::Interface)?;
             self.map = Some(ExecutorMap { pid, executors, topologies, taken: Instant::now(), idle });
         }
         let map = self.map.as_ref().expect("set above");

@@ -13,7 +13,7 @@ pub fn open(spes: &[SpeConfig], state_file: &Path) -> Result<Vec<Box<dyn Driver>
     crate::driver::moirai::remove_stale_locks();
     let mut drivers: Vec<Box<dyn Driver>> = Vec::new();
     for spe in spes {
-        let bad = |e: String| (spe.name.clone(), DriverError::Config(e));
+        let bad = |e: DriverError| (spe.name.clone(), e);
         drivers.push(match spe.driver {
             DriverKind::Moirai => {
                 let pins = crate::driver::moirai::Pins {

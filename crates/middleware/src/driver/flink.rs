@@ -440,10 +440,10 @@ pub struct FlinkDriver {
 impl FlinkDriver {
     /// A driver for the Flink cluster whose REST API is at `url`, known as `name`; `pid` is the
     /// TaskManager JVM on this machine (found by its thread names when `None`).
-    pub fn new(name: &str, url: &str, pid: Option<u32>) -> Result<Self, String> {
+    pub fn new(name: &str, url: &str, pid: Option<u32>) -> Result<Self, DriverError> {
         Ok(FlinkDriver {
             name: name.to_string(),
-            rest: FlinkRest::new(url)?,
+            rest: FlinkRest::new(url).map_err(DriverError::Config)?,
             pid,
             map: None,
             pending: HashMap::new(),

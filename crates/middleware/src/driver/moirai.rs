@@ -184,10 +184,10 @@ pub fn remove_own_locks(state_file: &std::path::Path) {
 impl MoiraiDriver {
     /// A driver for the engine at `url`, known as `name`, of a middleware keeping its originals
     /// in `state_file`.
-    pub fn new(name: &str, url: &str, pins: Pins, state_file: PathBuf) -> Result<Self, String> {
+    pub fn new(name: &str, url: &str, pins: Pins, state_file: PathBuf) -> Result<Self, DriverError> {
         Ok(MoiraiDriver {
             name: name.to_string(),
-            client: EngineClient::new(url)?,
+            client: EngineClient::new(url).map_err(DriverError::Config)?,
             pins,
             state_file,
             attached: None,

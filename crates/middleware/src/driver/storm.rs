@@ -246,13 +246,13 @@ pub struct StormDriver {
 impl StormDriver {
     /// A driver reading Storm's CSV metrics from `dir`, known as `name`; `pid` is the worker JVM
     /// (found by its threads' names when `None`).
-    pub fn new(name: &str, dir: &Path, pid: Option<u32>) -> Result<Self, String> {
+    pub fn new(name: &str, dir: &Path, pid: Option<u32>) -> Result<Self, DriverError> {
         if !dir.is_dir() {
-            return Err(format!(
+            return Err(DriverError::Config(format!(
                 "the metrics directory {} does not exist; give the csv.log.dir of Storm's CsvStormReporter \
                  (topology.metrics.reporters)",
                 dir.display()
-            ));
+            )));
         }
         Ok(StormDriver {
             name: name.to_string(),
@@ -857,6 +857,8 @@ mod tests {
     #[test]
     fn a_missing_metrics_directory_is_named() {
         let e = StormDriver::new("storm", Path::new("/nonexistent/metrics"), None).err().unwrap();
+        assert!(matches!(e, DriverError::Config(_)), "{e:?}");
+        let e = e.to_string();
         assert!(e.contains("/nonexistent/metrics does not exist") && e.contains("csv.log.dir"), "{e}");
     }
 }

@@ -5,6 +5,8 @@
 
 pub mod flink;
 pub mod flink_rest;
+pub mod flink_threads;
+pub mod flink_topology;
 pub mod jvm;
 pub mod moirai;
 pub mod storm;

@@ -350,7 +350,7 @@ fn build_locked(integration: Integration, dir: &Path) -> Result<(), String> {
         .write(true)
         .open(&lock_path)
         .map_err(|e| format!("cannot open the build lock {}: {e}", lock_path.display()))?;
-    lock_exclusive(&lock).map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))?;
+    moirai_os::lock::lock_exclusive(&lock).map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))?;
     if !JvmJobs::needs_build(integration, dir) {
         return Ok(());
     }
@@ -389,21 +389,6 @@ fn build_locked(integration: Integration, dir: &Path) -> Result<(), String> {
         _ => Err(format!("building the {spe} jobs (`{shown}`) took more than {BUILD_TIMEOUT:?} and was stopped")),
     }
     // The lock is released when `lock` is closed here.
-}
-
-/// flock(LOCK_EX) on `file`, waiting for it.
-fn lock_exclusive(file: &File) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
-    loop {
-        // SAFETY: flock(2) on a descriptor this function borrows; no memory is passed.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
-            return Ok(());
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
 }
 
 /// One job's JVM: stdout collected on a thread, stderr written to a log file, its own temp
@@ -525,7 +510,7 @@ impl JobProcess {
     /// SIGTERM by PID (to the process group the JVM leads), up to [`STOP_GRACE`] for it to exit,
     /// then SIGKILL; reaps the JVM. Idempotent.
     pub fn stop(&mut self) {
-        self.child.terminate(libc::SIGTERM, STOP_GRACE);
+        self.child.terminate(moirai_os::Signal::TERM, STOP_GRACE);
     }
 }
 

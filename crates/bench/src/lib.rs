@@ -28,6 +28,7 @@
 //! [`run`] ties them together; [`stop_on_signals`] gives it a flag that Ctrl-C raises.
 
 #![forbid(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod flink;
 pub mod jvm;

@@ -26,6 +26,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use moirai_os::Signal;
+
 use crate::point::Point;
 use crate::process::{describe, free_port, tail_lines, Child};
 use crate::spec::Configuration;
@@ -270,19 +272,19 @@ impl Middleware {
             point.middleware_active_share = active_share(a, b);
             point.middleware_first_active_s = first_active_after(b, *at, t0);
         }
-        let status = self.child.terminate(libc::SIGINT, MIDDLEWARE_GRACE);
+        let status = self.child.terminate(Signal::INT, MIDDLEWARE_GRACE);
         if !was_running {
             return Ok(());
         }
         use std::os::unix::process::ExitStatusExt;
         match status {
-            Some(s) if s.signal() == Some(libc::SIGKILL) => {
+            Some(s) if s.signal() == Some(Signal::KILL.number()) => {
                 return Err(MwFailure::Failed(format!(
                     "the middleware did not stop within {MIDDLEWARE_GRACE:?} of SIGINT"
                 )))
             }
             // 130 = 128 + SIGINT, the conventional exit code of a process stopped by Ctrl-C.
-            Some(s) if !s.success() && s.signal() != Some(libc::SIGINT) && s.code() != Some(130) => {
+            Some(s) if !s.success() && s.signal() != Some(Signal::INT.number()) && s.code() != Some(130) => {
                 return Err(MwFailure::Failed(format!(
                     "the middleware failed on SIGINT ({}): {}",
                     describe(s),

@@ -14,6 +14,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use moirai_os::process::{set_parent_death_signal, signal_group};
+use moirai_os::Signal;
+
 /// Bytes of a child's stdout kept (the engine's JSON summary is on its last line).
 const STDOUT_KEEP: usize = 1 << 20;
 /// Bytes of a child's stderr kept, to explain a failure.
@@ -88,11 +91,11 @@ impl Child {
                 return Outcome::Exited(status);
             }
             if stop.load(Ordering::SeqCst) {
-                self.terminate(libc::SIGTERM, Duration::from_secs(2));
+                self.terminate(Signal::TERM, Duration::from_secs(2));
                 return Outcome::Interrupted;
             }
             if Instant::now() >= deadline {
-                self.terminate(libc::SIGTERM, Duration::from_secs(2));
+                self.terminate(Signal::TERM, Duration::from_secs(2));
                 return Outcome::TimedOut;
             }
             std::thread::sleep(POLL);
@@ -101,7 +104,7 @@ impl Child {
 
     /// Sends `signal` to the child by PID, waits up to `grace` for it to exit, then sends
     /// SIGKILL and reaps it. Returns its exit status.
-    pub fn terminate(&mut self, signal: i32, grace: Duration) -> Option<ExitStatus> {
+    pub fn terminate(&mut self, signal: Signal, grace: Duration) -> Option<ExitStatus> {
         if self.try_wait().is_some() {
             return self.status;
         }
@@ -114,18 +117,17 @@ impl Child {
             std::thread::sleep(POLL.min(Duration::from_millis(5)));
         }
         if self.try_wait().is_none() {
-            self.signal(libc::SIGKILL);
+            self.signal(Signal::KILL);
             self.status = self.inner.wait().ok();
         }
         self.status
     }
 
-    fn signal(&self, signal: i32) {
+    fn signal(&self, signal: Signal) {
         // Only a child this struct has not reaped gets a signal: its PID cannot have been reused.
+        // It leads its own process group (`process_group(0)` at spawn), whose id is its PID.
         if self.status.is_none() {
-            // SAFETY: kill(2) has no memory preconditions. The negative id names the process
-            // group our unreaped child leads (`process_group(0)` at spawn).
-            unsafe { libc::kill(-(self.inner.id() as libc::pid_t), signal) };
+            let _ = signal_group(self.inner.id(), signal);
         }
     }
 
@@ -146,7 +148,7 @@ impl Drop for Child {
     /// A child is never left behind, also when the lab unwinds from a bug.
     fn drop(&mut self) {
         if self.status.is_none() {
-            self.terminate(libc::SIGKILL, Duration::from_millis(100));
+            self.terminate(Signal::KILL, Duration::from_millis(100));
         }
     }
 }
@@ -155,22 +157,7 @@ impl Drop for Child {
 fn configure(cmd: &mut Command) {
     use std::os::unix::process::CommandExt;
     cmd.process_group(0);
-    // SAFETY: getpid is async-signal-safe and has no preconditions.
-    let parent = unsafe { libc::getpid() };
-    // SAFETY: the closure runs in the forked child before exec and calls only prctl, getppid and
-    // _exit, which are async-signal-safe; it allocates nothing and takes no lock.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong, 0, 0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // The parent died between fork and prctl: the signal will never come, so leave now.
-            if libc::getppid() != parent {
-                libc::_exit(1);
-            }
-            Ok(())
-        });
-    }
+    set_parent_death_signal(cmd, Signal::TERM);
 }
 
 /// Reads a pipe to its end on a thread, keeping the last `keep` bytes.
@@ -282,9 +269,9 @@ mod tests {
         let mut c = sh("trap '' TERM; echo ready; while :; do sleep 0.05; done");
         let pid = c.pid();
         std::thread::sleep(Duration::from_millis(200));
-        let status = c.terminate(libc::SIGTERM, Duration::from_millis(200)).unwrap();
+        let status = c.terminate(Signal::TERM, Duration::from_millis(200)).unwrap();
         use std::os::unix::process::ExitStatusExt;
-        assert_eq!(status.signal(), Some(libc::SIGKILL));
+        assert_eq!(status.signal(), Some(Signal::KILL.number()));
         assert!(!alive(pid));
     }
 

@@ -439,7 +439,7 @@ impl Spe {
     fn stop(&mut self) {
         match self {
             Spe::Engine(c) => {
-                c.terminate(libc::SIGTERM, Duration::from_secs(2));
+                c.terminate(moirai_os::Signal::TERM, Duration::from_secs(2));
             }
             Spe::Flink(j) => j.stop(),
             Spe::Storm(j) => j.stop(),
@@ -510,7 +510,7 @@ fn start_engine(spec: &SweepSpec, config: &Configuration, rate: f64, stop: &Atom
     {
         failure =
             Some(format!("the engine's metrics endpoint 127.0.0.1:{port} did not answer within {ENDPOINT_TIMEOUT:?}"));
-        engine.terminate(libc::SIGTERM, Duration::from_secs(2));
+        engine.terminate(moirai_os::Signal::TERM, Duration::from_secs(2));
     }
     Ok(Started {
         spe: Spe::Engine(engine),

@@ -25,6 +25,7 @@
 //!
 //! [`request`] parses heads and encodes responses (pure); [`server`] is the loop.
 #![forbid(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod request;
 pub mod server;

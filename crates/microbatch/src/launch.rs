@@ -37,8 +37,8 @@ impl ExecutorProcess {
 
     /// SIGKILL, as `kill -9 PID`.
     pub(crate) fn kill(&mut self) {
-        // SAFETY: kill(2) with a PID we own (our child, not yet reaped) and a valid signal.
-        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGKILL) };
+        // std sends SIGKILL by PID only while the child is not reaped, so never to a reused PID.
+        let _ = self.child.kill();
         let _ = self.child.wait();
     }
 

@@ -24,6 +24,7 @@
 //! Executors cannot receive closures, so they rebuild the job from its description — the
 //! workload's command line — as the driver does, and run its operators by index.
 #![forbid(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod aimd;
 mod bounds;

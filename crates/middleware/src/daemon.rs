@@ -8,7 +8,6 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -82,9 +81,9 @@ fn lock_state(path: &std::path::Path) -> Result<File, DaemonError> {
     let lock_path = path.with_extension("lock");
     let file = File::create(&lock_path)
         .map_err(|e| DaemonError::State(format!("cannot create {}: {e}", lock_path.display())))?;
-    // SAFETY: flock on a valid, open descriptor; no memory is passed.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc != 0 {
+    let locked = moirai_os::lock::try_lock_exclusive(&file)
+        .map_err(|e| DaemonError::State(format!("cannot lock {}: {e}", lock_path.display())))?;
+    if !locked {
         return Err(DaemonError::State(format!(
             "another moirai schedule uses the state file {} (lock {} is held); stop it, or give this one its own \
              --state-file",

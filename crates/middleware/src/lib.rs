@@ -14,6 +14,7 @@
 //! SPE's session-group nice. [`activity`] decides, per SPE, whether the schedules are enforced now
 //! (only while scheduling can help).
 #![forbid(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod activity;
 pub mod config;

@@ -68,10 +68,15 @@ pub fn has_capability(cap: Cap) -> Result<bool, OsError> {
     Ok(cap.is_in(effective_capabilities()?))
 }
 
+/// The effective user id of the calling process (geteuid(2)).
+pub fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
 /// True if the effective user id is 0.
 pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
+    euid() == 0
 }
 
 /// What a schedule is going to do, for [`preflight`].
@@ -110,8 +115,7 @@ impl Privileges {
     /// [`Privileges::probe`] with the kernel's scheduler sysctls read from `kernel` instead of
     /// `/proc/sys/kernel`.
     pub fn probe_in(kernel: &Path) -> Result<Privileges, OsError> {
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        let euid = unsafe { libc::geteuid() };
+        let euid = euid();
         let cgroup = match CgroupLayout::detect() {
             Ok(layout) => {
                 let cpu = layout.cpu().clone();

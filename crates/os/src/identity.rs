@@ -7,7 +7,6 @@
 use std::collections::BTreeSet;
 use std::fs::File;
 use std::io::{self, Read, Seek, Write};
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -144,7 +143,7 @@ pub fn is_running(pid: u32) -> bool {
     }
 }
 
-/// An exclusive lock on a file (flock), held until dropped; the file names the holder.
+/// An exclusive lock on a file ([`crate::lock`]), held until dropped; the file names the holder.
 #[derive(Debug)]
 pub struct LockFile {
     file: File,
@@ -154,7 +153,7 @@ pub struct LockFile {
 impl LockFile {
     /// Takes the lock on `path` without waiting and writes `holder` into the file. If another
     /// process holds it, returns `Err(Ok(what that holder wrote))`; `Err(Err(message))` when the
-    /// file cannot be opened or written. A lock dies with its process: a holder that crashed
+    /// file cannot be opened, locked or written. A lock dies with its process: a holder that crashed
     /// leaves no stale lock (its file stays, unlocked, and is reused); one that lets go removes
     /// the file.
     pub fn try_acquire(path: &Path, holder: &str) -> Result<LockFile, Result<String, String>> {
@@ -166,8 +165,9 @@ impl LockFile {
                 .truncate(false)
                 .open(path)
                 .map_err(|e| Err(format!("cannot open {}: {e}", path.display())))?;
-            // SAFETY: flock on a valid, open descriptor; no memory is passed.
-            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let locked = crate::lock::try_lock_exclusive(&file)
+                .map_err(|e| Err(format!("cannot lock {}: {e}", path.display())))?;
+            if !locked {
                 let mut held = String::new();
                 let _ = file.read_to_string(&mut held);
                 return Err(Ok(held.trim().to_string()));
@@ -218,6 +218,7 @@ impl Drop for LockFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::fd::AsRawFd;
 
     #[test]
     fn the_listener_of_a_port_is_this_process() {
@@ -250,9 +251,7 @@ mod tests {
     #[test]
     fn owner_executable_and_running() {
         let me = std::process::id();
-        // SAFETY: geteuid has no preconditions.
-        let euid = unsafe { libc::geteuid() };
-        assert_eq!(owner(me).map(|o| o.0), Some(euid));
+        assert_eq!(owner(me).map(|o| o.0), Some(crate::caps::euid()));
         assert_eq!(executable(me).unwrap(), std::env::current_exe().unwrap());
         assert!(is_running(me));
         assert!(!is_running(u32::MAX / 2));

@@ -17,10 +17,17 @@
 //!   after a crash on the next start.
 //! - [`identity`]: who a process is (the listener of a port, its owner and executable) and lock
 //!   files that name their holder.
+//! - [`process`]: signals to a process or a process group, and the parent-death signal of a child
+//!   about to be spawned.
+//! - [`lock`]: exclusive `flock` locks on files, waiting or not.
 //! - [`limits`]: the descriptor limit, raised to the hard one; a descriptor shortage told apart
 //!   from other errors.
 //! - [`poll`]: `poll(2)` over several sockets, for servers that keep one thread.
 //! - [`error`]: [`OsError`], one error type whose messages say what to do.
+//!
+//! This is the only crate of moirai with `unsafe` code: every system call the others need has a
+//! thin safe wrapper here (the others `#![forbid(unsafe_code)]`), each `unsafe` block with the
+//! reason it is sound.
 //!
 //! The mechanisms act on threads of *other* processes (Flink JVMs, moirai engines): every call
 //! takes the pid and tid explicitly, and the changing ones that the middleware uses go through
@@ -33,18 +40,21 @@ pub mod cgroup;
 pub mod error;
 pub mod identity;
 pub mod limits;
+pub mod lock;
 pub mod nice;
 pub mod poll;
 pub mod proc;
+pub mod process;
 pub mod realtime;
 pub mod restore;
 #[cfg(test)]
 mod testutil;
 
-pub use caps::{has_capability, is_root, preflight, Cap, Need};
+pub use caps::{euid, has_capability, is_root, preflight, Cap, Need};
 pub use cgroup::{CgroupLayout, CgroupTree, CgroupVersion, Hierarchy};
 pub use error::OsError;
 pub use nice::{get_nice, set_nice};
 pub use proc::{current_tid, ThreadStat, Tid};
+pub use process::Signal;
 pub use realtime::SchedClass;
 pub use restore::{RestoreLog, RestoreReport};

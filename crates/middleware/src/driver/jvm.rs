@@ -50,8 +50,7 @@ pub fn thread_dump(pid: u32) -> Result<String, String> {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    // SAFETY: geteuid has no preconditions.
-    let euid = unsafe { libc::geteuid() };
+    let euid = moirai_os::euid();
     if let Some((uid, gid)) = moirai_os::identity::owner(pid) {
         if euid == 0 && uid != 0 {
             cmd.uid(uid).gid(gid);

@@ -1,18 +1,20 @@
 //! What the JVM jobs of moirai's workloads share — `integrations/flink` and `integrations/storm`,
-//! each a Maven project: finding and building the project once (under a lock, so parallel tests
-//! build it once), the `java` command of a job, and one job's JVM as a child process, stopped by
-//! PID when dropped.
+//! each a Maven project: a [`JvmSystem`] value says what differs between them (the project, the
+//! jar and main class, the flags, how a job tells the middleware about itself and how to see
+//! that it runs); [`JvmJobs`] finds and builds a project once (under a lock, so parallel tests
+//! build it once) and gives the `java` command of a job. One running job is a
+//! [`crate::jvm_job::JvmJob`].
 //!
-//! [`crate::flink`] and [`crate::storm`] add what differs: the flags each job takes, and how to
-//! tell that a job runs (Flink's REST API; the metrics files Storm writes).
+//! [`crate::flink::FLINK`] and [`crate::storm::STORM`] are the two systems.
 
+use std::ffi::OsStr;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus};
+use std::process::Command;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::process::{describe, file_tail, tail_lines, Child, Outcome};
+use crate::process::{describe, tail_lines, Child, Outcome};
 use crate::requires::on_path;
 
 /// Written (relative to the project directory) after each successful build by the lab.
@@ -25,79 +27,107 @@ pub const CLASSPATH: &str = "target/classpath.txt";
 pub const STOP_GRACE: Duration = Duration::from_secs(5);
 /// The heap of a job's JVM.
 pub const JVM_HEAP: &str = "-Xmx1g";
-/// Lines of a log shown in an error message.
-const TAIL: usize = 12;
 
-/// Which SPE's jobs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Integration {
-    /// Apache Flink, `integrations/flink`.
-    Flink,
-    /// Apache Storm, `integrations/storm`.
-    Storm,
-}
-
-impl Integration {
-    /// The SPE's name in messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            Integration::Flink => "Flink",
-            Integration::Storm => "Storm",
-        }
-    }
-
+/// An SPE whose jobs run in a JVM: everything in which its jobs differ from another's. The
+/// start, wait, stop, log and clean-up of a job are [`crate::jvm_job::JvmJob`]'s, the same for
+/// every system.
+#[derive(Debug)]
+pub struct JvmSystem {
+    /// Its name in messages: `Flink`.
+    pub name: &'static str,
+    /// Its name in paths and in a job's summary (`"system"`): the project `integrations/<module>`,
+    /// the logs `moirai-<module>-*.log` and `<out>/<module>-logs/`.
+    pub module: &'static str,
     /// The environment variable naming the project directory instead of the default one of the
     /// source tree the lab was built from.
-    pub fn dir_env(self) -> &'static str {
-        match self {
-            Integration::Flink => "MOIRAI_FLINK_JOBS",
-            Integration::Storm => "MOIRAI_STORM_JOBS",
-        }
-    }
-
+    pub dir_env: &'static str,
     /// The jobs' jar, relative to the project directory.
-    pub fn jar(self) -> &'static str {
-        match self {
-            Integration::Flink => "target/moirai-flink-jobs.jar",
-            Integration::Storm => "target/moirai-storm-jobs.jar",
-        }
-    }
-
+    pub jar: &'static str,
     /// The main class of every job.
-    pub fn main_class(self) -> &'static str {
-        match self {
-            Integration::Flink => "moirai.flink.Run",
-            Integration::Storm => "moirai.storm.Run",
-        }
-    }
-
+    pub main_class: &'static str,
     /// What the job's own lines on stderr start with.
-    pub fn prefix(self) -> &'static str {
-        match self {
-            Integration::Flink => "moirai-flink: ",
-            Integration::Storm => "moirai-storm: ",
+    pub prefix: &'static str,
+    /// Flags only this system's jobs take.
+    pub own_flags: &'static [&'static str],
+    /// Where a job tells the middleware about itself, the lab choosing where.
+    pub endpoint: Endpoint,
+    /// The flag of `moirai schedule` that names a job's endpoint (its driver).
+    pub middleware_flag: &'static str,
+    /// What [`crate::jvm_job::JvmJob::wait_running`] waits for, after "exited before".
+    pub ready: &'static str,
+    /// The same as a state, after "within ... of" (the lab's deadline counts from it).
+    pub running: &'static str,
+    /// Signs in a job's error message that another process took its port between the lab's
+    /// choice and the JVM's bind: it is started again.
+    pub port_taken: &'static [&'static str],
+    /// One look at a job's endpoint: does it run yet?
+    pub(crate) probe: fn(endpoint: &str) -> Probe,
+    /// Why a job did not run within `timeout`, from its endpoint and the last probe's answer.
+    pub(crate) late: fn(endpoint: &str, timeout: Duration, last: &str) -> String,
+}
+
+/// How a job tells the middleware about itself; the lab passes the job `<flag> <where>`.
+#[derive(Debug)]
+pub enum Endpoint {
+    /// It serves `what` on a loopback port the lab picks (`<flag> PORT`); the middleware reads
+    /// `http://127.0.0.1:PORT`.
+    Port {
+        /// The job's flag.
+        flag: &'static str,
+        /// What it serves there, in messages.
+        what: &'static str,
+    },
+    /// It writes `what` into a fresh directory the lab makes for it and removes with it
+    /// (`<flag> DIR`); the middleware reads the directory.
+    Directory {
+        /// The job's flag.
+        flag: &'static str,
+        /// What it writes there, in names and messages.
+        what: &'static str,
+    },
+}
+
+impl Endpoint {
+    /// The job's flag that names it.
+    pub fn flag(&self) -> &'static str {
+        match *self {
+            Endpoint::Port { flag, .. } | Endpoint::Directory { flag, .. } => flag,
         }
     }
 
-    /// The project directory: `$<dir_env>` if set, else `integrations/<spe>` of the source tree
-    /// this crate was built from.
-    pub fn project_dir(self) -> PathBuf {
-        let dir = match std::env::var_os(self.dir_env()) {
+    /// The job's flag that names it, and why the lab sets it itself.
+    fn lab_flag(&self) -> (&'static str, &'static str) {
+        match self {
+            Endpoint::Port { .. } => (self.flag(), "the lab picks a free port per point"),
+            Endpoint::Directory { .. } => (self.flag(), "the lab gives each point a directory of its own"),
+        }
+    }
+}
+
+/// What one look at a job's endpoint found.
+pub(crate) enum Probe {
+    /// It runs; its id.
+    Running(String),
+    /// Not yet, and why.
+    NotYet(String),
+    /// It ended (failed, or finished) before it ran, and how.
+    Ended(String),
+}
+
+impl JvmSystem {
+    /// The project directory: `$<dir_env>` if set, else `integrations/<module>` of the source
+    /// tree this crate was built from.
+    pub fn project_dir(&self) -> PathBuf {
+        let dir = match std::env::var_os(self.dir_env) {
             Some(d) if !d.is_empty() => PathBuf::from(d),
-            _ => {
-                let sub = match self {
-                    Integration::Flink => "flink",
-                    Integration::Storm => "storm",
-                };
-                PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../integrations")).join(sub)
-            }
+            _ => PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../integrations")).join(self.module),
         };
         std::fs::canonicalize(&dir).unwrap_or(dir)
     }
 }
 
 /// Flags every job takes that the lab sets itself for a point (`--rate`, ...), besides the one
-/// that tells the job where the middleware finds it ([`Integration::lab_flag`]).
+/// that tells the job where the middleware finds it ([`JvmSystem::endpoint`]).
 const JOB_LAB_FLAGS: &[(&str, &str)] = &[
     ("--rate", "the lab sets it from --rates"),
     ("--duration", "use the lab's --duration"),
@@ -113,109 +143,94 @@ const SYN_SWITCHES: &[&str] = &["--lachesis", "--blocking"];
 /// Flags of the Linear Road jobs (the Lachesis shape only).
 const LINEAR_ROAD_FLAGS: &[&str] = &["--shape", "--xways", "--cars-per-second", "--traffic"];
 
-impl Integration {
-    /// The flag by which the lab tells a job where the middleware will find it.
-    fn lab_flag(self) -> (&'static str, &'static str) {
-        match self {
-            Integration::Flink => ("--rest-port", "the lab picks a free port per point"),
-            Integration::Storm => ("--metrics-dir", "the lab gives each point a directory of its own"),
+impl JvmSystem {
+    /// The job's name of a workload as `moirai run` names it (aliases included), or why the
+    /// system's jobs cannot run it.
+    pub fn job_workload(&self, workload: &str) -> Result<&'static str, String> {
+        match workload {
+            "syn" => Ok("syn"),
+            "linear-road" | "lr" => Ok("linear-road"),
+            other => Err(format!(
+                "the {} jobs (integrations/{}) have no '{other}' workload; they run syn and linear-road (--shape \
+                 lachesis)",
+                self.name, self.module
+            )),
         }
     }
 
-    /// Flags only this SPE's jobs take.
-    fn own_flags(self) -> &'static [&'static str] {
-        match self {
-            Integration::Flink => &["--buffer-timeout-ms"],
-            // How idle executors wait: progressive (Storm's default) or park[:MICROS].
-            Integration::Storm => &["--wait-strategy"],
-        }
-    }
-}
-
-/// The job's name of a workload as `moirai run` names it (aliases included), or why the SPE's
-/// jobs cannot run it.
-pub fn job_workload(integration: Integration, workload: &str) -> Result<&'static str, String> {
-    match workload {
-        "syn" => Ok("syn"),
-        "linear-road" | "lr" => Ok("linear-road"),
-        other => Err(format!(
-            "the {} jobs (integrations/{}) have no '{other}' workload; they run syn and linear-road (--shape lachesis)",
-            integration.name(),
-            integration.name().to_lowercase()
-        )),
-    }
-}
-
-/// Checks the flags passed on to a job of `workload` (a name [`job_workload`] returned): each
-/// must be one the job takes and not one the lab sets, each but `--lachesis` and `--blocking`
-/// takes a value, and Linear Road needs `--shape lachesis`. Both `--flag value` and
-/// `--flag=value` are read.
-pub fn check_job_args(integration: Integration, workload: &str, args: &[String]) -> Result<(), String> {
-    let spe = integration.name();
-    let (own, switches): (&[&str], &[&str]) =
-        if workload == "syn" { (SYN_FLAGS, SYN_SWITCHES) } else { (LINEAR_ROAD_FLAGS, &[]) };
-    let common = || JOB_COMMON_FLAGS.iter().chain(integration.own_flags());
-    let takes = || own.iter().chain(switches).chain(common()).copied().collect::<Vec<&str>>().join(", ");
-    let lab = JOB_LAB_FLAGS.iter().copied().chain([integration.lab_flag()]).collect::<Vec<_>>();
-    let mut shape = None;
-    let mut i = 0;
-    while i < args.len() {
-        let arg = &args[i];
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
-            _ => (arg.as_str(), None),
-        };
-        if !flag.starts_with('-') || flag.len() < 2 {
-            return Err(format!("unexpected argument '{arg}' for the {spe} job `{workload}` (a value with no flag)"));
-        }
-        if let Some((f, why)) = lab.iter().find(|(f, _)| *f == flag) {
-            return Err(format!("{f} cannot be passed after `--`: {why}"));
-        }
-        if switches.contains(&flag) {
-            if inline.is_some() {
-                return Err(format!("{flag} takes no value; write {flag} alone"));
+    /// Checks the flags passed on to a job of `workload` (a name [`JvmSystem::job_workload`] returned): each
+    /// must be one the job takes and not one the lab sets, each but `--lachesis` and `--blocking`
+    /// takes a value, and Linear Road needs `--shape lachesis`. Both `--flag value` and
+    /// `--flag=value` are read.
+    pub fn check_job_args(&self, workload: &str, args: &[String]) -> Result<(), String> {
+        let spe = self.name;
+        let (own, switches): (&[&str], &[&str]) =
+            if workload == "syn" { (SYN_FLAGS, SYN_SWITCHES) } else { (LINEAR_ROAD_FLAGS, &[]) };
+        let common = || JOB_COMMON_FLAGS.iter().chain(self.own_flags);
+        let takes = || own.iter().chain(switches).chain(common()).copied().collect::<Vec<&str>>().join(", ");
+        let lab = JOB_LAB_FLAGS.iter().copied().chain([self.endpoint.lab_flag()]).collect::<Vec<_>>();
+        let mut shape = None;
+        let mut i = 0;
+        while i < args.len() {
+            let arg = &args[i];
+            let (flag, inline) = match arg.split_once('=') {
+                Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
+                _ => (arg.as_str(), None),
+            };
+            if !flag.starts_with('-') || flag.len() < 2 {
+                return Err(format!(
+                    "unexpected argument '{arg}' for the {spe} job `{workload}` (a value with no flag)"
+                ));
+            }
+            if let Some((f, why)) = lab.iter().find(|(f, _)| *f == flag) {
+                return Err(format!("{f} cannot be passed after `--`: {why}"));
+            }
+            if switches.contains(&flag) {
+                if inline.is_some() {
+                    return Err(format!("{flag} takes no value; write {flag} alone"));
+                }
+                i += 1;
+                continue;
+            }
+            if !own.contains(&flag) && !common().any(|f| *f == flag) {
+                return Err(format!(
+                    "the {spe} job `{workload}` does not take {flag} (it takes {}); leave {flag} out, or run the {spe} \
+                     configurations in a sweep of their own",
+                    takes()
+                ));
+            }
+            let value = match inline {
+                Some(v) => v,
+                None => match args.get(i + 1) {
+                    Some(v) if !v.starts_with("--") => {
+                        i += 1;
+                        v.clone()
+                    }
+                    _ => return Err(format!("{flag} needs a value")),
+                },
+            };
+            if flag == "--shape" {
+                shape = Some(value);
             }
             i += 1;
-            continue;
         }
-        if !own.contains(&flag) && !common().any(|f| *f == flag) {
+        if workload == "linear-road" && shape.as_deref() != Some("lachesis") {
             return Err(format!(
-                "the {spe} job `{workload}` does not take {flag} (it takes {}); leave {flag} out, or run the {spe} \
-                 configurations in a sweep of their own",
-                takes()
+                "the {spe} job runs Linear Road in the Lachesis shape only ({}): pass -- --shape lachesis",
+                match &shape {
+                    Some(s) => format!("--shape {s} was given"),
+                    None => "moirai's default is --shape faithful".to_string(),
+                }
             ));
         }
-        let value = match inline {
-            Some(v) => v,
-            None => match args.get(i + 1) {
-                Some(v) if !v.starts_with("--") => {
-                    i += 1;
-                    v.clone()
-                }
-                _ => return Err(format!("{flag} needs a value")),
-            },
-        };
-        if flag == "--shape" {
-            shape = Some(value);
-        }
-        i += 1;
+        Ok(())
     }
-    if workload == "linear-road" && shape.as_deref() != Some("lachesis") {
-        return Err(format!(
-            "the {spe} job runs Linear Road in the Lachesis shape only ({}): pass -- --shape lachesis",
-            match &shape {
-                Some(s) => format!("--shape {s} was given"),
-                None => "moirai's default is --shape faithful".to_string(),
-            }
-        ));
-    }
-    Ok(())
 }
 
-/// Built jobs: where the jar and its classpath are, and the `java` that runs them.
+/// Built jobs of one system: where the jar and its classpath are, and the `java` that runs them.
 #[derive(Clone, Debug)]
 pub struct JvmJobs {
-    pub(crate) integration: Integration,
+    pub(crate) system: &'static JvmSystem,
     pub(crate) dir: PathBuf,
     pub(crate) jar: PathBuf,
     pub(crate) classpath: String,
@@ -223,20 +238,26 @@ pub struct JvmJobs {
 }
 
 impl JvmJobs {
+    /// Locates the system's project ([`JvmSystem::project_dir`]) and builds it with mvn when the
+    /// jar is missing or older than its sources ([`JvmJobs::build_in`]).
+    pub fn build(system: &'static JvmSystem) -> Result<JvmJobs, String> {
+        Self::build_in(system, &system.project_dir())
+    }
+
     /// Finds the project in `dir`, builds it with mvn when the jar is missing or older than
     /// pom.xml or any file under src/ (or the shared sources of `../common`), and reads
     /// classpath.txt. Clear errors when java or mvn are missing (naming the Debian package to
     /// install) or the build fails (with the tail of mvn's output).
-    pub fn build_in(integration: Integration, dir: &Path) -> Result<JvmJobs, String> {
-        let spe = integration.name();
+    pub fn build_in(system: &'static JvmSystem, dir: &Path) -> Result<JvmJobs, String> {
+        let spe = system.name;
         let pom = dir.join("pom.xml");
         if !pom.is_file() {
             return Err(format!(
                 "no {spe} jobs project at {} ({} is missing); set {} to the directory of moirai's integrations/{}",
                 dir.display(),
                 pom.display(),
-                integration.dir_env(),
-                spe.to_lowercase()
+                system.dir_env,
+                system.module
             ));
         }
         let java = find_java().ok_or_else(|| {
@@ -245,10 +266,10 @@ impl JvmJobs {
                  install openjdk-17-jdk-headless"
             )
         })?;
-        if Self::needs_build(integration, dir) {
-            build_locked(integration, dir)?;
+        if Self::needs_build(system, dir) {
+            build_locked(system, dir)?;
         }
-        let jar = dir.join(integration.jar());
+        let jar = dir.join(system.jar);
         if !jar.is_file() {
             return Err(format!("the {spe} jobs' build wrote no {}", jar.display()));
         }
@@ -263,23 +284,28 @@ impl JvmJobs {
             })?
             .trim()
             .to_string();
-        Ok(JvmJobs { integration, dir: dir.to_path_buf(), jar, classpath, java })
+        Ok(JvmJobs { system, dir: dir.to_path_buf(), jar, classpath, java })
     }
 
     /// Whether the project in `dir` must be (re)built: its jar or classpath.txt is missing, or
     /// the jar is older than pom.xml, a file under src/ or under the shared `../common/src` —
     /// unless the lab's last successful build (its stamp file in target/) is newer: Maven leaves
     /// a jar (and classpath.txt) whose content did not change as it was.
-    pub fn needs_build(integration: Integration, dir: &Path) -> bool {
+    pub fn needs_build(system: &JvmSystem, dir: &Path) -> bool {
         if !dir.join(CLASSPATH).is_file() {
             return true;
         }
-        let Some(jar) = modified(&dir.join(integration.jar())) else { return true };
+        let Some(jar) = modified(&dir.join(system.jar)) else { return true };
         let built = modified(&dir.join(BUILD_STAMP)).map_or(jar, |stamp| stamp.max(jar));
         let mut newest = modified(&dir.join("pom.xml"));
         newest_under(&dir.join("src"), &mut newest);
         newest_under(&dir.join("../common/src"), &mut newest);
         newest.is_some_and(|n| n > built)
+    }
+
+    /// The system whose jobs these are.
+    pub fn system(&self) -> &'static JvmSystem {
+        self.system
     }
 
     /// The project directory.
@@ -292,9 +318,9 @@ impl JvmJobs {
         &self.jar
     }
 
-    /// The `java` command for one job (no spawn):
-    /// `java -Xmx1g -cp <jar>:<classpath> <main class> <workload> <args...>`.
-    pub fn command(&self, workload: &str, args: &[String]) -> Command {
+    /// The `java` command for one job (no spawn), `endpoint` the value of its endpoint's flag:
+    /// `java -Xmx1g -cp <jar>:<classpath> <main class> <workload> <args...> <flag> <endpoint>`.
+    pub fn command(&self, workload: &str, args: &[String], endpoint: &OsStr) -> Command {
         let mut cp = self.jar.display().to_string();
         if !self.classpath.is_empty() {
             cp.push(':');
@@ -302,7 +328,8 @@ impl JvmJobs {
         }
         let mut cmd = Command::new(&self.java);
         // A bounded heap (the jobs need well under 1 GiB), not a quarter of the machine's memory.
-        cmd.arg(JVM_HEAP).arg("-cp").arg(cp).arg(self.integration.main_class()).arg(workload).args(args);
+        cmd.arg(JVM_HEAP).arg("-cp").arg(cp).arg(self.system.main_class).arg(workload).args(args);
+        cmd.arg(self.system.endpoint.flag()).arg(endpoint);
         cmd
     }
 }
@@ -339,8 +366,8 @@ fn find_java() -> Option<PathBuf> {
 
 /// Builds the project under an exclusive lock on `target/.moirai-build.lock`, unless another
 /// process built it while this one waited for the lock.
-fn build_locked(integration: Integration, dir: &Path) -> Result<(), String> {
-    let spe = integration.name();
+fn build_locked(system: &JvmSystem, dir: &Path) -> Result<(), String> {
+    let spe = system.name;
     let target = dir.join("target");
     std::fs::create_dir_all(&target).map_err(|e| format!("cannot create {}: {e}", target.display()))?;
     let lock_path = target.join(".moirai-build.lock");
@@ -351,7 +378,7 @@ fn build_locked(integration: Integration, dir: &Path) -> Result<(), String> {
         .open(&lock_path)
         .map_err(|e| format!("cannot open the build lock {}: {e}", lock_path.display()))?;
     moirai_os::lock::lock_exclusive(&lock).map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))?;
-    if !JvmJobs::needs_build(integration, dir) {
+    if !JvmJobs::needs_build(system, dir) {
         return Ok(());
     }
     let pom = dir.join("pom.xml");
@@ -389,138 +416,4 @@ fn build_locked(integration: Integration, dir: &Path) -> Result<(), String> {
         _ => Err(format!("building the {spe} jobs (`{shown}`) took more than {BUILD_TIMEOUT:?} and was stopped")),
     }
     // The lock is released when `lock` is closed here.
-}
-
-/// One job's JVM: stdout collected on a thread, stderr written to a log file, its own temp
-/// directory (`java.io.tmpdir`: Flink unpacks a ~20 MB RPC jar there at every start and never
-/// removes it). Dropping it stops the JVM by PID, then removes the temp directory and — unless an
-/// error message named it — the log.
-pub struct JobProcess {
-    integration: Integration,
-    child: Child,
-    log: PathBuf,
-    /// Remove the log on drop: a log in the temp directory that no error message named.
-    remove_log: bool,
-    tmp: PathBuf,
-}
-
-impl JobProcess {
-    /// Spawns `command` (from [`JvmJobs::command`]) with stderr to `log`, or, when `None`, to
-    /// `moirai-<spe>-<workload>-<tag>.log` in the temp directory.
-    pub fn spawn(
-        jobs: &JvmJobs,
-        mut command: Command,
-        workload: &str,
-        tag: &str,
-        log: Option<&Path>,
-    ) -> Result<JobProcess, String> {
-        let spe = jobs.integration.name().to_lowercase();
-        let remove_log = log.is_none();
-        let log = match log {
-            Some(l) => l.to_path_buf(),
-            None => std::env::temp_dir().join(format!(
-                "moirai-{spe}-{}-{tag}.log",
-                workload.replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "_")
-            )),
-        };
-        if let Some(d) = log.parent() {
-            std::fs::create_dir_all(d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
-        }
-        let file = File::create(&log)
-            .map_err(|e| format!("cannot create the {} job's log {}: {e}", jobs.integration.name(), log.display()))?;
-        let tmp = std::env::temp_dir().join(format!("moirai-{spe}-tmp-{}-{tag}", std::process::id()));
-        std::fs::create_dir_all(&tmp).map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
-        command.env("JAVA_TOOL_OPTIONS", format!("-Djava.io.tmpdir={}", tmp.display()));
-        let child = match Child::spawn_logged(command, file) {
-            Ok(child) => child,
-            Err(e) => {
-                let _ = std::fs::remove_dir_all(&tmp);
-                return Err(format!("cannot start the {} job ({}): {e}", jobs.integration.name(), jobs.java.display()));
-            }
-        };
-        Ok(JobProcess { integration: jobs.integration, child, log, remove_log, tmp })
-    }
-
-    /// The JVM's PID.
-    pub fn pid(&self) -> u32 {
-        self.child.pid()
-    }
-
-    /// The file the JVM's stderr (the SPE's log) goes to.
-    pub fn log_path(&self) -> &Path {
-        &self.log
-    }
-
-    /// The last `lines` lines of the JVM's stderr.
-    pub fn stderr_tail(&self, lines: usize) -> String {
-        file_tail(&self.log, lines)
-    }
-
-    /// The last line the job itself wrote about a failure or a bad flag (`moirai-flink: ...`, its
-    /// prefix), if any: it may be far above the tail of a log (a usage text follows it, whose
-    /// first line has the same prefix and is skipped).
-    pub fn complaint(&self) -> Option<String> {
-        let text = std::fs::read(&self.log).ok()?;
-        let text = String::from_utf8_lossy(&text[text.len().saturating_sub(1 << 20)..]).into_owned();
-        let prefix = self.integration.prefix();
-        let usage = format!("{prefix}moirai's workloads");
-        text.lines().rev().find(|l| l.starts_with(prefix) && !l.starts_with(&usage)).map(|l| l.trim().to_string())
-    }
-
-    /// What the job said, the tail of stderr and where the whole log is, for an error message;
-    /// the log is then kept.
-    pub fn log_for_message(&mut self) -> String {
-        self.remove_log = false;
-        let tail = self.stderr_tail(TAIL);
-        let said = match self.complaint() {
-            Some(c) if !tail.contains(&c) => format!("it said: {c}\n"),
-            _ => String::new(),
-        };
-        format!("{said}its stderr ends with:\n{tail}\n(full log: {})", self.log.display())
-    }
-
-    /// The exit status, if the JVM has exited (it is then reaped).
-    pub fn try_wait(&mut self) -> Option<ExitStatus> {
-        self.child.try_wait()
-    }
-
-    /// The child process, for the lab's own waiting loop.
-    pub(crate) fn child(&mut self) -> &mut Child {
-        &mut self.child
-    }
-
-    /// Waits for the JVM to exit by itself (up to `timeout`; then stops it) and returns its
-    /// stdout, or why it failed.
-    pub fn wait(&mut self, timeout: Duration) -> Result<String, String> {
-        let spe = self.integration.name();
-        let until = Instant::now() + timeout;
-        while Instant::now() < until {
-            if let Some(status) = self.child.try_wait() {
-                if status.success() {
-                    return Ok(self.child.output().0);
-                }
-                return Err(format!("the {spe} job failed ({}); {}", describe(status), self.log_for_message()));
-            }
-            std::thread::sleep(crate::process::POLL);
-        }
-        self.stop();
-        Err(format!("the {spe} job did not finish within {timeout:?} and was stopped; {}", self.log_for_message()))
-    }
-
-    /// SIGTERM by PID (to the process group the JVM leads), up to [`STOP_GRACE`] for it to exit,
-    /// then SIGKILL; reaps the JVM. Idempotent.
-    pub fn stop(&mut self) {
-        self.child.terminate(moirai_os::Signal::TERM, STOP_GRACE);
-    }
-}
-
-impl Drop for JobProcess {
-    /// A job JVM never outlives its handle.
-    fn drop(&mut self) {
-        self.stop();
-        let _ = std::fs::remove_dir_all(&self.tmp);
-        if self.remove_log {
-            let _ = std::fs::remove_file(&self.log);
-        }
-    }
 }

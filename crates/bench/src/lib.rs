@@ -16,7 +16,8 @@
 //!   configuration) interleaved, one point at a time.
 //! - [`process`] — child processes: capture, deadlines, stopping by PID, free ports.
 //! - [`mw_state`] — the middleware of a point: its CPU and whether it acted over the window.
-//! - [`flink`] — the Flink jobs of `integrations/flink`: build, start, wait until RUNNING, stop.
+//! - [`jvm`], [`jvm_job`] — the Flink and Storm jobs of `integrations/`: one [`jvm::JvmSystem`]
+//!   value for each ([`flink::FLINK`], [`storm::STORM`]); build, start, wait until running, stop.
 //! - [`point`] — one point, and the engine's JSON summary it is read from.
 //! - [`summary`] — medians over repetitions, sustainable rate and saturation point, the
 //!   side-by-side table.
@@ -32,6 +33,7 @@
 
 pub mod flink;
 pub mod jvm;
+pub mod jvm_job;
 pub mod mw_state;
 pub mod output;
 pub mod plots;

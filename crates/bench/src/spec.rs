@@ -136,7 +136,16 @@ pub enum System {
 impl System {
     /// Whether it is an SPE on the JVM, running a job of `integrations/`.
     pub fn is_jvm(self) -> bool {
-        matches!(self, System::Flink | System::Storm)
+        self.jvm().is_some()
+    }
+
+    /// What its jobs on the JVM are, for an SPE on the JVM.
+    pub fn jvm(self) -> Option<&'static crate::jvm::JvmSystem> {
+        match self {
+            System::Moirai => None,
+            System::Flink => Some(&crate::flink::FLINK),
+            System::Storm => Some(&crate::storm::STORM),
+        }
     }
 
     /// Its name in messages.

@@ -33,13 +33,13 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::flink::{self, FlinkJob, FlinkJobs, NotRunning};
+use crate::jvm::JvmJobs;
+use crate::jvm_job::{JvmJob, NotRunning};
 use crate::mw_state::{self, Middleware, MwFailure};
 use crate::point::{Point, RunSummary};
 use crate::process::{describe, free_port, tail_lines, wait_for_port, Child, Outcome, POLL};
 use crate::progress::Progress;
 use crate::spec::{fmt_rate, Configuration, System};
-use crate::storm::{self, StormJob, StormJobs};
 use crate::summary::Criteria;
 use crate::BenchError;
 
@@ -157,15 +157,12 @@ impl SweepSpec {
                 }
             }
         }
-        if let Some(c) = self.configurations.iter().find(|c| c.system == System::Flink) {
-            let not = |why: String| BenchError::Unsupported { label: c.label.clone(), why };
-            let workload = flink::job_workload(&self.workload).map_err(not)?;
-            flink::check_job_args(workload, &self.extra_args).map_err(not)?;
-        }
-        if let Some(c) = self.configurations.iter().find(|c| c.system == System::Storm) {
-            let not = |why: String| BenchError::Unsupported { label: c.label.clone(), why };
-            let workload = storm::job_workload(&self.workload).map_err(not)?;
-            storm::check_job_args(workload, &self.extra_args).map_err(not)?;
+        for c in &self.configurations {
+            if let Some(jvm) = c.system.jvm() {
+                let not = |why: String| BenchError::Unsupported { label: c.label.clone(), why };
+                let workload = jvm.job_workload(&self.workload).map_err(not)?;
+                jvm.check_job_args(workload, &self.extra_args).map_err(not)?;
+            }
         }
         self.criteria.validate()?;
         Ok(())
@@ -204,9 +201,20 @@ pub enum SweepEnd {
 #[derive(Debug, Default)]
 pub struct Prepared {
     /// The built Flink jobs, when a configuration runs Flink.
-    pub flink: Option<FlinkJobs>,
+    pub flink: Option<JvmJobs>,
     /// The built Storm jobs, when a configuration runs Storm.
-    pub storm: Option<StormJobs>,
+    pub storm: Option<JvmJobs>,
+}
+
+impl Prepared {
+    /// The built jobs of `system`, if it runs on the JVM and they were built.
+    fn jobs(&self, system: System) -> Option<&JvmJobs> {
+        match system {
+            System::Moirai => None,
+            System::Flink => self.flink.as_ref(),
+            System::Storm => self.storm.as_ref(),
+        }
+    }
 }
 
 /// Checks, before any point runs, everything that would make every point fail: the output
@@ -250,28 +258,26 @@ pub fn preflight(spec: &SweepSpec) -> Result<Prepared, BenchError> {
             }
         }
     }
-    let mut prepared = Prepared::default();
-    if spec.configurations.iter().any(|c| c.system == System::Flink) {
-        let dir = FlinkJobs::project_dir();
-        if FlinkJobs::needs_build(&dir) {
-            eprintln!(
-                "moirai bench: building the Flink jobs in {} with Maven (a first build downloads Flink: a minute or more)",
-                dir.display()
-            );
-        }
-        prepared.flink = Some(FlinkJobs::build().map_err(BenchError::Flink)?);
+    Ok(Prepared {
+        flink: build_jobs(spec, System::Flink).map_err(BenchError::Flink)?,
+        storm: build_jobs(spec, System::Storm).map_err(BenchError::Storm)?,
+    })
+}
+
+/// The built jobs of `system`, when a configuration runs it on the JVM.
+fn build_jobs(spec: &SweepSpec, system: System) -> Result<Option<JvmJobs>, String> {
+    let Some(jvm) = system.jvm().filter(|_| spec.configurations.iter().any(|c| c.system == system)) else {
+        return Ok(None);
+    };
+    let dir = jvm.project_dir();
+    if JvmJobs::needs_build(jvm, &dir) {
+        eprintln!(
+            "moirai bench: building the {spe} jobs in {} with Maven (a first build downloads {spe}: a minute or more)",
+            dir.display(),
+            spe = jvm.name
+        );
     }
-    if spec.configurations.iter().any(|c| c.system == System::Storm) {
-        let dir = StormJobs::project_dir();
-        if StormJobs::needs_build(&dir) {
-            eprintln!(
-                "moirai bench: building the Storm jobs in {} with Maven (a first build downloads Storm: a minute or more)",
-                dir.display()
-            );
-        }
-        prepared.storm = Some(StormJobs::build().map_err(BenchError::Storm)?);
-    }
-    Ok(prepared)
+    JvmJobs::build_in(jvm, &dir).map(Some)
 }
 
 /// The stdout of `moirai <args>` if it exits 0 within 30 s.
@@ -419,19 +425,17 @@ pub fn flink_args(spec: &SweepSpec, rate: f64) -> Vec<String> {
     args
 }
 
-/// The stream processor of one point: a `moirai run` engine, a Flink job's or a Storm job's JVM.
+/// The stream processor of one point: a `moirai run` engine, or a Flink or Storm job's JVM.
 enum Spe {
     Engine(Child),
-    Flink(FlinkJob),
-    Storm(StormJob),
+    Jvm(JvmJob),
 }
 
 impl Spe {
     fn child(&mut self) -> &mut Child {
         match self {
             Spe::Engine(c) => c,
-            Spe::Flink(j) => j.child(),
-            Spe::Storm(j) => j.child(),
+            Spe::Jvm(j) => j.child(),
         }
     }
 
@@ -441,31 +445,24 @@ impl Spe {
             Spe::Engine(c) => {
                 c.terminate(moirai_os::Signal::TERM, Duration::from_secs(2));
             }
-            Spe::Flink(j) => j.stop(),
-            Spe::Storm(j) => j.stop(),
+            Spe::Jvm(j) => j.stop(),
         }
     }
 
     /// How error messages name it.
-    fn name(&self) -> &'static str {
+    fn name(&self) -> String {
         match self {
-            Spe::Engine(_) => "the engine",
-            Spe::Flink(_) => "the Flink job",
-            Spe::Storm(_) => "the Storm job",
+            Spe::Engine(_) => "the engine".to_string(),
+            Spe::Jvm(j) => format!("the {} job", j.system().name),
         }
     }
 
-    /// The tail of its stderr: `captured` for the engine; for Flink, what the job said (a
+    /// The tail of its stderr: `captured` for the engine; for a JVM job, what the job said (a
     /// usage text may follow it) or the log's tail, and where the log is.
     fn stderr_tail(&self, captured: &str, lines: usize) -> String {
         match self {
             Spe::Engine(_) => tail_lines(captured, lines),
-            Spe::Flink(j) => format!(
-                "{} (full log: {})",
-                j.complaint().unwrap_or_else(|| j.stderr_tail(lines)),
-                j.log_path().display()
-            ),
-            Spe::Storm(j) => format!(
+            Spe::Jvm(j) => format!(
                 "{} (full log: {})",
                 j.complaint().unwrap_or_else(|| j.stderr_tail(lines)),
                 j.log_path().display()
@@ -477,8 +474,7 @@ impl Spe {
     fn system(&self) -> Option<&'static str> {
         match self {
             Spe::Engine(_) => None,
-            Spe::Flink(_) => Some("flink"),
-            Spe::Storm(_) => Some("storm"),
+            Spe::Jvm(j) => Some(j.system().module),
         }
     }
 }
@@ -527,60 +523,43 @@ fn job_log(spec: &SweepSpec, point: &Point, dir: &str) -> PathBuf {
     spec.out_dir.join(dir).join(format!("{label}-{}-rep{}.log", fmt_rate(point.rate), point.rep))
 }
 
-/// Starts the Flink job of a point and waits until it and all its vertices are RUNNING.
-fn start_flink(spec: &SweepSpec, prepared: &Prepared, point: &Point, stop: &AtomicBool) -> Result<Started, Attempt> {
-    let jobs = prepared.flink.as_ref().ok_or_else(|| {
-        Attempt::Failed("the Flink jobs were not built (the sweep's start-up did not prepare them)".into())
+/// Starts the Flink or Storm job of a point and waits until it runs: the job and all its
+/// vertices are RUNNING (Flink), a spout of its topology emits (Storm).
+fn start_jvm(
+    spec: &SweepSpec,
+    prepared: &Prepared,
+    config: &Configuration,
+    point: &Point,
+    stop: &AtomicBool,
+) -> Result<Started, Attempt> {
+    let jobs = prepared.jobs(config.system).ok_or_else(|| {
+        Attempt::Failed(format!(
+            "the {} jobs were not built (the sweep's start-up did not prepare them)",
+            config.system.name()
+        ))
     })?;
-    let workload = flink::job_workload(&spec.workload).map_err(Attempt::Failed)?;
-    let log = job_log(spec, point, "flink-logs");
-    let mut job =
-        FlinkJob::start_logged(jobs, workload, &flink_args(spec, point.rate), &log).map_err(Attempt::Failed)?;
+    let system = jobs.system();
+    let workload = system.job_workload(&spec.workload).map_err(Attempt::Failed)?;
+    let log = job_log(spec, point, &format!("{}-logs", system.module));
+    let mut job = JvmJob::start_logged(jobs, workload, &flink_args(spec, point.rate), &log).map_err(Attempt::Failed)?;
     match job.wait_running_unless(FLINK_STARTUP, stop) {
         Ok(_) => {
-            let target = ["--flink".to_string(), job.rest_url().to_string()];
-            Ok(Started { spe: Spe::Flink(job), t0: Instant::now(), target, failure: None })
+            let target = job.middleware_args();
+            Ok(Started { spe: Spe::Jvm(job), t0: Instant::now(), target, failure: None })
         }
         Err(NotRunning::Stopped) => Err(Attempt::Interrupted),
         Err(NotRunning::Exited { status, message }) => Err(if status.code() == Some(2) {
             Attempt::Usage(format!(
-                "the Flink job `{workload}` rejected its arguments: {}",
+                "the {} job `{workload}` rejected its arguments: {}",
+                system.name,
                 job.complaint().unwrap_or_else(|| job.stderr_tail(5))
             ))
-        } else if ["BindException", "Address already in use", "is taken"].iter().any(|m| message.contains(m)) {
+        } else if job.port_taken(&message) {
             Attempt::PortTaken(message)
         } else {
             Attempt::Failed(message)
         }),
         Err(NotRunning::Failed(message)) => Err(Attempt::Failed(message)),
-    }
-    // On every error return the job is dropped here, which stops its JVM.
-}
-
-/// Starts the Storm job of a point and waits until a spout of its topology emits.
-fn start_storm(spec: &SweepSpec, prepared: &Prepared, point: &Point, stop: &AtomicBool) -> Result<Started, Attempt> {
-    let jobs = prepared.storm.as_ref().ok_or_else(|| {
-        Attempt::Failed("the Storm jobs were not built (the sweep's start-up did not prepare them)".into())
-    })?;
-    let workload = storm::job_workload(&spec.workload).map_err(Attempt::Failed)?;
-    let log = job_log(spec, point, "storm-logs");
-    let mut job =
-        StormJob::start_logged(jobs, workload, &flink_args(spec, point.rate), &log).map_err(Attempt::Failed)?;
-    match job.wait_running_unless(FLINK_STARTUP, stop) {
-        Ok(_) => {
-            let target = ["--storm".to_string(), job.metrics_dir().display().to_string()];
-            Ok(Started { spe: Spe::Storm(job), t0: Instant::now(), target, failure: None })
-        }
-        Err(storm::NotRunning::Stopped) => Err(Attempt::Interrupted),
-        Err(storm::NotRunning::Exited { status, message }) => Err(if status.code() == Some(2) {
-            Attempt::Usage(format!(
-                "the Storm job `{workload}` rejected its arguments: {}",
-                job.complaint().unwrap_or_else(|| job.stderr_tail(5))
-            ))
-        } else {
-            Attempt::Failed(message)
-        }),
-        Err(storm::NotRunning::Failed(message)) => Err(Attempt::Failed(message)),
     }
     // On every error return the job is dropped here, which stops its JVM.
 }
@@ -594,8 +573,7 @@ fn attempt_point(
 ) -> Attempt {
     let started = match config.system {
         System::Moirai => start_engine(spec, config, point.rate, stop),
-        System::Flink => start_flink(spec, prepared, point, stop),
-        System::Storm => start_storm(spec, prepared, point, stop),
+        System::Flink | System::Storm => start_jvm(spec, prepared, config, point, stop),
     };
     let Started { mut spe, t0, target, mut failure } = match started {
         Ok(s) => s,
@@ -668,10 +646,7 @@ fn attempt_point(
     match outcome {
         Outcome::Exited(status) if status.success() => match RunSummary::from_stdout(&stdout) {
             Ok(run) if spe.system().is_some_and(|s| run.extra.get("system").and_then(|v| v.as_str()) != Some(s)) => {
-                let jar = match spe {
-                    Spe::Storm(_) => prepared.storm.as_ref().map(|j| j.jar().display().to_string()),
-                    _ => prepared.flink.as_ref().map(|j| j.jar().display().to_string()),
-                };
+                let jar = prepared.jobs(config.system).map(|j| j.jar().display().to_string());
                 Attempt::Failed(format!(
                     "{who}'s summary does not say \"system\": {:?} (it says {:?}); is {} the jobs' jar?",
                     spe.system().unwrap_or_default(),
@@ -690,8 +665,7 @@ fn attempt_point(
             match &spe {
                 _ if status.code() == Some(2) => Attempt::Usage(match spe {
                     Spe::Engine(_) => format!("`moirai run {}` rejected its arguments: {tail}", spec.workload),
-                    Spe::Flink(_) => format!("the Flink job `{}` rejected its arguments: {tail}", spec.workload),
-                    Spe::Storm(_) => format!("the Storm job `{}` rejected its arguments: {tail}", spec.workload),
+                    Spe::Jvm(_) => format!("{who} `{}` rejected its arguments: {tail}", spec.workload),
                 }),
                 Spe::Engine(_) if tail.contains("in use") => Attempt::PortTaken(format!(
                     "the engine could not listen on {}: {tail}",
@@ -703,10 +677,9 @@ fn attempt_point(
         _ => Attempt::Failed(format!(
             "{who} did not finish within {:?}{} (run {:?} + grace) and was killed; stderr: {}",
             spec.deadline(),
-            match spe {
-                Spe::Flink(_) => " of being RUNNING",
-                Spe::Storm(_) => " of running",
-                Spe::Engine(_) => "",
+            match &spe {
+                Spe::Jvm(j) => format!(" of {}", j.system().running),
+                Spe::Engine(_) => String::new(),
             },
             spec.duration,
             spe.stderr_tail(&stderr, 5)

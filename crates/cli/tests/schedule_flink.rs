@@ -13,7 +13,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use moirai_bench::flink::FlinkJob;
+use moirai_bench::jvm_job::JvmJob;
 
 #[path = "common/spe.rs"]
 mod spe;
@@ -33,7 +33,7 @@ fn qs_sets_the_nice_values_of_every_flink_subtask_thread_and_restores_them() {
     let mw = Proc::spawn(&[
         "schedule",
         "--flink",
-        job.rest_url(),
+        job.endpoint(),
         "--policy",
         "qs",
         "--period",
@@ -94,9 +94,9 @@ fn the_flink_driver_reads_input_buffers_full_in_front_of_the_heavy_operator() {
             .chain(&["--duration", "10m", "--parallelism", "1"])
             .map(|s| s.to_string())
             .collect();
-    let (job, _) = FlinkJob::start_running(&jobs, "syn", &args, PATIENCE)
+    let (job, _) = JvmJob::start_running(&jobs, "syn", &args, PATIENCE)
         .unwrap_or_else(|e| panic!("the Flink job did not come up: {e}"));
-    let mut driver = FlinkDriver::new("flink", job.rest_url(), Some(job.pid())).unwrap();
+    let mut driver = FlinkDriver::new("flink", job.endpoint(), Some(job.pid())).unwrap();
     assert!(driver.provides().contains(&Metric::InputBuffers));
     let mut last = BTreeMap::new();
     // Flink grants a channel a few buffers of credit (2 exclusive + floating), so a full input

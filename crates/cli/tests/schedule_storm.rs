@@ -14,31 +14,33 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use moirai_bench::storm::{StormJob, StormJobs};
+use moirai_bench::jvm::JvmJobs;
+use moirai_bench::jvm_job::JvmJob;
+use moirai_bench::storm::STORM;
 
 #[path = "common/spe.rs"]
 mod spe;
 use spe::*;
 
 /// The Storm jobs, built on first use; `None` (test skipped, with the reason) without root.
-fn storm_jobs(test: &str) -> Option<StormJobs> {
+fn storm_jobs(test: &str) -> Option<JvmJobs> {
     moirai_bench::requires::or_skip(test, moirai_bench::requires::jdk_and_maven())?;
     if !is_root() {
         eprintln!("SKIPPED {test}: needs root (CAP_SYS_NICE, cgroupfs)");
         return None;
     }
-    Some(StormJobs::build().unwrap_or_else(|e| panic!("cannot build the Storm jobs: {e}")))
+    Some(JvmJobs::build(&STORM).unwrap_or_else(|e| panic!("cannot build the Storm jobs: {e}")))
 }
 
 /// A SYN topology of 3 operators with cost, running until stopped, once a spout emits.
-fn storm_syn(jobs: &StormJobs, parallelism: u32) -> StormJob {
+fn storm_syn(jobs: &JvmJobs, parallelism: u32) -> JvmJob {
     let args: Vec<String> =
         ["--ops", "3", "--cost-ns", "2000", "--rate", "20000", "--duration", "10m", "--parallelism"]
             .iter()
             .map(|s| s.to_string())
             .chain([parallelism.to_string()])
             .collect();
-    let mut job = StormJob::start(jobs, "syn", &args).unwrap_or_else(|e| panic!("cannot start the Storm job: {e}"));
+    let mut job = JvmJob::start(jobs, "syn", &args).unwrap_or_else(|e| panic!("cannot start the Storm job: {e}"));
     job.wait_running(PATIENCE).unwrap_or_else(|e| panic!("the Storm topology did not come up: {e}"));
     job
 }
@@ -57,11 +59,11 @@ fn executor_threads(threads: &BTreeMap<String, i32>) -> BTreeMap<i32, String> {
 }
 
 /// `moirai schedule --storm DIR --policy qs` with a 500 ms period and nice in [-10, 10].
-fn schedule_storm(job: &StormJob, state: &std::path::Path, mw_port: u16) -> Proc {
+fn schedule_storm(job: &JvmJob, state: &std::path::Path, mw_port: u16) -> Proc {
     Proc::spawn(&[
         "schedule",
         "--storm",
-        &job.metrics_dir().display().to_string(),
+        job.endpoint(),
         "--policy",
         "qs",
         "--period",
@@ -265,8 +267,8 @@ nice_worst = 10
 period = "500ms"
 "#,
             dir.0.join("state.json").display(),
-            flink.rest_url(),
-            storm.metrics_dir().display()
+            flink.endpoint(),
+            storm.endpoint()
         ),
     )
     .unwrap();
@@ -347,7 +349,7 @@ fn real_time_is_refused_for_spinning_storm_executors_and_given_to_parking_ones()
                 .iter()
                 .map(|s| s.to_string())
                 .collect();
-        let mut job = StormJob::start(&jobs, "syn", &args).unwrap();
+        let mut job = JvmJob::start(&jobs, "syn", &args).unwrap();
         job.wait_running(PATIENCE).unwrap_or_else(|e| panic!("the Storm topology did not come up: {e}"));
         let pid = job.pid();
         let executors = executor_threads(&jvm_threads(pid));
@@ -361,7 +363,7 @@ fn real_time_is_refused_for_spinning_storm_executors_and_given_to_parking_ones()
                  [[policy]]\nname = \"pin\"\ntype = \"constant\"\nby = \"operator\"\nvalues = {{ \"syn0-op2 (1/1)\" = 5 }}\n\
                  default = 1\ntranslator = \"realtime\"\nrt_threads = 1\nperiod = \"500ms\"\nnice_best = 0\n",
                 dir.0.join("state.json").display(),
-                job.metrics_dir().display()
+                job.endpoint()
             ),
         )
         .unwrap();

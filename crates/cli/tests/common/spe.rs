@@ -10,7 +10,9 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use moirai_bench::flink::{FlinkJob, FlinkJobs};
+use moirai_bench::flink::FLINK;
+use moirai_bench::jvm::JvmJobs;
+use moirai_bench::jvm_job::JvmJob;
 use moirai_os::proc::thread_stat;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_moirai");
@@ -175,17 +177,17 @@ pub fn applied(port: u16, policy: &str) -> BTreeMap<i32, (String, i64)> {
 
 /// The Flink jobs, built on first use; `None` (test skipped, with the reason) without root or a
 /// JDK and Maven.
-pub fn flink_jobs(test: &str) -> Option<FlinkJobs> {
+pub fn flink_jobs(test: &str) -> Option<JvmJobs> {
     moirai_bench::requires::or_skip(test, moirai_bench::requires::jdk_and_maven())?;
     if !is_root() {
         eprintln!("SKIPPED {test}: needs root (CAP_SYS_NICE, cgroupfs)");
         return None;
     }
-    Some(FlinkJobs::build().unwrap_or_else(|e| panic!("cannot build the Flink jobs: {e}")))
+    Some(JvmJobs::build(&FLINK).unwrap_or_else(|e| panic!("cannot build the Flink jobs: {e}")))
 }
 
 /// A SYN job of `ops` operators with cost, chaining off, running until stopped.
-pub fn syn_job(jobs: &FlinkJobs, parallelism: u32) -> FlinkJob {
+pub fn syn_job(jobs: &JvmJobs, parallelism: u32) -> JvmJob {
     let args: Vec<String> = [
         "--ops",
         "3",
@@ -201,7 +203,7 @@ pub fn syn_job(jobs: &FlinkJobs, parallelism: u32) -> FlinkJob {
     .iter()
     .map(|s| s.to_string())
     .collect();
-    let (job, _) = FlinkJob::start_running(jobs, "syn", &args, PATIENCE)
+    let (job, _) = JvmJob::start_running(jobs, "syn", &args, PATIENCE)
         .unwrap_or_else(|e| panic!("the Flink job did not come up: {e}"));
     job
 }

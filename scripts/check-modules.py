@@ -5,7 +5,8 @@ one crate, and no file longer than LIMIT lines before its inline tests.
 Usage: scripts/check-modules.py [--limit N] [ROOT]      (ROOT: the repository, default .)
 
 A file's dependencies are the `crate::...`, `self::...` and `super::...` paths in its code before
-its first `#[cfg(test)]` (comments stripped), each resolved to the longest module prefix that is a
+its inline tests (its `#[cfg(test)] mod ... {`; comments and other `#[cfg(test)]` declarations
+stripped), each resolved to the longest module prefix that is a
 file of the crate. Two edges are not counted: into the crate root (lib.rs/main.rs re-export), and
 between a module and its own submodules (a parent and its children are one unit). Exit status 0
 when there is neither a circle nor a long file, 1 otherwise.
@@ -39,13 +40,24 @@ def crate_files(src):
     return files
 
 
+# The inline tests: a `#[cfg(test)]` module with a body (`mod tests { ... }`), or one in a file of
+# its own at the end of the file (`mod tests;`); other attributes may stand between the two.
+TESTS = re.compile(r"#\[cfg\(test\)\]\s*(?:#\[[^\]]*\]\s*)*(?:pub(?:\([^)]*\))?\s+)?mod\s+\w+\s*(?:\{|;\s*\Z)")
+# A test-only declaration before them (`#[cfg(test)] use ...;`, `#[cfg(test)] mod fixtures;`):
+# not code of the module, but the module's code goes on after it.
+TEST_ONLY = re.compile(r"#\[cfg\(test\)\]\s*(?:#\[[^\]]*\]\s*)*(?:pub(?:\([^)]*\))?\s+)?(?:use|mod)\b[^;{]*;")
+
+
 def code_of(path):
+    """A file's code before its inline tests, comments and test-only declarations stripped
+    (line breaks kept, so that lines still count)."""
     text = open(path, encoding="utf-8", errors="replace").read()
-    cut = text.find("#[cfg(test)]")
-    if cut >= 0:
-        text = text[:cut]
-    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
-    return re.sub(r"//[^\n]*", "", text)
+    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
+    text = re.sub(r"//[^\n]*", "", text)
+    tests = TESTS.search(text)
+    if tests:
+        text = text[: tests.start()]
+    return TEST_ONLY.sub(lambda m: "\n" * m.group(0).count("\n"), text)
 
 
 def flatten(tree):

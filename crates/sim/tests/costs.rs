@@ -47,7 +47,7 @@ fn at_a_low_rate_every_tuple_pays_a_wake_up_per_thread_and_a_notification_per_ho
     let cores = s.cpu_cores;
     assert!((cores / (rate * per_tuple_ns / 1e9) - 1.0).abs() < 0.01, "{cores} cores, {per_tuple_ns} ns per tuple");
     let wakeups = s.extra["wakeups"].as_u64().unwrap() as f64;
-    let tuples = s.extra["tuples_in"].as_u64().unwrap() as f64;
+    let tuples = s.tuples_in as f64;
     assert!((wakeups / (tuples * threads) - 1.0).abs() < 0.01, "{wakeups} wake-ups for {tuples} tuples");
     // A hop: the wake-up latency, then the switch and the woken thread's own CPU, then its
     // notification of the next thread (which the next hop's latency starts after).

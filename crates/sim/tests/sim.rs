@@ -255,7 +255,7 @@ fn conserves(
         }
     }
     let summary = sim.summary("random", serde_json::Value::Null, events);
-    prop_assert_eq!(summary.extra["tuples_in"].as_u64(), Some(ingress));
+    prop_assert_eq!(summary.tuples_in, ingress);
     prop_assert!(ingress >= 590, "2000 t/s per source for 0.3 s: {} taken in", ingress);
     Ok(())
 }
@@ -376,15 +376,15 @@ fn a_cluster_is_the_sum_of_its_nodes_and_repeats_itself_byte_for_byte() {
         let mut sim = Simulation::new(model, SimConfig { seed: node_seed(3, k), ..config.clone() }).unwrap();
         let events = sim.run();
         let s = sim.summary("syn", serde_json::Value::Null, events);
-        tuples_in += s.extra["tuples_in"].as_u64().unwrap();
-        tuples_out += s.extra["tuples_out"].as_u64().unwrap();
+        tuples_in += s.tuples_in;
+        tuples_out += s.tuples_out;
         count += s.e2e_latency_ms.count;
         threads += s.threads;
         worst_p99 = worst_p99.max(s.e2e_latency_ms.p99);
     }
     assert!(tuples_in > 10_000, "{tuples_in}");
-    assert_eq!(merged.extra["tuples_in"].as_u64().unwrap(), tuples_in);
-    assert_eq!(merged.extra["tuples_out"].as_u64().unwrap(), tuples_out);
+    assert_eq!(merged.tuples_in, tuples_in);
+    assert_eq!(merged.tuples_out, tuples_out);
     assert_eq!((merged.e2e_latency_ms.count, merged.threads), (count, threads));
     assert_eq!(merged.extra["nodes"], 4);
     // The merged p99 is read from the merged distribution: it lies between the nodes' p99s,

@@ -13,7 +13,8 @@ use moirai_engine::metrics::{latency_histogram, latency_of, OperatorSnapshot};
 
 use crate::event::Nanos;
 use crate::model::Model;
-use crate::sim::{Channel, SimConfig, Simulation, TID_BASE};
+use crate::sim::channel::Channel;
+use crate::sim::{SimConfig, Simulation, TID_BASE};
 use crate::SimError;
 
 /// Counters of the measured window.

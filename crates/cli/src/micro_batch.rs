@@ -11,7 +11,9 @@ use moirai_contract::summary::Latency;
 use moirai_contract::RunSummary;
 use moirai_microbatch::{AimdConfig, DriverConfig, GroupSize, KillAt, RunReport, Scheduling};
 
-use crate::workload::{sorted, EngineArgs, GroupFlag, MicroBatch, MicroBatchOutcome, Workload, Workloads};
+use crate::workload::{
+    sorted, summary_extra, EngineArgs, GroupFlag, MicroBatch, MicroBatchOutcome, Workload, Workloads,
+};
 
 /// `moirai micro-batch-executor` (hidden): an executor process of a micro-batch run.
 #[derive(Args, Debug)]
@@ -225,14 +227,7 @@ fn summary(
         "overheads": report.overheads,
         "commit_ms": report.commit_ms,
     });
-    let mut extra = serde_json::Map::new();
-    for fields in [mode, workload.params()] {
-        if let serde_json::Value::Object(fields) = fields {
-            for (k, v) in fields {
-                extra.entry(k).or_insert(v);
-            }
-        }
-    }
+    let extra = summary_extra(mode, workload);
     RunSummary {
         workload: workload.name().to_string(),
         threading: "micro-batch".to_string(),

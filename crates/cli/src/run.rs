@@ -8,7 +8,7 @@ use moirai_contract::RunSummary;
 use moirai_engine::{Engine, EngineConfig, EngineError, Threading};
 use serde::Serialize;
 
-use crate::workload::{ThreadingFlag, Workload, Workloads};
+use crate::workload::{summary_extra, ThreadingFlag, Workload, Workloads};
 
 /// Runs the workload chosen; its exit code.
 pub fn run(workloads: Workloads) -> i32 {
@@ -194,14 +194,7 @@ fn execute(workload: &dyn Workload, threading: Threading) -> i32 {
         level_changes: end.level_changes.clone(),
         exchange: end.exchanges.first().cloned(),
     };
-    let mut extra = serde_json::Map::new();
-    for fields in [serde_json::to_value(&mode).unwrap_or_default(), workload.params()] {
-        if let serde_json::Value::Object(fields) = fields {
-            for (k, v) in fields {
-                extra.entry(k).or_insert(v);
-            }
-        }
-    }
+    let extra = summary_extra(serde_json::to_value(&mode).unwrap_or_default(), workload);
     let summary = RunSummary {
         workload: workload.name().to_string(),
         threading: threading.to_string(),

@@ -117,6 +117,23 @@ impl Workloads {
     }
 }
 
+/// The summary's `extra`: the execution mode's own fields (`mode`, a JSON object), then the
+/// workload's [`Workload::params`] where they do not repeat a field of the mode.
+pub(crate) fn summary_extra(
+    mode: serde_json::Value,
+    workload: &dyn Workload,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut extra = serde_json::Map::new();
+    for fields in [mode, workload.params()] {
+        if let serde_json::Value::Object(fields) = fields {
+            for (k, v) in fields {
+                extra.entry(k).or_insert(v);
+            }
+        }
+    }
+    extra
+}
+
 /// `v` in ascending order.
 pub(crate) fn sorted(mut v: Vec<f64>) -> Vec<f64> {
     v.sort_by(f64::total_cmp);

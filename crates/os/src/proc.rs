@@ -347,6 +347,12 @@ mod tests {
         assert!(before <= clock + 1_000_000 && clock <= after + 1_000_000, "{before} <= {clock} <= {after} (ns)");
         done_tx.send(()).unwrap();
         spinner.join().unwrap();
+        // join returns when the thread has exited; the kernel releases its task (and its
+        // /proc entry) a moment later.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        while own_thread_cpu_ns(tid).is_ok() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         assert_eq!(own_thread_cpu_ns(tid).unwrap_err().kind(), io::ErrorKind::NotFound, "an ended thread");
         assert_eq!(own_thread_cpu_ns(0).unwrap_err().kind(), io::ErrorKind::InvalidInput);
         assert_eq!(own_thread_cpu_ns(1).unwrap_err().kind(), io::ErrorKind::NotFound, "not a thread of this process");

@@ -87,7 +87,29 @@ impl ThreadStat {
 /// Reads a `stat` file. The kernel cuts names at 15 bytes, which may split a UTF-8 character, so
 /// the bytes are converted lossily rather than rejected.
 fn read_stat(path: &std::path::Path) -> io::Result<String> {
-    Ok(String::from_utf8_lossy(&fs::read(path)?).into_owned())
+    Ok(String::from_utf8_lossy(&read_small(path)?).into_owned())
+}
+
+/// Reads a small `/proc` file in three system calls (open, read, close) where [`fs::read`] takes
+/// five (it asks the size first, and reads once more to see the end): a middleware reads one per
+/// thread a round. A `/proc` file of one record (`stat`, `schedstat`) is produced whole by its
+/// first read, so a read that does not fill the buffer has read everything; a longer file is
+/// read on to its end.
+fn read_small(path: &std::path::Path) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut file = fs::File::open(path)?;
+    let mut buf = vec![0u8; 1024];
+    let mut len = 0;
+    loop {
+        let n = file.read(&mut buf[len..])?;
+        len += n;
+        if n == 0 || len < buf.len() {
+            break;
+        }
+        buf.resize(2 * buf.len(), 0);
+    }
+    buf.truncate(len);
+    Ok(buf)
 }
 
 fn task_dir(pid: u32, tid: Tid) -> PathBuf {
@@ -148,7 +170,7 @@ fn parse_machine_cpu(text: &str) -> Option<(u64, u64)> {
 /// CPU time a thread has run, in nanoseconds: `schedstat`'s first field (exact), or `utime +
 /// stime` from `stat` (clock-tick resolution) where the kernel has no schedstat.
 pub fn thread_cpu_ns(pid: u32, tid: Tid) -> io::Result<u64> {
-    match fs::read_to_string(task_dir(pid, tid).join("schedstat")) {
+    match read_small(&task_dir(pid, tid).join("schedstat")).map(|b| String::from_utf8_lossy(&b).into_owned()) {
         Ok(text) => text
             .split_whitespace()
             .next()
@@ -159,6 +181,35 @@ pub fn thread_cpu_ns(pid: u32, tid: Tid) -> io::Result<u64> {
             Ok((stat.utime_ticks + stat.stime_ticks) * 1_000_000_000 / clock_ticks_per_second())
         }
         Err(e) => Err(e),
+    }
+}
+
+/// A thread's CPU time as `/proc/<pid>/task/<tid>/schedstat` shows it, from a file kept open:
+/// each read is one `pread`, where [`thread_cpu_ns`] opens, reads and closes the file (a
+/// middleware reads one per operator thread a round). Once the thread has ended, a read fails
+/// (the file stays bound to the ended thread, also if its tid is handed out again).
+#[derive(Debug)]
+pub struct ThreadCpuClock {
+    file: fs::File,
+}
+
+impl ThreadCpuClock {
+    /// Opens thread `tid` of `pid`'s clock; fails where the kernel keeps no `schedstat` (use
+    /// [`thread_cpu_ns`] then).
+    pub fn open(pid: u32, tid: Tid) -> io::Result<Self> {
+        Ok(ThreadCpuClock { file: fs::File::open(task_dir(pid, tid).join("schedstat"))? })
+    }
+
+    /// The CPU time the thread has run, in nanoseconds.
+    pub fn read_ns(&self) -> io::Result<u64> {
+        use std::os::unix::fs::FileExt;
+        let mut buf = [0u8; 128];
+        let n = self.file.read_at(&mut buf, 0)?;
+        let text = std::str::from_utf8(&buf[..n]).unwrap_or("");
+        text.split_whitespace()
+            .next()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("schedstat: {text:?}")))
     }
 }
 
@@ -241,6 +292,51 @@ mod tests {
         assert_eq!((s.utime_ticks, s.stime_ticks), (111, 222));
         assert_eq!(s.nice, -5);
         assert_eq!(s.start_ticks, 98765);
+    }
+
+    #[test]
+    fn a_small_read_takes_a_proc_record_whole_and_a_longer_file_to_its_end() {
+        let stat = read_small(std::path::Path::new("/proc/self/stat")).unwrap();
+        assert_eq!(stat.last(), Some(&b'\n'), "the whole record, to its newline");
+        assert_eq!(
+            String::from_utf8_lossy(&stat).split_whitespace().next(),
+            Some(std::process::id().to_string().as_str())
+        );
+        let path = std::env::temp_dir().join(format!("moirai-os-read-small-{}", std::process::id()));
+        let long: Vec<u8> = (0..5000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        fs::write(&path, &long).unwrap();
+        let read = read_small(&path);
+        fs::remove_file(&path).unwrap();
+        assert_eq!(read.unwrap(), long, "longer than the first buffer: read on to the end");
+    }
+
+    #[test]
+    fn a_clock_kept_open_reads_what_proc_reads_until_its_thread_ends() {
+        let me = std::process::id();
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+        let spinner = std::thread::spawn(move || {
+            tid_tx.send(current_tid()).unwrap();
+            let start = std::time::Instant::now();
+            while start.elapsed() < std::time::Duration::from_millis(30) {
+                std::hint::black_box(0u64);
+            }
+            let _ = rx.recv();
+        });
+        let tid = tid_rx.recv().unwrap();
+        let clock = ThreadCpuClock::open(me, tid).unwrap();
+        let first = clock.read_ns().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(60));
+        let (held, fresh) = (clock.read_ns().unwrap(), thread_cpu_ns(me, tid).unwrap());
+        assert!(held >= first && held >= 10_000_000, "the spinner ran 30 ms: {first} then {held} ns");
+        assert!(held.abs_diff(fresh) < 5_000_000, "held {held} ns, read anew {fresh} ns: the same clock");
+        drop(tx);
+        spinner.join().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        while clock.read_ns().is_ok() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(clock.read_ns().is_err(), "a clock of an ended thread reads nothing");
     }
 
     #[test]

@@ -35,7 +35,8 @@ use std::time::{Duration, Instant};
 
 use moirai_sched::Metric;
 
-use super::jvm::{any_gone, comm_matches, cpu_ns, java_processes, parse_thread_dump, pick_jvm, stamp, thread_dump};
+use super::cpu_clocks::CpuClocks;
+use super::jvm::{any_gone, comm_matches, java_processes, parse_thread_dump, pick_jvm, stamp, thread_dump};
 use super::threads::ThreadCensus;
 use super::{Driver, DriverError, Observation, SourceLoad};
 use crate::config::FlinkQueue;
@@ -119,6 +120,8 @@ pub struct FlinkDriver {
     jobs: HashMap<String, Job>,
     /// The TaskManager's threads, listed every round: a mapped thread gone shows as a change.
     census: ThreadCensus,
+    /// The mapped threads' CPU clocks, kept open.
+    clocks: CpuClocks,
 }
 
 impl FlinkDriver {
@@ -137,6 +140,7 @@ impl FlinkDriver {
             sources: None,
             jobs: HashMap::new(),
             census: ThreadCensus::new(),
+            clocks: CpuClocks::new(),
         })
     }
 
@@ -362,7 +366,7 @@ impl Driver for FlinkDriver {
                         Metric::BackpressuredNs => c.backpressured_ns,
                         Metric::IdleNs => c.idle_ns,
                         Metric::InputBuffers => c.input_buffers,
-                        Metric::CpuNs => cpu_ns(pid, &topology.physical[op].threads),
+                        Metric::CpuNs => self.clocks.cpu_ns(pid, &topology.physical[op].threads),
                         _ => continue,
                     };
                     samples.push((op, m, value));
@@ -370,6 +374,7 @@ impl Driver for FlinkDriver {
             }
             self.sources = Some(sources);
         }
+        self.clocks.sweep();
         Ok(Observation { topology, samples })
     }
 

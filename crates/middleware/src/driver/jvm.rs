@@ -148,11 +148,6 @@ pub fn stamp(pid: u32, tids: impl IntoIterator<Item = i32>) -> Vec<ThreadRef> {
         .collect()
 }
 
-/// CPU time of `threads` of `pid` so far, ns (threads already gone count 0).
-pub fn cpu_ns(pid: u32, threads: &[ThreadRef]) -> f64 {
-    threads.iter().filter_map(|t| moirai_os::proc::thread_cpu_ns(pid, t.tid).ok()).sum::<u64>() as f64
-}
-
 /// Whether a mapped thread ended, or its tid now belongs to another thread. A thread whose
 /// `/proc` entry cannot be read for lack of descriptors is not gone: the mapping is kept (the
 /// translator checks each thread's start time again before it changes it).

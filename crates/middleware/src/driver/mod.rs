@@ -3,6 +3,7 @@
 //! Every round a driver reports the SPE's topology — rediscovered each time, since threads come
 //! and go — and samples the primitive metrics it can provide.
 
+pub mod cpu_clocks;
 pub mod flink;
 pub mod flink_rest;
 pub mod flink_threads;
@@ -10,6 +11,7 @@ pub mod flink_topology;
 pub mod jvm;
 pub mod moirai;
 pub mod storm;
+pub mod storm_files;
 pub mod threads;
 
 use std::collections::BTreeSet;

@@ -37,55 +37,24 @@
 //!   reports them); `cpu_ns` from `/proc`.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use moirai_sched::{LogicalOperator, Metric, OpKind, PhysicalOperator, SpeTopology, ThreadRef};
 
-use super::jvm::{any_gone, cpu_ns, java_processes, parse_thread_dump, stamp, thread_dump};
+use super::cpu_clocks::CpuClocks;
+use super::jvm::{any_gone, java_processes, parse_thread_dump, stamp, thread_dump};
+use super::storm_files::MetricDir;
+pub use super::storm_files::{
+    last_value, parse_metric_file, LiveFiles, MetricFile, StormMetric, LIVE, PENDING_RECORDS,
+};
 use super::threads::ThreadCensus;
 use super::{Driver, DriverError, IdleWait, Observation, SourceLoad};
 
-/// A metric file counts as live when written this recently (its topology runs).
-pub const LIVE: Duration = Duration::from_secs(10);
 /// The least time between two dumps while a live component has no executor thread yet.
 const DUMP_RETRY: Duration = Duration::from_secs(5);
 /// The least time between two dumps while no executor was seen idle (how they wait is unknown).
 const IDLE_RETRY: Duration = Duration::from_secs(30);
-/// The gauge a spout reports its backlog in (FLIP-33).
-pub const PENDING_RECORDS: &str = "pendingRecords";
-
-/// What a metric file holds.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum StormMetric {
-    /// `receive-queue-population`: tuples in the executor's receive queue (per task, the same).
-    ReceiveQueue,
-    /// `__execute-count-<component>:<stream>`: tuples executed from that input.
-    Executed {
-        /// The upstream component.
-        from: String,
-    },
-    /// `__emit-count-<stream>`: tuples emitted.
-    Emitted,
-    /// `__transfer-count-<stream>`: tuples sent, once per receiving task.
-    Transferred,
-    /// `pendingRecords`: a spout's backlog.
-    Pending,
-}
-
-/// A metric file name taken apart.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MetricFile {
-    /// The topology id (`<name>-<n>-<epoch>`).
-    pub topology: String,
-    /// The component.
-    pub component: String,
-    /// The task.
-    pub task: i64,
-    /// The metric.
-    pub metric: StormMetric,
-}
 
 /// Which of the JVMs running Storm executors (pid, command line) is the worker of the metrics
 /// directory `dir`, whose live topologies are `topologies`: the only one; else the only one
@@ -128,55 +97,6 @@ pub fn topology_name(id: &str) -> &str {
     }
 }
 
-/// Parses a file name of the CSV reporter (`storm.worker.….csv`, `storm.topology.….csv`) for the
-/// metrics the driver reads; `components` are the ids the name may end its host part with (Storm
-/// allows dots in hosts and component ids, so the name alone is ambiguous). `None` for any other
-/// file, system streams and components, and rates (`….m1_rate.csv`).
-pub fn parse_metric_file<'a>(file: &str, components: impl IntoIterator<Item = &'a str>) -> Option<MetricFile> {
-    let stem = file.strip_suffix(".csv")?;
-    let (rest, user) = match stem.strip_prefix("storm.worker.") {
-        Some(rest) => (rest, false),
-        None => (stem.strip_prefix("storm.topology.")?, true),
-    };
-    // The metric follows the port: `….<task>.<port>-<metric>`, and names with streams carry
-    // `….<stream>.<task>.<port>-`.
-    let (head, metric, streamed) = if user {
-        (rest.strip_suffix(&format!("-{PENDING_RECORDS}"))?, StormMetric::Pending, false)
-    } else if let Some(head) = rest.strip_suffix("-receive-queue-population") {
-        (head, StormMetric::ReceiveQueue, false)
-    } else if let Some((head, input)) = rest.rsplit_once("-__execute-count-") {
-        let (from, stream) = input.rsplit_once(':')?;
-        if from.starts_with("__") || stream.starts_with("__") || stream.contains(".m1_rate") {
-            return None;
-        }
-        (head, StormMetric::Executed { from: from.to_string() }, true)
-    } else if let Some((head, stream)) = rest.rsplit_once("-__emit-count-") {
-        if stream.starts_with("__") || stream.contains(".m1_rate") {
-            return None;
-        }
-        (head, StormMetric::Emitted, true)
-    } else if let Some((head, stream)) = rest.rsplit_once("-__transfer-count-") {
-        if stream.starts_with("__") || stream.contains(".m1_rate") {
-            return None;
-        }
-        (head, StormMetric::Transferred, true)
-    } else {
-        return None;
-    };
-    let (head, port) = head.rsplit_once('.')?;
-    port.parse::<u32>().ok()?;
-    let (head, task) = head.rsplit_once('.')?;
-    let task: i64 = task.parse().ok()?;
-    let head = if streamed { head.rsplit_once('.')?.0 } else { head };
-    let (topology, host_component) = head.split_once('.')?;
-    let component = components
-        .into_iter()
-        .filter(|c| !c.starts_with("__"))
-        .filter(|c| host_component.strip_suffix(c).is_some_and(|h| h.ends_with('.')))
-        .max_by_key(|c| c.len())?;
-    Some(MetricFile { topology: topology.to_string(), component: component.to_string(), task, metric })
-}
-
 /// An executor thread's name taken apart: `Thread-40-busy-executor[1, 2]` → (`busy`, 1, 2).
 pub fn parse_executor_thread(name: &str) -> Option<(&str, i64, i64)> {
     let rest = name.strip_prefix("Thread-")?;
@@ -189,19 +109,6 @@ pub fn parse_executor_thread(name: &str) -> Option<(&str, i64, i64)> {
     (!component.is_empty() && a <= b).then_some((component, a, b))
 }
 
-/// The last value of a CSV file of the reporter (`t,value` lines), read from its end.
-pub fn last_value(path: &Path) -> Option<f64> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut file = std::fs::File::open(path).ok()?;
-    let len = file.metadata().ok()?.len();
-    let from = len.saturating_sub(256);
-    file.seek(SeekFrom::Start(from)).ok()?;
-    let mut tail = String::new();
-    file.take(256).read_to_string(&mut tail).ok()?;
-    let line = tail.lines().rev().find(|l| !l.trim().is_empty())?;
-    line.rsplit(',').next()?.trim().parse().ok().filter(|v: &f64| v.is_finite())
-}
-
 /// One executor found in the dump.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Executor {
@@ -212,10 +119,6 @@ pub struct Executor {
     /// Its thread.
     pub thread: ThreadRef,
 }
-
-/// The live metric files of a directory: file → parsed name, newest file per (topology,
-/// component, task, metric) only.
-type LiveFiles = Vec<(PathBuf, MetricFile)>;
 
 /// The worker JVM's executors as of the last dump.
 #[derive(Clone)]
@@ -232,7 +135,8 @@ struct ExecutorMap {
 /// The driver for the Storm workers on this machine that report into one metrics directory.
 pub struct StormDriver {
     name: String,
-    dir: PathBuf,
+    /// The metrics directory and its last listing.
+    dir: MetricDir,
     /// The worker JVM's pid when configured; found from the thread names otherwise.
     pid: Option<u32>,
     map: Option<ExecutorMap>,
@@ -241,6 +145,8 @@ pub struct StormDriver {
     sources: Option<SourceLoad>,
     /// The worker's threads, listed every round: a mapped thread gone shows as a change.
     census: ThreadCensus,
+    /// The mapped threads' CPU clocks, kept open.
+    clocks: CpuClocks,
 }
 
 impl StormDriver {
@@ -256,12 +162,13 @@ impl StormDriver {
         }
         Ok(StormDriver {
             name: name.to_string(),
-            dir: dir.to_path_buf(),
+            dir: MetricDir::new(dir),
             pid,
             map: None,
             warnings: BTreeSet::new(),
             sources: None,
             census: ThreadCensus::new(),
+            clocks: CpuClocks::new(),
         })
     }
 
@@ -269,13 +176,6 @@ impl StormDriver {
         if self.warnings.insert(text.clone()) {
             eprintln!("moirai schedule: warning: SPE '{}': {text}", self.name);
         }
-    }
-
-    /// The owner of the metrics directory: the only user whose files and JVM count.
-    fn owner(&self) -> Result<u32, String> {
-        std::fs::metadata(&self.dir)
-            .map(|m| m.uid())
-            .map_err(|e| format!("cannot read the metrics directory {}: {e}", self.dir.display()))
     }
 
     /// The worker JVM: configured, or the one of the owner's `java` processes that runs Storm
@@ -300,7 +200,8 @@ impl StormDriver {
                 (pid, String::from_utf8_lossy(&cmdline).replace('\0', " "))
             })
             .collect();
-        choose_worker(candidates, topologies, &self.dir).map_err(|e| format!("{e} (user {owner} owns the directory)"))
+        choose_worker(candidates, topologies, self.dir.path())
+            .map_err(|e| format!("{e} (user {owner} owns the directory)"))
     }
 
     fn take_map(
@@ -323,37 +224,6 @@ impl StormDriver {
         }
         executors.sort_by(|x, y| (&x.component, x.tasks).cmp(&(&y.component, y.tasks)));
         Ok((pid, executors, idle))
-    }
-
-    /// The ids of the live topologies, and the directory's live metric files of the given
-    /// components; only files written by `owner` count.
-    fn live_files(&self, owner: u32, components: &BTreeSet<&str>) -> Result<(BTreeSet<String>, LiveFiles), String> {
-        let now = SystemTime::now();
-        let entries = std::fs::read_dir(&self.dir)
-            .map_err(|e| format!("cannot list the metrics directory {}: {e}", self.dir.display()))?;
-        let mut newest: BTreeMap<(String, String, i64, StormMetric), (SystemTime, PathBuf, MetricFile)> =
-            BTreeMap::new();
-        let mut topologies = BTreeSet::new();
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else { continue };
-            // Storm's topology ids have no dots: the id is the name's third part.
-            let rest = name.strip_prefix("storm.worker.").or_else(|| name.strip_prefix("storm.topology."));
-            let Some((topology, _)) = rest.and_then(|r| r.split_once('.')) else { continue };
-            let Ok(meta) = entry.metadata() else { continue };
-            let Ok(modified) = meta.modified() else { continue };
-            if meta.uid() != owner || !meta.is_file() || now.duration_since(modified).unwrap_or_default() > LIVE {
-                continue;
-            }
-            topologies.insert(topology.to_string());
-            let Some(parsed) = parse_metric_file(name, components.iter().copied()) else { continue };
-            let key = (parsed.topology.clone(), parsed.component.clone(), parsed.task, parsed.metric.clone());
-            let keep = newest.get(&key).is_none_or(|(t, _, _)| modified > *t);
-            if keep {
-                newest.insert(key, (modified, entry.path(), parsed));
-            }
-        }
-        Ok((topologies, newest.into_values().map(|(_, path, parsed)| (path, parsed)).collect()))
     }
 }
 
@@ -523,12 +393,16 @@ pub struct ExecutorCounters {
     pub pending: Option<f64>,
 }
 
-/// Sums an executor's files.
-pub fn executor_counters(files: &[(PathBuf, MetricFile)], own: &[usize]) -> ExecutorCounters {
+/// Sums an executor's files, whose values `value` reads by their index in `files`.
+pub fn executor_counters(
+    files: &[(PathBuf, MetricFile)],
+    own: &[usize],
+    value: impl Fn(usize) -> Option<f64>,
+) -> ExecutorCounters {
     let mut c = ExecutorCounters::default();
     for &k in own {
-        let (path, f) = &files[k];
-        let Some(v) = last_value(path) else { continue };
+        let f = &files[k].1;
+        let Some(v) = value(k) else { continue };
         match f.metric {
             StormMetric::ReceiveQueue => c.receive_queue = c.receive_queue.max(v),
             StormMetric::Executed { .. } => c.executed += v,
@@ -561,12 +435,17 @@ impl Driver for StormDriver {
     }
 
     fn observe(&mut self, needed: &[Metric]) -> Result<Observation, DriverError> {
-        let owner = self.owner().map_err(DriverError::Interface)?;
+        let dir = self.dir.owner().map_err(DriverError::Interface)?;
+        let owner = dir.0;
         // Threads first: the component ids they name are what the file names are parsed against.
         let components: BTreeSet<String> =
             self.map.iter().flat_map(|m| m.executors.iter().map(|e| e.component.clone())).collect();
-        let (mut topologies, mut files) =
-            self.live_files(owner, &components.iter().map(String::as_str).collect()).map_err(DriverError::Interface)?;
+        // The worker's threads changed (listed every round): the files are listed again too.
+        let threads_changed = self.map.as_ref().is_some_and(|m| self.census.refresh(m.pid));
+        let (mut topologies, mut files) = self
+            .dir
+            .live(dir, &components.iter().map(String::as_str).collect(), threads_changed)
+            .map_err(DriverError::Interface)?;
         // The dump is taken again when a mapped thread is gone, when topologies came or went, and
         // (every few seconds) while a live topology has no executor mapped — deploying, or the
         // files of another topology of this owner in the directory.
@@ -575,7 +454,7 @@ impl Driver for StormDriver {
             Some(m) => {
                 let mapped: BTreeSet<&str> = files.iter().map(|(_, f)| f.topology.as_str()).collect();
                 // Looked for (one stat per executor) only when the JVM's thread set changed.
-                (self.census.refresh(m.pid) && any_gone(m.pid, m.executors.iter().map(|e| &e.thread)))
+                (threads_changed && any_gone(m.pid, m.executors.iter().map(|e| &e.thread)))
                     || m.topologies != topologies
                     || (mapped.len() < topologies.len() && m.taken.elapsed() >= DUMP_RETRY)
                     || (matches!(m.idle, IdleWait::Unknown(_)) && m.taken.elapsed() >= IDLE_RETRY)
@@ -590,7 +469,7 @@ impl Driver for StormDriver {
                 }
             };
             let components = executors.iter().map(|e| e.component.as_str()).collect();
-            (topologies, files) = self.live_files(owner, &components).map_err(DriverError::Interface)?;
+            (topologies, files) = self.dir.live(dir, &components, true).map_err(DriverError::Interface)?;
             self.map = Some(ExecutorMap { pid, executors, topologies, taken: Instant::now(), idle });
         }
         let map = self.map.as_ref().expect("set above");
@@ -602,7 +481,7 @@ impl Driver for StormDriver {
         let mut samples = Vec::new();
         let mut sources = SourceLoad::default();
         for (op, own) in task_files.iter().enumerate() {
-            let c = executor_counters(&files, own);
+            let c = executor_counters(&files, own, |k| self.dir.value(k));
             let kind = topology.logical[topology.physical[op].logical[0]].kind;
             if kind == OpKind::Source {
                 sources.add(c.pending, c.emitted);
@@ -617,13 +496,14 @@ impl Driver for StormDriver {
                     Metric::TuplesOut => c.transferred,
                     Metric::QueueLen if kind == OpKind::Source => c.pending.unwrap_or(0.0),
                     Metric::QueueLen => c.receive_queue,
-                    Metric::CpuNs => cpu_ns(pid, &topology.physical[op].threads),
+                    Metric::CpuNs => self.clocks.cpu_ns(pid, &topology.physical[op].threads),
                     _ => continue,
                 };
                 samples.push((op, m, value));
             }
         }
         self.sources = Some(sources);
+        self.clocks.sweep();
         Ok(Observation { topology, samples })
     }
 
@@ -813,10 +693,11 @@ mod tests {
         assert_eq!(top.physical_edges, vec![(0, 1), (2, 0)]);
         assert_eq!(top.physical[0].name, "busy (1/1)");
         assert_eq!(top.physical[0].threads[0].tid, 11);
-        let busy = executor_counters(&files, &task_files[0]);
+        let value = |k: usize| last_value(&files[k].0);
+        let busy = executor_counters(&files, &task_files[0], value);
         assert_eq!((busy.executed, busy.transferred, busy.receive_queue), (800.0, 760.0, 32.0));
         assert_eq!(busy.pending, None);
-        assert_eq!(executor_counters(&files, &task_files[2]).pending, Some(70.0));
+        assert_eq!(executor_counters(&files, &task_files[2], value).pending, Some(70.0));
     }
 
     #[test]

@@ -19,6 +19,7 @@ use moirai_bench::jvm::JvmSystem;
 use moirai_bench::jvm_job::JvmJob;
 
 #[path = "common/spe.rs"]
+#[allow(dead_code)]
 mod spe;
 use spe::*;
 

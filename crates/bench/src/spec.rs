@@ -506,6 +506,12 @@ mod tests {
         assert!(Configuration::parse("os@fused:a+b").unwrap().check_implemented().is_ok());
         let c = Configuration::parse("flink:qs").unwrap();
         assert_eq!((c.system, c.policy()), (System::Flink, Some("qs")));
+        // Flink 2.3: another build of the same jobs, the same middleware flag.
+        let c = Configuration::parse("flink2:qs/flink-queue=records").unwrap();
+        assert_eq!((c.system, c.policy()), (System::Flink2, Some("qs")));
+        let (f1, f2) = (System::Flink.jvm().unwrap(), c.system.jvm().unwrap());
+        assert_eq!((f2.module, f2.middleware_flag, f2.build_dir), (f1.module, f1.middleware_flag, "target/flink2"));
+        assert_eq!(serde_json::to_string(&c.system).unwrap(), "\"flink2\"");
         let c = Configuration::parse("storm:hr").unwrap();
         assert_eq!((c.system, c.policy(), c.system.is_jvm()), (System::Storm, Some("hr"), true));
         let c = Configuration::parse("moirai:hr@dedicated#b").unwrap();

@@ -295,6 +295,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_version_is_read_from_the_dashboards_configuration() {
+        // `GET /config` of Flink 2.3.0; 1.20.3 answers the same fields.
+        let text = r#"{"refresh-interval":3000,"timezone-name":"Coordinated Universal Time","timezone-offset":0,
+            "flink-version":"2.3.0","flink-revision":"c0f8d1a @ 2026-06-14T16:29:03+02:00",
+            "features":{"web-submit":true,"web-cancel":true,"web-rescale":false,"web-history":false}}"#;
+        let c: DashboardConfig = serde_json::from_str(text).unwrap();
+        assert_eq!(config_file(Some(&c.flink_version)), "config.yaml");
+        let c: DashboardConfig = serde_json::from_str(r#"{"refresh-interval":3000}"#).unwrap();
+        assert_eq!(c.flink_version, "");
+    }
+
+    #[test]
     fn the_configuration_file_is_named_by_the_clusters_version() {
         assert_eq!(config_file(Some("2.3.0")), "config.yaml");
         assert_eq!(config_file(Some("1.20.3")), "flink-conf.yaml");

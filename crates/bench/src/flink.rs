@@ -2,8 +2,10 @@
 //! that need a real Flink job to schedule.
 //!
 //! The jobs live in `integrations/flink`, a Maven project: `mvn -q -B -f <dir>/pom.xml
-//! -DskipTests package` writes `target/moirai-flink-jobs.jar` and `target/classpath.txt` (the
-//! dependencies' classpath, one `:`-separated line). One job is one JVM,
+//! -DskipTests package` builds them against Flink 1.20 into `target/moirai-flink-jobs.jar` and
+//! `target/classpath.txt` (the dependencies' classpath, one `:`-separated line); with `-Pflink2`
+//! against Flink 2.3 into `target/flink2/` (the same two files), so both builds stand side by side:
+//! [`FLINK`] and [`FLINK2`] (`flink:` and `flink2:` configurations). One job is one JVM,
 //! `java -cp <jar>:<classpath> moirai.flink.Run <workload> [flags] --rest-port N`, running a
 //! local Flink environment (a MiniCluster in that JVM, operator chaining off) with the REST API
 //! on 127.0.0.1:N; it ends by itself after `--duration` and, with `--json`, prints the same JSON
@@ -18,12 +20,27 @@ use std::time::Duration;
 
 use crate::jvm::{Endpoint, JvmSystem, Probe};
 
-/// Apache Flink, `integrations/flink`.
-pub static FLINK: JvmSystem = JvmSystem {
+/// Apache Flink 1.20, `integrations/flink` built by default.
+pub static FLINK: JvmSystem = FLINK_1_20;
+
+/// Apache Flink 2.x (2.3), the same jobs of `integrations/flink` built with `-Pflink2` into
+/// `target/flink2/`; everything else as [`FLINK`] (the middleware's `--flink` driver reads both).
+pub static FLINK2: JvmSystem = JvmSystem {
+    name: "Flink 2",
+    jar: "target/flink2/moirai-flink-jobs.jar",
+    build_dir: "target/flink2",
+    mvn_args: &["-Pflink2"],
+    ..FLINK_1_20
+};
+
+/// [`FLINK`]; [`FLINK2`] differs in its name and build only.
+const FLINK_1_20: JvmSystem = JvmSystem {
     name: "Flink",
     module: "flink",
     dir_env: "MOIRAI_FLINK_JOBS",
     jar: "target/moirai-flink-jobs.jar",
+    build_dir: "target",
+    mvn_args: &[],
     main_class: "moirai.flink.Run",
     prefix: "moirai-flink: ",
     own_flags: &["--buffer-timeout-ms"],
@@ -83,7 +100,7 @@ fn probe(url: &str) -> Probe {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::jvm::{JvmJobs, BUILD_STAMP, CLASSPATH};
+    use crate::jvm::{JvmJobs, JvmSystem, BUILD_STAMP, CLASSPATH};
     use crate::jvm_job::JvmJob;
     use crate::output::tests::TempDir;
     use std::fs::File;
@@ -149,29 +166,42 @@ mod tests {
             let f = File::create(p).unwrap();
             f.set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(secs)).unwrap();
         };
+        let classpath = d.join(FLINK.build_dir).join(CLASSPATH);
+        let stamp = d.join(FLINK.build_dir).join(BUILD_STAMP);
         at(&d.join("pom.xml"), 100);
         at(&d.join("src/main/java/moirai/flink/Run.java"), 200);
         assert!(JvmJobs::needs_build(&FLINK, d), "no jar yet");
         at(&d.join(FLINK.jar), 300);
         assert!(JvmJobs::needs_build(&FLINK, d), "no classpath.txt yet");
         // Maven leaves a classpath.txt whose content did not change as it was: its age is no matter.
-        at(&d.join(CLASSPATH), 50);
+        at(&classpath, 50);
         assert!(!JvmJobs::needs_build(&FLINK, d));
+        // The Flink 2 build is another jar, classpath and stamp, in a directory of its own.
+        assert!(JvmJobs::needs_build(&FLINK2, d), "the 1.20 build is no 2.x build");
+        at(&d.join(FLINK2.jar), 300);
+        at(&d.join(FLINK2.build_dir).join(CLASSPATH), 300);
+        assert!(!JvmJobs::needs_build(&FLINK2, d));
+        assert_ne!(FLINK.jar, FLINK2.jar);
         at(&d.join("src/main/java/moirai/flink/Syn.java"), 400);
         assert!(JvmJobs::needs_build(&FLINK, d), "a new source");
+        assert!(JvmJobs::needs_build(&FLINK2, d), "a new source, for both versions");
         at(&d.join(FLINK.jar), 500);
         assert!(!JvmJobs::needs_build(&FLINK, d));
         at(&d.join("pom.xml"), 600);
         assert!(JvmJobs::needs_build(&FLINK, d), "a changed pom.xml");
         // A build that left the jar as it was (same content) still counts, by the lab's stamp.
-        at(&d.join(BUILD_STAMP), 700);
+        at(&stamp, 700);
         assert!(!JvmJobs::needs_build(&FLINK, d));
-        // The sources shared with the Storm jobs count too.
+        assert!(JvmJobs::needs_build(&FLINK2, d), "the 1.20 build's stamp is not 2.x's");
+        // The sources shared with the Storm jobs count too, and those of one version's API.
         at(&d.join("../common/src/main/java/moirai/jobs/Spin.java"), 800);
         assert!(JvmJobs::needs_build(&FLINK, d), "a changed shared source");
-        at(&d.join(BUILD_STAMP), 900);
+        at(&stamp, 900);
         assert!(!JvmJobs::needs_build(&FLINK, d));
-        std::fs::remove_file(d.join(CLASSPATH)).unwrap();
+        at(&d.join("src/flink1/java/moirai/flink/SinkEntry.java"), 950);
+        assert!(JvmJobs::needs_build(&FLINK, d), "a changed source of 1.20's API");
+        at(&stamp, 1000);
+        std::fs::remove_file(&classpath).unwrap();
         assert!(JvmJobs::needs_build(&FLINK, d), "classpath.txt is gone");
     }
 
@@ -202,14 +232,11 @@ mod tests {
 
     /// Real Flink: the job and its vertices become RUNNING, the REST API answers at the URL
     /// given, and `stop` ends the JVM by PID (twice is fine).
-    #[test]
-    fn a_real_job_becomes_running_and_stops_by_pid() {
-        if crate::requires::or_skip("a_real_job_becomes_running_and_stops_by_pid", crate::requires::jdk_and_maven())
-            .is_none()
-        {
+    fn a_real_job_becomes_running_and_stops_by_pid_on(system: &'static JvmSystem, test: &str) {
+        if crate::requires::or_skip(test, crate::requires::jdk_and_maven()).is_none() {
             return;
         }
-        let jobs = JvmJobs::build(&FLINK).unwrap();
+        let jobs = JvmJobs::build(system).unwrap();
         let (mut job, id) =
             JvmJob::start_running(&jobs, "syn", &args("--rate 1000 --duration 120s --ops 2"), Duration::from_secs(90))
                 .unwrap();
@@ -218,8 +245,11 @@ mod tests {
         let detail: serde_json::Value =
             ureq::get(&format!("{}/jobs/{id}", job.endpoint())).call().unwrap().into_json().unwrap();
         assert_eq!(detail["state"], "RUNNING");
-        // SYN with 2 operators and chaining off: source, 2 operators, sink, each its own vertex.
-        assert_eq!(detail["vertices"].as_array().unwrap().len(), 4, "{detail}");
+        // SYN with 2 operators and chaining off: source, 2 operators, sink, each its own vertex;
+        // the FLIP-27 source and the Sink v2 writer named as on both versions.
+        let names: Vec<&str> =
+            detail["vertices"].as_array().unwrap().iter().map(|v| v["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["Source: syn0/source", "syn0/op1", "syn0/op2", "syn0/sink: Writer"], "{detail}");
         assert!(alive(pid));
         job.stop();
         assert!(!alive(pid), "the JVM {pid} outlived stop()");
@@ -227,15 +257,23 @@ mod tests {
         job.stop();
     }
 
-    /// Real Flink: a short job ends by itself and prints its summary, which the lab can read.
     #[test]
-    fn a_real_job_ends_by_itself_with_its_summary() {
-        if crate::requires::or_skip("a_real_job_ends_by_itself_with_its_summary", crate::requires::jdk_and_maven())
-            .is_none()
-        {
+    fn a_real_job_becomes_running_and_stops_by_pid() {
+        a_real_job_becomes_running_and_stops_by_pid_on(&FLINK, "a_real_job_becomes_running_and_stops_by_pid");
+    }
+
+    #[test]
+    fn a_real_flink2_job_becomes_running_and_stops_by_pid() {
+        a_real_job_becomes_running_and_stops_by_pid_on(&FLINK2, "a_real_flink2_job_becomes_running_and_stops_by_pid");
+    }
+
+    /// Real Flink: a short job ends by itself and prints its summary, which the lab can read,
+    /// on the version it was built for.
+    fn a_real_job_ends_by_itself_with_its_summary_on(system: &'static JvmSystem, version: &str, test: &str) {
+        if crate::requires::or_skip(test, crate::requires::jdk_and_maven()).is_none() {
             return;
         }
-        let jobs = JvmJobs::build(&FLINK).unwrap();
+        let jobs = JvmJobs::build(system).unwrap();
         let job = JvmJob::start(&jobs, "syn", &args("--rate 500 --duration 4s --ops 1 --json")).unwrap();
         let (pid, log) = (job.pid(), job.log_path().to_path_buf());
         let stdout = job.wait(Duration::from_secs(120)).unwrap();
@@ -243,8 +281,27 @@ mod tests {
         assert!(!log.exists(), "the temp log of a clean run is removed");
         let s = crate::RunSummary::from_stdout(&stdout).unwrap();
         assert_eq!(s.extra["system"], "flink", "{stdout}");
+        assert_eq!(s.extra["flink_version"], version, "{stdout}");
         assert_eq!(s.workload, "syn");
         assert_eq!(s.offered_rate, 500.0);
+        // Open loop: the source emitted its 4 s at 500 tuples/s (all 2000 but for a stall at the
+        // very end on a busy machine), and all of it left the sink.
+        assert!((1900..=2000).contains(&s.tuples_in), "{stdout}");
+        assert_eq!(s.tuples_out, s.tuples_in, "{stdout}");
+    }
+
+    #[test]
+    fn a_real_job_ends_by_itself_with_its_summary() {
+        a_real_job_ends_by_itself_with_its_summary_on(&FLINK, "1.20.3", "a_real_job_ends_by_itself_with_its_summary");
+    }
+
+    #[test]
+    fn a_real_flink2_job_ends_by_itself_with_its_summary() {
+        a_real_job_ends_by_itself_with_its_summary_on(
+            &FLINK2,
+            "2.3.0",
+            "a_real_flink2_job_ends_by_itself_with_its_summary",
+        );
     }
 
     /// Real Flink: flags the job rejects end the JVM with exit code 2, and waiting says so

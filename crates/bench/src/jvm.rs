@@ -17,12 +17,12 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::process::{describe, tail_lines, Child, Outcome};
 use crate::requires::on_path;
 
-/// Written (relative to the project directory) after each successful build by the lab.
-pub(crate) const BUILD_STAMP: &str = "target/.moirai-build.stamp";
+/// Written (in the build directory) after each successful build by the lab.
+pub(crate) const BUILD_STAMP: &str = ".moirai-build.stamp";
 /// Longest a Maven build may take (a first build downloads the SPE) before it is killed.
 const BUILD_TIMEOUT: Duration = Duration::from_secs(15 * 60);
-/// The dependencies' classpath, one `:`-separated line, relative to the project directory.
-pub const CLASSPATH: &str = "target/classpath.txt";
+/// The dependencies' classpath, one `:`-separated line, in the build directory.
+pub const CLASSPATH: &str = "classpath.txt";
 /// How long a job JVM may take to stop after SIGTERM before it is killed.
 pub const STOP_GRACE: Duration = Duration::from_secs(5);
 /// The heap of a job's JVM.
@@ -43,6 +43,11 @@ pub struct JvmSystem {
     pub dir_env: &'static str,
     /// The jobs' jar, relative to the project directory.
     pub jar: &'static str,
+    /// Where the build writes the jar, [`CLASSPATH`] and the lab's stamp, relative to the project
+    /// directory: `target`, or `target/flink2` for the Flink 2.x build beside the 1.20 one.
+    pub build_dir: &'static str,
+    /// Maven's arguments that select this build (`-Pflink2`), before `package`.
+    pub mvn_args: &'static [&'static str],
     /// The main class of every job.
     pub main_class: &'static str,
     /// What the job's own lines on stderr start with.
@@ -273,13 +278,14 @@ impl JvmJobs {
         if !jar.is_file() {
             return Err(format!("the {spe} jobs' build wrote no {}", jar.display()));
         }
-        let cp_file = dir.join(CLASSPATH);
+        let cp_file = dir.join(system.build_dir).join(CLASSPATH);
         let classpath = std::fs::read_to_string(&cp_file)
             .map_err(|e| {
                 format!(
-                    "cannot read {} ({e}); rebuild the {spe} jobs: mvn -q -B -f {} -DskipTests package",
+                    "cannot read {} ({e}); rebuild the {spe} jobs: mvn -q -B -f {}{} -DskipTests package",
                     cp_file.display(),
-                    pom.display()
+                    pom.display(),
+                    system.mvn_args.iter().map(|a| format!(" {a}")).collect::<String>()
                 )
             })?
             .trim()
@@ -292,11 +298,12 @@ impl JvmJobs {
     /// unless the lab's last successful build (its stamp file in target/) is newer: Maven leaves
     /// a jar (and classpath.txt) whose content did not change as it was.
     pub fn needs_build(system: &JvmSystem, dir: &Path) -> bool {
-        if !dir.join(CLASSPATH).is_file() {
+        let out = dir.join(system.build_dir);
+        if !out.join(CLASSPATH).is_file() {
             return true;
         }
         let Some(jar) = modified(&dir.join(system.jar)) else { return true };
-        let built = modified(&dir.join(BUILD_STAMP)).map_or(jar, |stamp| stamp.max(jar));
+        let built = modified(&out.join(BUILD_STAMP)).map_or(jar, |stamp| stamp.max(jar));
         let mut newest = modified(&dir.join("pom.xml"));
         newest_under(&dir.join("src"), &mut newest);
         newest_under(&dir.join("../common/src"), &mut newest);
@@ -364,8 +371,9 @@ fn find_java() -> Option<PathBuf> {
         .or_else(|| on_path("java"))
 }
 
-/// Builds the project under an exclusive lock on `target/.moirai-build.lock`, unless another
-/// process built it while this one waited for the lock.
+/// Builds the project under an exclusive lock on `target/.moirai-build.lock` (one for every build
+/// of the project: Flink 1.20's and 2.x's share the sources and Maven's repository), unless
+/// another process built it while this one waited for the lock.
 fn build_locked(system: &JvmSystem, dir: &Path) -> Result<(), String> {
     let spe = system.name;
     let target = dir.join("target");
@@ -385,16 +393,19 @@ fn build_locked(system: &JvmSystem, dir: &Path) -> Result<(), String> {
     let mvn = on_path("mvn").ok_or_else(|| {
         format!(
             "the {spe} jobs in {} need a build, and there is no `mvn` on PATH: on Debian: apt-get install maven \
-             (or build them elsewhere: mvn -q -B -f {} -DskipTests package)",
+             (or build them elsewhere: mvn -q -B -f {}{} -DskipTests package)",
             dir.display(),
-            pom.display()
+            pom.display(),
+            system.mvn_args.iter().map(|a| format!(" {a}")).collect::<String>()
         )
     })?;
-    let args: Vec<String> =
-        ["-q", "-B", "-Dstyle.color=never", "-f", &pom.display().to_string(), "-DskipTests", "package"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+    let pom_arg = pom.display().to_string();
+    let args: Vec<String> = ["-q", "-B", "-Dstyle.color=never", "-f", &pom_arg]
+        .into_iter()
+        .chain(system.mvn_args.iter().copied())
+        .chain(["-DskipTests", "package"])
+        .map(str::to_string)
+        .collect();
     let shown = format!("mvn {}", args.join(" "));
     let build_start = SystemTime::now();
     let mut child = Child::spawn(&mvn, &args).map_err(|e| format!("cannot start {}: {e}", mvn.display()))?;
@@ -405,7 +416,7 @@ fn build_locked(system: &JvmSystem, dir: &Path) -> Result<(), String> {
         Outcome::Exited(s) if s.success() => {
             // The stamp carries the build's start, so a source saved during the build (which it
             // may have missed) counts as newer.
-            let stamp = dir.join(BUILD_STAMP);
+            let stamp = dir.join(system.build_dir).join(BUILD_STAMP);
             File::create(&stamp)
                 .and_then(|f| f.set_modified(build_start))
                 .map_err(|e| format!("cannot write {}: {e}", stamp.display()))

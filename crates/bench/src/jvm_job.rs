@@ -380,6 +380,8 @@ esac
         module: "fakejvm",
         dir_env: "MOIRAI_FAKE_JOBS",
         jar: "target/fake.jar",
+        build_dir: "target",
+        mvn_args: &[],
         main_class: "fake.Run",
         prefix: "moirai-fake: ",
         own_flags: &[],

@@ -127,8 +127,10 @@ pub fn fmt_rate(rate: f64) -> String {
 pub enum System {
     /// moirai's own engine, as `moirai run <workload>`.
     Moirai,
-    /// Apache Flink, running the workload's job of `integrations/flink` ([`crate::flink`]).
+    /// Apache Flink (1.20), running the workload's job of `integrations/flink` ([`crate::flink`]).
     Flink,
+    /// Apache Flink 2.x (2.3), the same jobs built against it ([`crate::flink::FLINK2`]).
+    Flink2,
     /// Apache Storm, running the workload's topology of `integrations/storm` ([`crate::storm`]).
     Storm,
 }
@@ -144,6 +146,7 @@ impl System {
         match self {
             System::Moirai => None,
             System::Flink => Some(&crate::flink::FLINK),
+            System::Flink2 => Some(&crate::flink::FLINK2),
             System::Storm => Some(&crate::storm::STORM),
         }
     }
@@ -153,6 +156,7 @@ impl System {
         match self {
             System::Moirai => "moirai",
             System::Flink => "Flink",
+            System::Flink2 => "Flink 2",
             System::Storm => "Storm",
         }
     }
@@ -174,7 +178,7 @@ pub enum Scheduler {
 /// `flink:qs`, `os#b`; `qs@policy:2` runs the policy at the user level instead (the engine's
 /// policy executor with 2 workers, `--threading policy:qs:2`, no middleware), as do STAFiLOS'
 /// `rr`, `qbs` and `rb`, which exist only there. SYSTEM is `moirai` (the default), `flink` or
-/// `storm`;
+/// `storm`, or `flink2` (the Flink jobs on Flink 2.3 instead of 1.20);
 /// SCHEDULER is `os`, a middleware policy ([`known_policies`]) or `script:EXPR`, a priority
 /// expression the middleware runs (`--script EXPR`, e.g. `flink:script:input_buffers`); THREADING is an engine
 /// threading model passed as `--threading`; each `/NAME=VALUE` is a workload argument of this
@@ -230,9 +234,12 @@ impl Configuration {
         let (system, sched) = match head.split_once(':') {
             Some(("moirai", r)) => (System::Moirai, r),
             Some(("flink", r)) => (System::Flink, r),
+            Some(("flink2", r)) => (System::Flink2, r),
             Some(("storm", r)) => (System::Storm, r),
             Some(("script", _)) => (System::Moirai, head),
-            Some((s, _)) => return Err(bad(format!("unknown system '{s}'; known: moirai (default), flink, storm"))),
+            Some((s, _)) => {
+                return Err(bad(format!("unknown system '{s}'; known: moirai (default), flink, flink2, storm")))
+            }
             None => (System::Moirai, head),
         };
         let user_level = threading.as_deref().is_some_and(|th| th.starts_with("policy"));
@@ -499,6 +506,12 @@ mod tests {
         assert!(Configuration::parse("os@fused:a+b").unwrap().check_implemented().is_ok());
         let c = Configuration::parse("flink:qs").unwrap();
         assert_eq!((c.system, c.policy()), (System::Flink, Some("qs")));
+        // Flink 2.3: another build of the same jobs, the same middleware flag.
+        let c = Configuration::parse("flink2:qs/flink-queue=records").unwrap();
+        assert_eq!((c.system, c.policy()), (System::Flink2, Some("qs")));
+        let (f1, f2) = (System::Flink.jvm().unwrap(), c.system.jvm().unwrap());
+        assert_eq!((f2.module, f2.middleware_flag, f2.build_dir), (f1.module, f1.middleware_flag, "target/flink2"));
+        assert_eq!(serde_json::to_string(&c.system).unwrap(), "\"flink2\"");
         let c = Configuration::parse("storm:hr").unwrap();
         assert_eq!((c.system, c.policy(), c.system.is_jvm()), (System::Storm, Some("hr"), true));
         let c = Configuration::parse("moirai:hr@dedicated#b").unwrap();
@@ -528,7 +541,7 @@ mod tests {
     fn rejects_unknown_configurations() {
         let msg = |s: &str| Configuration::parse(s).unwrap_err().to_string();
         assert!(msg("xyz").contains("unknown scheduler 'xyz'"));
-        assert!(msg("spark:os").contains("unknown system 'spark'; known: moirai (default), flink, storm"));
+        assert!(msg("spark:os").contains("unknown system 'spark'; known: moirai (default), flink, flink2, storm"));
         assert!(msg("storm:qs@dynamic").contains("not of Storm"));
         assert!(msg("storm:os/exchange=lbf").contains("pass the Storm job's after --"));
         assert!(msg("os@").contains("threading"));

@@ -22,6 +22,8 @@ pub static STORM: JvmSystem = JvmSystem {
     module: "storm",
     dir_env: "MOIRAI_STORM_JOBS",
     jar: "target/moirai-storm-jobs.jar",
+    build_dir: "target",
+    mvn_args: &[],
     main_class: "moirai.storm.Run",
     prefix: "moirai-storm: ",
     // How idle executors wait: progressive (Storm's default) or park[:MICROS].

@@ -202,6 +202,8 @@ pub enum SweepEnd {
 pub struct Prepared {
     /// The built Flink jobs, when a configuration runs Flink.
     pub flink: Option<JvmJobs>,
+    /// The built Flink 2.x jobs, when a configuration runs Flink 2.
+    pub flink2: Option<JvmJobs>,
     /// The built Storm jobs, when a configuration runs Storm.
     pub storm: Option<JvmJobs>,
 }
@@ -212,6 +214,7 @@ impl Prepared {
         match system {
             System::Moirai => None,
             System::Flink => self.flink.as_ref(),
+            System::Flink2 => self.flink2.as_ref(),
             System::Storm => self.storm.as_ref(),
         }
     }
@@ -230,7 +233,7 @@ pub fn preflight(spec: &SweepSpec) -> Result<Prepared, BenchError> {
         let Some(help) = stdout_of(spec, &["schedule", "--help"]) else {
             return Err(BenchError::NeedsMiddleware { label: c.label.clone() });
         };
-        for (system, flag) in [(System::Flink, "--flink"), (System::Storm, "--storm")] {
+        for (system, flag) in [(System::Flink, "--flink"), (System::Flink2, "--flink"), (System::Storm, "--storm")] {
             if let Some(c) = spec.configurations.iter().find(|c| c.policy().is_some() && c.system == system) {
                 if !help.contains(flag) {
                     return Err(BenchError::Unsupported {
@@ -260,6 +263,7 @@ pub fn preflight(spec: &SweepSpec) -> Result<Prepared, BenchError> {
     }
     Ok(Prepared {
         flink: build_jobs(spec, System::Flink).map_err(BenchError::Flink)?,
+        flink2: build_jobs(spec, System::Flink2).map_err(BenchError::Flink)?,
         storm: build_jobs(spec, System::Storm).map_err(BenchError::Storm)?,
     })
 }
@@ -573,7 +577,7 @@ fn attempt_point(
 ) -> Attempt {
     let started = match config.system {
         System::Moirai => start_engine(spec, config, point.rate, stop),
-        System::Flink | System::Storm => start_jvm(spec, prepared, config, point, stop),
+        System::Flink | System::Flink2 | System::Storm => start_jvm(spec, prepared, config, point, stop),
     };
     let Started { mut spe, t0, target, mut failure } = match started {
         Ok(s) => s,

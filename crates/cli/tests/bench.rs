@@ -315,18 +315,30 @@ fn has_reniced_thread(pid: u32, base: i32) -> bool {
 /// middleware leaves nothing to restore.
 #[test]
 fn flink_configurations_run_real_flink_jobs_alone_and_under_the_middleware() {
-    jvm_configurations_run_real_jobs_alone_and_under_the_middleware("flink", "moirai.flink.Run", 910_000_000);
+    jvm_configurations_run_real_jobs_alone_and_under_the_middleware("flink", "flink", "moirai.flink.Run", 910_000_000);
+}
+
+/// The same on Flink 2.3 (`flink2:`): the same jobs built against it, the same driver.
+#[test]
+fn flink2_configurations_run_real_flink_2_jobs_alone_and_under_the_middleware() {
+    jvm_configurations_run_real_jobs_alone_and_under_the_middleware("flink2", "flink", "moirai.flink.Run", 940_000_000);
 }
 
 /// The same for Apache Storm topologies, each one JVM (a LocalCluster) writing its metrics into
 /// a directory of its own, which the middleware reads.
 #[test]
 fn storm_configurations_run_real_storm_topologies_alone_and_under_the_middleware() {
-    jvm_configurations_run_real_jobs_alone_and_under_the_middleware("storm", "moirai.storm.Run", 930_000_000);
+    jvm_configurations_run_real_jobs_alone_and_under_the_middleware("storm", "storm", "moirai.storm.Run", 930_000_000);
 }
 
-/// `<system>:os` then `<system>:qs`, one point each, watched from outside.
-fn jvm_configurations_run_real_jobs_alone_and_under_the_middleware(system: &str, main: &str, seed_base: u32) {
+/// `<system>:os` then `<system>:qs`, one point each, watched from outside; `module` is the
+/// `"system"` of the job's summary and names its logs' directory.
+fn jvm_configurations_run_real_jobs_alone_and_under_the_middleware(
+    system: &str,
+    module: &str,
+    main: &str,
+    seed_base: u32,
+) {
     let test = format!("{system}_configurations_run_real_jobs...");
     if moirai_bench::requires::or_skip(&test, moirai_bench::requires::jdk_and_maven()).is_none() {
         return;
@@ -385,7 +397,10 @@ fn jvm_configurations_run_real_jobs_alone_and_under_the_middleware(system: &str,
     for p in points {
         assert!(p["failure"].is_null(), "a point failed: {p}");
         let run = &p["run"];
-        assert_eq!(run["system"], system, "{p}");
+        assert_eq!(run["system"], module, "{p}");
+        if system == "flink2" {
+            assert!(run["flink_version"].as_str().is_some_and(|v| v.starts_with("2.")), "{p}");
+        }
         assert_eq!(num(&run["offered_rate"], "offered_rate"), 1000.0);
         // Correctness, not speed: 1000 tuples/s is far below what Flink or Storm sustains here.
         let ingress = num(&run["ingress_tps"], "ingress_tps");
@@ -421,7 +436,7 @@ fn jvm_configurations_run_real_jobs_alone_and_under_the_middleware(system: &str,
         std::fs::read_to_string(&state).unwrap_or_default()
     );
     // Every JVM's log was kept beside the results.
-    let logs = std::fs::read_dir(out.0.join(format!("{system}-logs"))).unwrap().count();
+    let logs = std::fs::read_dir(out.0.join(format!("{module}-logs"))).unwrap().count();
     assert_eq!(logs, 2);
 }
 

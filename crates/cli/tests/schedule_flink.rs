@@ -1,7 +1,8 @@
 //! `moirai schedule` against real Apache Flink jobs (`integrations/flink`, built with Maven on first
 //! use): the middleware finds the TaskManager's JVM, maps every subtask to its Linux threads through
 //! a thread dump, sets their nice values (checked in /proc against an independent thread dump
-//! taken here), leaves the JVM's other threads alone, and restores everything when it stops.
+//! taken here), leaves the JVM's other threads alone, and restores everything when it stops —
+//! on Flink 1.20 and on 2.3.
 //! (A Flink job beside a moirai engine and a Storm topology under one middleware: in
 //! `schedule_storm.rs`.) The driver reads Flink's own buffer queues
 //! (`input_buffers`), full in front of the job's one heavy operator (`--heavy-op`), low behind it.
@@ -13,15 +14,35 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
+use moirai_bench::flink::{FLINK, FLINK2};
+use moirai_bench::jvm::JvmSystem;
 use moirai_bench::jvm_job::JvmJob;
 
 #[path = "common/spe.rs"]
+#[allow(dead_code)]
 mod spe;
 use spe::*;
 
 #[test]
 fn qs_sets_the_nice_values_of_every_flink_subtask_thread_and_restores_them() {
-    let Some(jobs) = flink_jobs("qs_sets_the_nice_values_of_every_flink_subtask_thread_and_restores_them") else {
+    qs_sets_the_nice_values_and_restores_them_on(
+        &FLINK,
+        "qs_sets_the_nice_values_of_every_flink_subtask_thread_and_restores_them",
+    );
+}
+
+/// The same on Flink 2.3: the same jobs (FLIP-27 source, Sink v2) built against it, the same
+/// driver.
+#[test]
+fn qs_sets_the_nice_values_of_every_flink_2_subtask_thread_and_restores_them() {
+    qs_sets_the_nice_values_and_restores_them_on(
+        &FLINK2,
+        "qs_sets_the_nice_values_of_every_flink_2_subtask_thread_and_restores_them",
+    );
+}
+
+fn qs_sets_the_nice_values_and_restores_them_on(system: &'static JvmSystem, test: &str) {
+    let Some(jobs) = flink_jobs_of(system, test) else {
         return;
     };
     let job = syn_job(&jobs, 2);
@@ -49,22 +70,34 @@ fn qs_sets_the_nice_values_of_every_flink_subtask_thread_and_restores_them() {
         "--metrics-addr",
         &format!("127.0.0.1:{mw_port}"),
     ]);
-    // Source, 3 operators and sink at parallelism 2: 10 subtasks, each with its task thread, an
-    // output flusher where it has outputs, and the sources' legacy source threads.
-    let expected = subtask_threads(&jvm_threads(pid));
+    // Source, 3 operators and sink at parallelism 2: 10 subtasks, each with its task thread (a
+    // FLIP-27 source's reader works in it: there is no legacy source thread), an output flusher
+    // where it has outputs, and timer threads.
+    let threads = jvm_threads(pid);
+    assert!(!threads.keys().any(|n| n.starts_with("Legacy Source Thread")), "{threads:?}");
+    let expected = subtask_threads(&threads);
     let subtasks: BTreeSet<&String> = expected.values().collect();
     assert_eq!(subtasks.len(), 10, "{expected:?}");
-    assert!(expected.len() >= 10 + 2 + 8, "task threads, legacy source threads, flushers: {expected:?}");
+    assert!(expected.len() >= 10 + 8, "task threads, flushers: {expected:?}");
+    assert!(subtasks.contains(&"syn0/sink: Writer (2/2)".to_string()), "the Sink v2 writer: {subtasks:?}");
     // Queue-size scheduling has something to rank: in some round not every thread gets the same
     // value (queues are short at this rate, and may all be empty in one round).
-    wait_until("a nice value applied to every subtask thread, as /proc shows it, not all equal", || {
+    wait_for("a nice value applied to every subtask thread, as /proc shows it, not all equal", || {
         let a = applied(mw_port, "qs");
         let values: BTreeSet<i64> = a.values().map(|(_, v)| *v).collect();
-        values.len() > 1
-            && expected.iter().all(|(tid, subtask)| {
-                a.get(tid)
-                    .is_some_and(|(op, v)| op == subtask && (-10..=10).contains(v) && *v == nice(pid, *tid) as i64)
+        let wrong: Vec<_> = expected
+            .iter()
+            .filter(|(tid, subtask)| {
+                !a.get(tid)
+                    .is_some_and(|(op, v)| op == *subtask && (-10..=10).contains(v) && *v == nice(pid, **tid) as i64)
             })
+            .map(|(tid, subtask)| format!("{subtask} thread {tid}: applied {:?}, nice {}", a.get(tid), nice(pid, *tid)))
+            .collect();
+        if values.len() > 1 && wrong.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("values applied {values:?}; not as applied: {wrong:?}"))
+        }
     });
     let a = applied(mw_port, "qs");
     // Only the subtasks' threads were touched: the JVM's other threads (JobManager, network, GC,

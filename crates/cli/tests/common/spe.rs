@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use moirai_bench::flink::FLINK;
-use moirai_bench::jvm::JvmJobs;
+use moirai_bench::jvm::{JvmJobs, JvmSystem};
 use moirai_bench::jvm_job::JvmJob;
 use moirai_os::proc::thread_stat;
 
@@ -178,12 +178,18 @@ pub fn applied(port: u16, policy: &str) -> BTreeMap<i32, (String, i64)> {
 /// The Flink jobs, built on first use; `None` (test skipped, with the reason) without root or a
 /// JDK and Maven.
 pub fn flink_jobs(test: &str) -> Option<JvmJobs> {
+    flink_jobs_of(&FLINK, test)
+}
+
+/// The Flink jobs built for one version ([`FLINK`], `moirai_bench::flink::FLINK2`), when the
+/// test can run.
+pub fn flink_jobs_of(system: &'static JvmSystem, test: &str) -> Option<JvmJobs> {
     moirai_bench::requires::or_skip(test, moirai_bench::requires::jdk_and_maven())?;
     if !is_root() {
         eprintln!("SKIPPED {test}: needs root (CAP_SYS_NICE, cgroupfs)");
         return None;
     }
-    Some(JvmJobs::build(&FLINK).unwrap_or_else(|e| panic!("cannot build the Flink jobs: {e}")))
+    Some(JvmJobs::build(system).unwrap_or_else(|e| panic!("cannot build the {} jobs: {e}", system.name)))
 }
 
 /// A SYN job of `ops` operators with cost, chaining off, running until stopped.
@@ -213,7 +219,7 @@ pub fn syn_job(jobs: &JvmJobs, parallelism: u32) -> JvmJob {
 pub fn subtask_threads(threads: &BTreeMap<String, i32>) -> BTreeMap<i32, String> {
     let mut out = BTreeMap::new();
     for (name, &tid) in threads {
-        let task = ["Legacy Source Thread - ", "OutputFlusher for ", "System Time Trigger for "]
+        let task = ["Legacy Source Thread - ", "OutputFlusher for ", "System Time Trigger for ", "Time Trigger for "]
             .iter()
             .find_map(|p| name.strip_prefix(p))
             .unwrap_or(name);

@@ -7,8 +7,11 @@
 //!   subtask i, every other ship strategy links all to all.
 //! - **Threads.** `jcmd <pid> Thread.print` lists every Java thread with its native id (`nid=0x…`,
 //!   the Linux tid). A subtask runs on its task thread `"<vertex> (i/n)#attempt"` and on helper
-//!   threads named after it: `"Legacy Source Thread - …"` (where a legacy source does its work),
-//!   `"OutputFlusher for …"`, `"System Time Trigger for …"`. A dump costs ~0.3 s of CPU, so the map
+//!   threads named after it: `"OutputFlusher for …"`, `"System Time Trigger for …"`, and for a
+//!   source either `"Time Trigger for …"` (a FLIP-27 source, the only kind in Flink 2.x: its reader
+//!   works in the task thread itself) or `"Legacy Source Thread - …"` (where a legacy
+//!   `SourceFunction` works, Flink 1.x). The names are the same in 1.20 and 2.3 (checked on live
+//!   jobs of both); a Sink v2 vertex is `"<name>: Writer"`. A dump costs ~0.3 s of CPU, so the map
 //!   is kept and taken again only when the jobs change or a mapped thread is gone.
 //! - **Metrics.** Raw counters, never Flink's 60 s moving averages: `numRecordsIn`/`numRecordsOut`
 //!   per subtask, from which the middleware takes its own rates; a source's backlog from its
@@ -22,9 +25,13 @@
 //!   QS's priority spread small; measured on a pipeline with one heavy operator, QS gained more
 //!   with them (docs/schedule.md).
 //!
+//! The REST calls, their fields and the metric names the driver reads are the same in Flink 1.20
+//! and 2.3 (2.x adds fields, e.g. `job-type`, `pending-operators`, which are ignored).
+//!
 //! The JobManager fetches metrics from the TaskManagers lazily, at most every
-//! `metrics.fetcher.update-interval` (10 s by default): set it to `1000` on the cluster, or the
-//! policies see values up to 10 s old. The driver warns once when the cluster's setting is above 1 s.
+//! `metrics.fetcher.update-interval` (10 s by default): set it to `1000` on the cluster (in
+//! `flink-conf.yaml` up to 1.x, `config.yaml` in 2.x), or the policies see values up to 10 s old.
+//! The driver warns once when the cluster's setting is above 1 s.
 //!
 //! The parts: the REST API's documents and client in [`super::flink_rest`], thread names in
 //! [`super::flink_threads`], the topology and the record accounting in
@@ -317,9 +324,11 @@ impl Driver for FlinkDriver {
             let interval = self.rest.fetcher_interval_ms().map_err(DriverError::Interface)?;
             self.checked_fetcher = true;
             if interval > 1000 {
+                let version = self.rest.version().ok().flatten();
                 self.warn_once(format!(
                     "the cluster fetches metrics every {interval} ms (metrics.fetcher.update-interval), so policies \
-                     see values that old; set metrics.fetcher.update-interval: 1000 in its configuration"
+                     see values that old; set metrics.fetcher.update-interval: 1000 in its {}",
+                    config_file(version.as_deref())
                 ));
             }
         }

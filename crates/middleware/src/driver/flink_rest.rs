@@ -112,6 +112,12 @@ struct MetricValue {
 }
 
 #[derive(Deserialize)]
+struct DashboardConfig {
+    #[serde(rename = "flink-version", default)]
+    flink_version: String,
+}
+
+#[derive(Deserialize)]
 struct ConfigEntry {
     key: String,
     value: String,
@@ -254,6 +260,12 @@ impl FlinkRest {
         Ok(values.into_iter().map(|m| m.id).collect())
     }
 
+    /// The cluster's Flink version (`GET /config`), e.g. `2.3.0`; `None` when it does not say.
+    pub fn version(&self) -> Result<Option<String>, String> {
+        let config: DashboardConfig = self.get("/config")?;
+        Ok(Some(config.flink_version).filter(|v| !v.is_empty()))
+    }
+
     /// `metrics.fetcher.update-interval` of the cluster, in ms (Flink's default 10 000 when unset).
     pub fn fetcher_interval_ms(&self) -> Result<u64, String> {
         let config: Vec<ConfigEntry> = self.get("/jobmanager/config")?;
@@ -265,6 +277,16 @@ impl FlinkRest {
     }
 }
 
+/// The configuration file of a cluster of Flink `version`: `config.yaml` from 2.0 on (standard
+/// YAML), `flink-conf.yaml` before; both when the version is not known.
+pub fn config_file(version: Option<&str>) -> &'static str {
+    match version.and_then(|v| v.split('.').next()).and_then(|major| major.parse::<u32>().ok()) {
+        Some(major) if major >= 2 => "config.yaml",
+        Some(_) => "flink-conf.yaml",
+        None => "flink-conf.yaml (Flink 1.x) or config.yaml (2.x)",
+    }
+}
+
 /// A duration as Flink's configuration writes it: milliseconds (`1000`) or with a unit (`1 s`,
 /// `500 ms`, `1 min`).
 pub(super) fn duration_ms(text: &str) -> Option<u64> {
@@ -272,5 +294,54 @@ pub(super) fn duration_ms(text: &str) -> Option<u64> {
     match text.parse::<u64>() {
         Ok(ms) => Some(ms),
         Err(_) => humantime::parse_duration(&text).ok().map(|d| d.as_millis() as u64),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_version_is_read_from_the_dashboards_configuration() {
+        // `GET /config` of Flink 2.3.0; 1.20.3 answers the same fields.
+        let text = r#"{"refresh-interval":3000,"timezone-name":"Coordinated Universal Time","timezone-offset":0,
+            "flink-version":"2.3.0","flink-revision":"c0f8d1a @ 2026-06-14T16:29:03+02:00",
+            "features":{"web-submit":true,"web-cancel":true,"web-rescale":false,"web-history":false}}"#;
+        let c: DashboardConfig = serde_json::from_str(text).unwrap();
+        assert_eq!(config_file(Some(&c.flink_version)), "config.yaml");
+        let c: DashboardConfig = serde_json::from_str(r#"{"refresh-interval":3000}"#).unwrap();
+        assert_eq!(c.flink_version, "");
+    }
+
+    #[test]
+    fn the_configuration_file_is_named_by_the_clusters_version() {
+        assert_eq!(config_file(Some("2.3.0")), "config.yaml");
+        assert_eq!(config_file(Some("1.20.3")), "flink-conf.yaml");
+        assert!(config_file(None).contains("config.yaml") && config_file(Some("?")).contains("flink-conf.yaml"));
+    }
+
+    /// `GET /jobs/<id>` of Flink 2.3.0 (moirai's SYN job, cut to two vertices): the fields 2.x
+    /// adds are ignored, the plan is read as in 1.x.
+    #[test]
+    fn flink_2_job_details_become_jobs() {
+        let text = r#"{"jid":"f93d","application-id":"a1","name":"moirai-syn","isStoppable":false,
+            "state":"RUNNING","job-type":"STREAMING","schedulerType":"Default","start-time":1,"end-time":-1,
+            "duration":2,"maxParallelism":-1,"now":3,"timestamps":{},"status-counts":{},"pending-operators":0,
+            "vertices":[
+              {"id":"bc76","slotSharingGroupId":"s","name":"Source: syn0/source","maxParallelism":128,
+               "parallelism":2,"status":"RUNNING","start-time":1,"end-time":-1,"duration":2,"tasks":{},"metrics":{}},
+              {"id":"cf2a","slotSharingGroupId":"s","name":"syn0/sink: Writer","maxParallelism":128,
+               "parallelism":2,"status":"RUNNING","start-time":1,"end-time":-1,"duration":2,"tasks":{},"metrics":{}}],
+            "plan":{"jid":"f93d","name":"moirai-syn","type":"STREAMING","nodes":[
+              {"id":"cf2a","operator":"","parallelism":2,"operator_strategy":"","description":"syn0/sink: Writer<br/>",
+               "optimizer_properties":{},"inputs":[{"id":"bc76","num":0,"exchange":"pipelined_bounded",
+               "ship_strategy":"FORWARD"}]},
+              {"id":"bc76","operator":"","parallelism":2,"operator_strategy":"","description":"Source: syn0/source<br/>",
+               "optimizer_properties":{}}]}}"#;
+        let job = to_job(serde_json::from_str(text).unwrap()).unwrap();
+        assert_eq!(job.name, "moirai-syn");
+        assert_eq!(job.vertices[1].name, "syn0/sink: Writer");
+        assert_eq!(job.vertices[1].inputs, vec![(0, ShipStrategy::Forward)]);
+        assert!(job.vertices[0].inputs.is_empty());
     }
 }

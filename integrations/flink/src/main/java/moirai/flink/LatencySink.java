@@ -1,37 +1,31 @@
 package moirai.flink;
 
-import org.apache.flink.api.common.functions.OpenContext;
-import org.apache.flink.streaming.api.functions.sink.RichSinkFunction;
+import org.apache.flink.api.connector.sink2.SinkWriter;
 
 import moirai.jobs.LatencyMeter;
 import moirai.jobs.Registry;
 import moirai.jobs.Stamped;
 
 /**
- * The sink of every query: counts what leaves the job and records, for tuples that leave after the
- * warm-up, processing latency (egress − ingress) and end-to-end latency (egress − intended)
- * ({@link LatencyMeter}), merged into {@link Registry} when it closes.
+ * The sink of every query, a Sink v2 (the same on Flink 1.20 and 2.x): each subtask's writer
+ * counts what leaves the job and records, for tuples that leave after the warm-up, processing
+ * latency (egress − ingress) and end-to-end latency (egress − intended) in a {@link LatencyMeter}
+ * (the measuring, apart from Flink's API), merged into {@link Registry} when it closes.
+ * Workloads add to it through the hooks; each subtask has its own copy of the sink (Flink
+ * deserializes one per task), so the hooks may keep per-subtask state in transient fields.
  *
  * @param <T> the tuples it takes
  */
-class LatencySink<T extends Stamped> extends RichSinkFunction<T> {
+class LatencySink<T extends Stamped> extends SinkEntry<T> {
     private static final long serialVersionUID = 1L;
 
-    private transient LatencyMeter meter;
-
     @Override
-    public void open(OpenContext context) throws Exception {
-        super.open(context);
-        meter = new LatencyMeter();
-        Registry.SUBTASKS.incrementAndGet();
+    SinkWriter<T> writer() {
+        return new Writer();
     }
 
-    @Override
-    public void invoke(T t, Context context) {
-        before(t);
-        long e2eNs = meter.record(t);
-        accept(t, e2eNs);
-    }
+    /** What a workload prepares when the subtask starts (nothing by default). */
+    void open() {}
 
     /** What a workload does with each tuple before it is measured (nothing by default). */
     void before(T t) {}
@@ -39,11 +33,36 @@ class LatencySink<T extends Stamped> extends RichSinkFunction<T> {
     /** What a workload does with each tuple besides measuring it (nothing by default). */
     void accept(T t, long e2eNs) {}
 
-    @Override
-    public void close() throws Exception {
-        if (meter != null) {
-            meter.close();
+    /** What a workload does when the subtask ends, before the meter closes (nothing by default). */
+    void end() {}
+
+    /** One subtask's writer. */
+    private final class Writer implements SinkWriter<T> {
+        private final LatencyMeter meter = new LatencyMeter();
+        private boolean closed;
+
+        Writer() {
+            Registry.SUBTASKS.incrementAndGet();
+            open();
         }
-        super.close();
+
+        @Override
+        public void write(T t, Context context) {
+            before(t);
+            long e2eNs = meter.record(t);
+            accept(t, e2eNs);
+        }
+
+        @Override
+        public void flush(boolean endOfInput) {}
+
+        @Override
+        public void close() {
+            if (!closed) {
+                closed = true;
+                end();
+                meter.close();
+            }
+        }
     }
 }

@@ -1,5 +1,6 @@
 package moirai.flink;
 
+import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.functions.RichFlatMapFunction;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
@@ -49,7 +50,8 @@ final class LinearRoad {
             int parallelism) {
         int p = parallelism;
         DataStream<Line> lines = env
-                .addSource(new Source(offered, durationNs, traffic), QUERY + "source", TypeInformation.of(Line.class))
+                .fromSource(new Source(offered, durationNs, traffic), WatermarkStrategy.noWatermarks(), QUERY + "source",
+                        TypeInformation.of(Line.class))
                 .setParallelism(p);
         DataStream<PositionReport> reports =
                 lines.rebalance().flatMap(new Dispatcher()).name(QUERY + "dispatcher").setParallelism(p);
@@ -76,7 +78,7 @@ final class LinearRoad {
                 .flatMap(new TollNotificationPos())
                 .name(QUERY + "toll_notification_pos")
                 .setParallelism(p);
-        pos.rebalance().union(cv.rebalance(), las.rebalance()).addSink(new Sink()).name(QUERY + "sink").setParallelism(p);
+        pos.rebalance().union(cv.rebalance(), las.rebalance()).sinkTo(new Sink()).name(QUERY + "sink").setParallelism(p);
     }
 
     /** The generated lines, at the offered rate. */
@@ -84,7 +86,6 @@ final class LinearRoad {
         private static final long serialVersionUID = 1L;
 
         private final LrGenerator.Config traffic;
-        private transient LrOperators.Lines lines;
 
         Source(Offered offered, long durationNs, LrGenerator.Config traffic) {
             super(offered, durationNs);
@@ -92,13 +93,9 @@ final class LinearRoad {
         }
 
         @Override
-        void openGenerator(int instance, int parallelism) {
-            this.lines = new LrOperators.Lines(traffic, instance, parallelism);
-        }
-
-        @Override
-        Line next(long n) {
-            return lines.next();
+        OpenLoopReader.Generator<Line> generator(int instance, int parallelism) {
+            LrOperators.Lines lines = new LrOperators.Lines(traffic, instance, parallelism);
+            return n -> lines.next();
         }
     }
 

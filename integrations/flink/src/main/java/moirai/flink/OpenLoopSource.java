@@ -1,115 +1,131 @@
 package moirai.flink;
 
-import java.util.concurrent.locks.LockSupport;
+import java.io.IOException;
+import java.util.List;
 
-import org.apache.flink.api.common.functions.OpenContext;
-import org.apache.flink.metrics.Gauge;
-import org.apache.flink.streaming.api.functions.source.RichParallelSourceFunction;
+import org.apache.flink.api.connector.source.Boundedness;
+import org.apache.flink.api.connector.source.Source;
+import org.apache.flink.api.connector.source.SourceReader;
+import org.apache.flink.api.connector.source.SourceReaderContext;
+import org.apache.flink.api.connector.source.SourceSplit;
+import org.apache.flink.api.connector.source.SplitEnumerator;
+import org.apache.flink.api.connector.source.SplitEnumeratorContext;
+import org.apache.flink.core.io.SimpleVersionedSerializer;
 
 import moirai.jobs.Offered;
-import moirai.jobs.Registry;
 import moirai.jobs.Stamped;
 
 /**
- * An open-loop source, as moirai's ({@code crates/engine/src/source.rs}): instance {@code j} of
- * {@code P} offers its share of the rate on its own clock. Tuple {@code n} is due at
- * {@code start + n / rate} (a ramp integrated); the source emits every due tuple, stamped with its
- * intended send time (the due time) and its ingress time (when it is emitted), and parks about
- * 50 µs when ahead of schedule. When the job cannot keep up the source falls behind, the intended
- * times stay on schedule, and end-to-end latency shows the delay; the tuples due but not emitted
- * are the backlog an external broker would hold, exposed as the FLIP-33 gauge
- * {@code pendingRecords} on the source's operator metric group. Without a rate limit it emits as
- * fast as the job takes tuples (intended = ingress). After {@code --duration} it returns, so the
- * job drains and finishes by itself.
+ * An open-loop source, as moirai's ({@code crates/engine/src/source.rs}), as a FLIP-27
+ * {@link Source}: reader {@code j} of {@code P} offers its share of the rate on its own clock
+ * ({@link OpenLoopReader}). The same class on Flink 1.20 and 2.x, where the legacy
+ * {@code SourceFunction} is gone.
  *
- * <p>The legacy {@code SourceFunction} API runs {@link #run} in the thread
- * {@code Legacy Source Thread - <vertex> (i/n)#0}; tuples are emitted under the checkpoint lock.
+ * <p>There are no splits: every reader knows its index and the parallelism from its context and
+ * generates its own share, so the enumerator assigns nothing (and there is nothing to checkpoint:
+ * the jobs run without checkpoints). The source is {@link Boundedness#BOUNDED}: it ends after
+ * {@code --duration}, and the job then drains and finishes by itself; {@link Run} runs it in
+ * STREAMING mode all the same.
  *
  * @param <T> the tuples it emits
  */
-abstract class OpenLoopSource<T extends Stamped> extends RichParallelSourceFunction<T> {
+abstract class OpenLoopSource<T extends Stamped> implements Source<T, OpenLoopSource.NoSplit, Void> {
     private static final long serialVersionUID = 1L;
 
-    /** The shortest park when ahead of schedule (moirai's {@code MIN_SLEEP_NS}). */
-    private static final long MIN_PARK_NS = 50_000;
-    /** Most tuples emitted under one hold of the checkpoint lock. */
-    private static final int BATCH = 512;
-
-    /** The schedule of the whole source (all instances); each instance takes its share. */
+    /** The schedule of the whole source (all readers); each reader takes its share. */
     private final Offered offered;
     private final long durationNs;
-
-    private volatile boolean running = true;
-    private transient Registry.SourceMeter meter;
-    private transient Offered mine;
 
     OpenLoopSource(Offered offered, long durationNs) {
         this.offered = offered;
         this.durationNs = durationNs;
     }
 
-    /** Prepares the data of instance {@code instance} of {@code parallelism}. */
-    abstract void openGenerator(int instance, int parallelism);
-
-    /** The {@code n}-th tuple of this instance (its timestamps are set by the caller). */
-    abstract T next(long n);
+    /** The generator of reader {@code instance} of {@code parallelism}. */
+    abstract OpenLoopReader.Generator<T> generator(int instance, int parallelism);
 
     @Override
-    public void open(OpenContext context) throws Exception {
-        super.open(context);
-        int parallelism = getRuntimeContext().getTaskInfo().getNumberOfParallelSubtasks();
-        mine = offered.split(parallelism);
-        meter = new Registry.SourceMeter(mine);
-        Registry.SOURCES.add(meter);
-        Registry.SUBTASKS.incrementAndGet();
-        Registry.SourceMeter m = meter;
-        getRuntimeContext().getMetricGroup().gauge("pendingRecords", (Gauge<Long>) m::pending);
-        openGenerator(getRuntimeContext().getTaskInfo().getIndexOfThisSubtask(), parallelism);
+    public Boundedness getBoundedness() {
+        return Boundedness.BOUNDED;
     }
 
     @Override
-    public void run(SourceContext<T> ctx) {
-        long start = System.nanoTime();
-        Registry.markStart(start);
-        meter.start(start);
-        long end = start + durationNs;
-        long windowStart = Registry.windowStartNs();
-        long windowEnd = Registry.windowEndNs();
-        boolean unlimited = mine.isUnlimited();
-        Object lock = ctx.getCheckpointLock();
-        long n = 0;
-        long measured = 0;
-        while (running) {
-            long now = System.nanoTime();
-            if (now - end >= 0) {
-                break;
-            }
-            long due = unlimited ? n + BATCH : Math.min(mine.due(now - start), n + BATCH);
-            if (due <= n) {
-                long next = start + mine.intendedNs(n);
-                LockSupport.parkNanos(Math.min(Math.max(next - now, MIN_PARK_NS), end - now));
-                continue;
-            }
-            synchronized (lock) {
-                for (; n < due; n++) {
-                    T t = next(n);
-                    long ingress = System.nanoTime();
-                    t.ingressNs = ingress;
-                    t.intendedNs = unlimited ? ingress : start + mine.intendedNs(n);
-                    if (ingress - windowStart >= 0 && ingress - windowEnd < 0) {
-                        measured++;
-                    }
-                    ctx.collect(t);
-                }
-            }
-            meter.progress(n, measured);
+    public SourceReader<T, NoSplit> createReader(SourceReaderContext context) {
+        int parallelism = context.currentParallelism();
+        int instance = context.getIndexOfSubtask();
+        return new OpenLoopReader<>(offered.split(parallelism), durationNs, generator(instance, parallelism),
+                context.metricGroup());
+    }
+
+    @Override
+    public SplitEnumerator<NoSplit, Void> createEnumerator(SplitEnumeratorContext<NoSplit> context) {
+        return new Enumerator();
+    }
+
+    @Override
+    public SplitEnumerator<NoSplit, Void> restoreEnumerator(SplitEnumeratorContext<NoSplit> context, Void checkpoint) {
+        return new Enumerator();
+    }
+
+    @Override
+    public SimpleVersionedSerializer<NoSplit> getSplitSerializer() {
+        return new Nothing<>();
+    }
+
+    @Override
+    public SimpleVersionedSerializer<Void> getEnumeratorCheckpointSerializer() {
+        return new Nothing<>();
+    }
+
+    /** The split type; no split is ever made. */
+    static final class NoSplit implements SourceSplit {
+        @Override
+        public String splitId() {
+            return "none";
         }
-        meter.progress(n, measured);
-        meter.finish();
     }
 
-    @Override
-    public void cancel() {
-        running = false;
+    /** Assigns nothing: the readers need no work from it. */
+    static final class Enumerator implements SplitEnumerator<NoSplit, Void> {
+        @Override
+        public void start() {}
+
+        @Override
+        public void handleSplitRequest(int subtask, String host) {}
+
+        @Override
+        public void addSplitsBack(List<NoSplit> splits, int subtask) {}
+
+        @Override
+        public void addReader(int subtask) {}
+
+        @Override
+        public Void snapshotState(long checkpointId) {
+            return null;
+        }
+
+        @Override
+        public void close() {}
+    }
+
+    /** Serializes nothing (no split is made, the enumerator has no state). */
+    static final class Nothing<X> implements SimpleVersionedSerializer<X> {
+        @Override
+        public int getVersion() {
+            return 1;
+        }
+
+        @Override
+        public byte[] serialize(X x) {
+            return new byte[0];
+        }
+
+        @Override
+        public X deserialize(int version, byte[] bytes) throws IOException {
+            if (bytes.length != 0) {
+                throw new IOException("the open-loop source has no state to restore (" + bytes.length + " bytes)");
+            }
+            return null;
+        }
     }
 }

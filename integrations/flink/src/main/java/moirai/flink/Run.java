@@ -17,7 +17,9 @@ import java.util.concurrent.TimeoutException;
 
 import org.HdrHistogram.Histogram;
 import org.apache.flink.api.common.JobExecutionResult;
+import org.apache.flink.api.common.RuntimeExecutionMode;
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.ExecutionOptions;
 import org.apache.flink.configuration.MemorySize;
 import org.apache.flink.configuration.MetricOptions;
 import org.apache.flink.configuration.PipelineOptions;
@@ -143,6 +145,8 @@ public final class Run {
         conf.set(MetricOptions.METRIC_FETCHER_UPDATE_INTERVAL, Duration.ofMillis(500));
         conf.set(PipelineOptions.NAME, jobName);
         conf.set(PipelineOptions.OPERATOR_CHAINING, false);
+        // The sources are bounded (they end after --duration); the job streams all the same.
+        conf.set(ExecutionOptions.RUNTIME_MODE, RuntimeExecutionMode.STREAMING);
         // Every tuple type is a POJO: fail rather than fall back to Kryo.
         conf.set(PipelineOptions.GENERIC_TYPES, false);
         conf.set(RestartStrategyOptions.RESTART_STRATEGY, "none");
@@ -169,7 +173,6 @@ public final class Run {
         env.setParallelism(o.parallelism);
         env.disableOperatorChaining();
         env.setBufferTimeout(o.bufferTimeoutMs);
-        env.getConfig().disableGenericTypes();
 
         double durationS = o.durationNs / 1e9;
         Offered offered = o.rate == 0

@@ -2,6 +2,7 @@ package moirai.flink;
 
 import java.util.List;
 
+import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.functions.RichFlatMapFunction;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
@@ -36,7 +37,8 @@ final class Syn {
             String query = "syn" + q;
             SynDraw.QueryParams p = params.get(q);
             DataStream<SynTuple> stream = env
-                    .addSource(new Source(perQuery, durationNs), query + "/source", TypeInformation.of(SynTuple.class))
+                    .fromSource(new Source(perQuery, durationNs), WatermarkStrategy.noWatermarks(), query + "/source",
+                            TypeInformation.of(SynTuple.class))
                     .setParallelism(parallelism);
             for (int i = 1; i <= c.ops; i++) {
                 stream = stream.flatMap(new Operator(c, p.operators.get(i - 1), q, i))
@@ -44,7 +46,7 @@ final class Syn {
                         .uid(query + "/op" + i)
                         .setParallelism(parallelism);
             }
-            stream.addSink(new Sink(p.sinkCostNs)).name(query + "/sink").uid(query + "/sink").setParallelism(parallelism);
+            stream.sinkTo(new Sink(p.sinkCostNs)).name(query + "/sink").uid(query + "/sink").setParallelism(parallelism);
         }
     }
 
@@ -57,13 +59,12 @@ final class Syn {
         }
 
         @Override
-        void openGenerator(int instance, int parallelism) {}
-
-        @Override
-        SynTuple next(long n) {
-            SynTuple t = new SynTuple();
-            t.value = n;
-            return t;
+        OpenLoopReader.Generator<SynTuple> generator(int instance, int parallelism) {
+            return n -> {
+                SynTuple t = new SynTuple();
+                t.value = n;
+                return t;
+            };
         }
     }
 
@@ -119,8 +120,7 @@ final class Syn {
         }
 
         @Override
-        public void open(OpenContext context) throws Exception {
-            super.open(context);
+        void open() {
             spin = new Spin(costNs);
         }
 
@@ -130,9 +130,8 @@ final class Syn {
         }
 
         @Override
-        public void close() throws Exception {
+        void end() {
             Spin.keep(blackHole);
-            super.close();
         }
     }
 }

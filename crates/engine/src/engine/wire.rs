@@ -140,11 +140,14 @@ pub(super) fn wire(config: &EngineConfig, v: &Validated) -> Wired {
             thread_hint: producers
                 .first()
                 .and_then(|&p| plan.operators[p].logical.iter().find_map(|&n| graph.nodes[n].thread.clone())),
+            affinity: None,
             source: false,
         });
     }
 
     let stop = Arc::new(StopFlag::default());
+    // One start per source, shared by its instances (unused for other operators).
+    let source_starts: Vec<Arc<std::sync::atomic::AtomicU64>> = graph.nodes.iter().map(|_| Arc::default()).collect();
     let mut sinks = Vec::new();
     let mut tasks = Vec::new();
     for op in &plan.operators {
@@ -162,6 +165,7 @@ pub(super) fn wire(config: &EngineConfig, v: &Validated) -> Wired {
             signal: signals[op.id].clone(),
             stop: stop.clone(),
             ramp: config.ramp,
+            source_start: source_starts[op.logical[0]].clone(),
         };
         // The router, over this instance's channels of each outgoing logical edge.
         let mut down: Option<AnyBox> = None;
@@ -226,6 +230,7 @@ pub(super) fn wire(config: &EngineConfig, v: &Validated) -> Wired {
             signal: signals[op.id].clone(),
             downstream,
             thread_hint: op.logical.iter().find_map(|&n| graph.nodes[n].thread.clone()),
+            affinity: (op.parallelism > 1).then_some(op.instance),
             source: graph.nodes[op.logical[0]].kind == NodeKind::Source,
         });
     }

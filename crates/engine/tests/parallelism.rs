@@ -41,9 +41,7 @@ impl Operator<u64, u64> for OwnLane {
 fn run_parallel(threading: &str, chaining: bool, p: usize, total: u64) -> (Vec<u64>, u64) {
     let strangers = Arc::new(AtomicU64::new(0));
     let q = Query::new("parallel");
-    let mut stream = q
-        .source("numbers", Source::new(move |i, n| (i as u64..total).step_by(n)))
-        .parallelism(p);
+    let mut stream = q.source("numbers", Source::new(move |i, n| (i as u64..total).step_by(n))).parallelism(p);
     for k in 1..=3 {
         let s = strangers.clone();
         stream = stream
@@ -82,7 +80,11 @@ fn every_tuple_arrives_once_through_its_own_instance_under_every_threading_model
     ];
     for (threading, chaining, p) in runs {
         let (got, strangers) = run_parallel(threading, chaining, p, total);
-        assert!(got == want, "{threading} chaining {chaining} parallelism {p}: {} tuples, not 0..{total} once each", got.len());
+        assert!(
+            got == want,
+            "{threading} chaining {chaining} parallelism {p}: {} tuples, not 0..{total} once each",
+            got.len()
+        );
         assert_eq!(strangers, 0, "{threading} chaining {chaining} parallelism {p}: tuples crossed lanes");
     }
 }

@@ -51,11 +51,20 @@ impl Ready {
     /// The queues of a pool of `workers` by `discipline`; `tasks` gives each task's affinity
     /// (its instance index, if it is an instance of a parallel operator) and whether it is a
     /// source. With `affinity` off (or one worker) no task has a home.
-    pub(super) fn new(discipline: &ReadyDiscipline, workers: usize, affinity: bool, tasks: &[(Option<usize>, bool)]) -> Ready {
+    pub(super) fn new(
+        discipline: &ReadyDiscipline,
+        workers: usize,
+        affinity: bool,
+        tasks: &[(Option<usize>, bool)],
+    ) -> Ready {
         let is_source: Vec<bool> = tasks.iter().map(|&(_, source)| source).collect();
         let affinity = affinity && workers > 1 && tasks.iter().any(|(a, _)| a.is_some());
         let home_of = tasks.iter().map(|&(a, _)| a.filter(|_| affinity).map(|i| i % workers.max(1))).collect();
-        let homes = if affinity { (0..workers).map(|_| ReadyQueue::new(discipline, is_source.clone())).collect() } else { Vec::new() };
+        let homes = if affinity {
+            (0..workers).map(|_| ReadyQueue::new(discipline, is_source.clone())).collect()
+        } else {
+            Vec::new()
+        };
         Ready { shared: ReadyQueue::new(discipline, is_source), homes, home_of, idle: Signal::default() }
     }
 

@@ -49,8 +49,8 @@ pub(crate) struct InstanceContext {
     pub(crate) stop: Arc<StopFlag>,
     pub(crate) ramp: Option<(f64, std::time::Duration)>,
     /// The common start of the instances of this physical operator's head, when it is a source
-    /// (one cell per logical operator).
-    pub(crate) source_start: Arc<std::sync::atomic::AtomicU64>,
+    /// of parallelism > 1 (one cell per logical operator).
+    pub(crate) source_start: Option<Arc<std::sync::atomic::AtomicU64>>,
 }
 
 /// The code of a logical operator, with its types erased.

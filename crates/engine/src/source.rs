@@ -147,8 +147,9 @@ pub(crate) struct SourceTask<T> {
     head: Box<dyn Input<T>>,
     /// This instance's share of the source's schedule.
     offered: Share,
-    /// The instances' common start (0 until the first of them steps).
-    common_start: Arc<AtomicU64>,
+    /// The instances' common start (0 until the first of them steps); none for a source of
+    /// parallelism 1, which starts when it first steps.
+    common_start: Option<Arc<AtomicU64>>,
     start_ns: u64,
     emitted: u64,
     batch: Vec<Tuple<T>>,
@@ -176,7 +177,7 @@ impl<T: Send + 'static> SourceTask<T> {
         parallelism: usize,
         head: Box<dyn Input<T>>,
         batch_size: usize,
-        common_start: Arc<AtomicU64>,
+        common_start: Option<Arc<AtomicU64>>,
         stop: Arc<StopFlag>,
         signal: Arc<Signal>,
         metrics: Arc<OperatorMetrics>,
@@ -252,9 +253,12 @@ impl<T: Send + 'static> Task for SourceTask<T> {
         let now = now_ns();
         if self.start_ns == 0 {
             // The first instance to step starts the schedule for all of them.
-            self.start_ns = match self.common_start.compare_exchange(0, now, Ordering::SeqCst, Ordering::SeqCst) {
-                Ok(_) => now,
-                Err(start) => start,
+            self.start_ns = match &self.common_start {
+                None => now,
+                Some(common) => match common.compare_exchange(0, now, Ordering::SeqCst, Ordering::SeqCst) {
+                    Ok(_) => now,
+                    Err(start) => start,
+                },
             };
             *crate::sync::lock(&self.metrics.offered) = Some((now, self.offered));
         }

@@ -146,8 +146,9 @@ pub(super) fn wire(config: &EngineConfig, v: &Validated) -> Wired {
     }
 
     let stop = Arc::new(StopFlag::default());
-    // One start per source, shared by its instances (unused for other operators).
-    let source_starts: Vec<Arc<std::sync::atomic::AtomicU64>> = graph.nodes.iter().map(|_| Arc::default()).collect();
+    // One start per parallel source, shared by its instances.
+    let source_starts: Vec<Option<Arc<std::sync::atomic::AtomicU64>>> =
+        (graph.nodes.iter()).map(|n| (n.kind == NodeKind::Source && n.parallelism > 1).then(Arc::default)).collect();
     let mut sinks = Vec::new();
     let mut tasks = Vec::new();
     for op in &plan.operators {

@@ -22,6 +22,10 @@
 //! A producer that finds a consumer's channel full does what IBM's producers do: instead of
 //! waiting, its worker claims the queued consumer and runs it at once, draining the channel while
 //! it is still in the cache.
+//!
+//! Under `dynamic:N` and `policy:…:N` the instances of parallel operators wait on their home
+//! worker's ready queue instead of the shared one ([`super::affinity`]), so that one query's
+//! instances run side by side, each on its own worker.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

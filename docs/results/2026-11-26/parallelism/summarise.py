@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Summarises run.sh's JSON summaries: runs.csv (one row per run) and medians.md."""
+"""Summarises run.sh's JSON summaries: TAG-runs.csv (one row per run) and TAG-medians.md.
+Usage: summarise.py OUT TAG"""
 import glob, json, os, re, statistics, sys
 
-out = sys.argv[1]
+out, tag = sys.argv[1], sys.argv[2]
 here = os.path.dirname(os.path.abspath(__file__))
 rows = []
 for path in sorted(glob.glob(os.path.join(out, "*.json"))):
@@ -16,7 +17,7 @@ for path in sorted(glob.glob(os.path.join(out, "*.json"))):
                      ingress_mtps=v["ingress_tps"] / 1e6, cpu_ns_per_tuple=v["cpu_ns_per_tuple"],
                      e2e_p50_ms=e2e["p50"], e2e_p99_ms=e2e["p99"], tuples_in=v["tuples_in"], tuples_out=v["tuples_out"]))
 cols = list(rows[0].keys())
-with open(os.path.join(here, "runs.csv"), "w") as f:
+with open(os.path.join(here, f"{tag}-runs.csv"), "w") as f:
     f.write(",".join(cols) + "\n")
     for r in sorted(rows, key=lambda r: (r["part"], r["config"], r["rep"])):
         f.write(",".join(f"{r[c]:.4f}" if isinstance(r[c], float) else str(r[c]) for c in cols) + "\n")
@@ -48,6 +49,6 @@ for name, label in [("dynamic2-base", "dynamic:2, base"), ("dynamic2-p1", "dynam
     p99, _ = med("lat", name, "e2e_p99_ms")
     tin, _ = med("lat", name, "ingress_mtps")
     lines.append(f"| {label} | {p50:.3f} | {p99:.3f} | {tin:.3f} | {n} |")
-with open(os.path.join(here, "medians.md"), "w") as f:
+with open(os.path.join(here, f"{tag}-medians.md"), "w") as f:
     f.write("\n".join(lines) + "\n")
 print("\n".join(lines))

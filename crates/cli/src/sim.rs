@@ -206,7 +206,13 @@ fn execute(args: SimArgs) -> Result<(), SimError> {
         }
         ("syn", None) => {
             let run = SynRun::try_parse_from(words("syn")).map_err(after)?;
-            (Some(Workload::Syn(syn_config(&run.syn).map_err(SimError::Config)?)), run.syn.engine)
+            let config = syn_config(&run.syn).map_err(SimError::Config)?;
+            if config.parallelism != 1 {
+                return Err(SimError::Config(
+                    "moirai sim does not model SYN's --parallelism yet; run it with moirai run or moirai bench".into(),
+                ));
+            }
+            (Some(Workload::Syn(config)), run.syn.engine)
         }
         ("wordcount" | "wc", None) => {
             let run = WordCountRun::try_parse_from(words("wordcount")).map_err(after)?;

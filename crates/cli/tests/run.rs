@@ -97,6 +97,10 @@ fn numbers_a_run_cannot_honour_are_usage_errors() {
         (&["syn", "--channel-capacity", "1000000000"][..], &["--channel-capacity 1000000000", "1..=16777216"][..]),
         (&["syn", "--channel-capacity", "64", "--batch-size", "128"][..], &["--batch-size 128", "larger than"][..]),
         (&["syn", "--channel-capacity", "0"][..], &["--channel-capacity 0"][..]),
+        (&["syn", "--parallelism", "0"][..], &["--parallelism 0", "1..=1024"][..]),
+        (&["syn", "--parallelism", "5000"][..], &["--parallelism 5000", "1..=1024"][..]),
+        (&["syn", "--parallelism", "-1"][..], &["'-1'"][..]),
+        (&["syn", "--queries", "100", "--ops", "100", "--parallelism", "20"][..], &["parallelism 20", "bound"][..]),
         (&["wordcount", "--rate", "1e25"][..], &["--rate", "at most 1000000000 tuples/s"][..]),
         (&["ysb", "--rate", "1e25"][..], &["--rate", "at most 1000000000 tuples/s"][..]),
         (&["linear-road", "--rate", "1e25"][..], &["--rate", "at most 1000000000 tuples/s"][..]),
@@ -115,6 +119,37 @@ fn numbers_a_run_cannot_honour_are_usage_errors() {
     let (code, _, err) =
         run(&["syn", "--ops", "1", "--channel-capacity", "64", "--batch-size", "64", "--duration", "300ms"]);
     assert_eq!(code, Some(0), "{err}");
+}
+
+#[test]
+fn syn_runs_as_parallel_instances_of_one_query() {
+    // Two instances of the source, each operator and the sink; every tuple that entered left,
+    // and the instances together offer the rate asked (not twice it).
+    for threading in ["dedicated", "dynamic:2"] {
+        let args = [
+            "syn",
+            "--ops",
+            "2",
+            "--rate",
+            "20000",
+            "--duration",
+            "2s",
+            "--parallelism",
+            "2",
+            "--threading",
+            threading,
+        ];
+        let (code, out, err) = run(&[&args[..], &["--json"]].concat());
+        assert_eq!(code, Some(0), "{threading}: {err}");
+        let v = last_json(&out);
+        assert_eq!(v["parallelism"], 2, "{v}");
+        assert_eq!(v["tuples_in"], v["tuples_out"], "{threading}: {v}");
+        let tuples_in = v["tuples_in"].as_f64().unwrap();
+        assert!((20000.0 * 1.9..=20000.0 * 2.5).contains(&tuples_in), "{threading}: 2 s at 20k tuples/s: {tuples_in}");
+        if threading == "dedicated" {
+            assert_eq!(v["threads"], 8, "a thread per instance of source, 2 operators and sink: {v}");
+        }
+    }
 }
 
 #[test]

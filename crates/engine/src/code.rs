@@ -48,6 +48,9 @@ pub(crate) struct InstanceContext {
     pub(crate) signal: Arc<Signal>,
     pub(crate) stop: Arc<StopFlag>,
     pub(crate) ramp: Option<(f64, std::time::Duration)>,
+    /// The common start of the instances of this physical operator's head, when it is a source
+    /// of parallelism > 1 (one cell per logical operator).
+    pub(crate) source_start: Option<Arc<std::sync::atomic::AtomicU64>>,
 }
 
 /// The code of a logical operator, with its types erased.
@@ -226,6 +229,7 @@ impl<T: Data> NodeCode for SourceCode<T> {
             ctx.parallelism,
             down::<T>(d),
             ctx.batch_size,
+            ctx.source_start.clone(),
             ctx.stop.clone(),
             ctx.signal.clone(),
             ctx.metrics.clone(),

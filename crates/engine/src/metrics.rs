@@ -45,8 +45,8 @@ pub struct OperatorMetrics {
     pub(crate) inputs: Vec<Arc<dyn Observe>>,
     /// Its output channels.
     pub(crate) outputs: Vec<Arc<dyn Observe>>,
-    /// For a source: when it started (0 before) and the schedule it offers.
-    pub(crate) offered: Mutex<Option<(u64, crate::offered::Offered)>>,
+    /// For a source instance: when its schedule started (0 before) and its share of it.
+    pub(crate) offered: Mutex<Option<(u64, crate::offered::Share)>>,
 }
 
 impl OperatorMetrics {
@@ -187,7 +187,7 @@ pub(crate) fn snapshot(id: usize, query: &str, name: &str, m: &OperatorMetrics, 
         cpu_ns,
         blocked_ns: m.outputs.iter().map(|o| o.blocked_ns()).sum(),
         backlog: match *lock(&m.offered) {
-            Some((start, offered)) if start > 0 && offered != crate::offered::Offered::Unlimited => {
+            Some((start, offered)) if start > 0 && !offered.is_unlimited() => {
                 offered.due(now_ns.saturating_sub(start)).saturating_sub(m.tuples_in.load(Ordering::Relaxed))
             }
             _ => 0,

@@ -41,6 +41,14 @@ impl Offered {
         }
     }
 
+    /// Instance `instance` of `parallelism` of this schedule: its tuples `instance`,
+    /// `instance + parallelism`, ... ([`Share`]), so that the instances together offer exactly
+    /// this schedule from one start.
+    pub fn share(self, instance: usize, parallelism: usize) -> Share {
+        let parallelism = parallelism.max(1) as u64;
+        Share { offered: self, instance: (instance as u64).min(parallelism - 1), parallelism }
+    }
+
     /// Checks the rates: finite, positive (a ramp may start at 0) and at most [`MAX_RATE`]; the
     /// message says how to fix them.
     pub fn validate(&self) -> Result<(), InvalidSetting> {
@@ -118,5 +126,74 @@ impl Offered {
             }
         };
         (secs * 1e9) as u64
+    }
+}
+
+/// One source instance's part of a schedule shared by `parallelism` instances: tuple `k` of
+/// instance `i` is tuple `k · parallelism + i` of the whole schedule. From a common start the
+/// instances together offer exactly the whole schedule, tuple for tuple: at any moment their due
+/// counts add up to its due count (no instance drifts from the others, and there is no rounding
+/// to accumulate, as there would be with `rate / parallelism` each).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Share {
+    /// The whole schedule.
+    pub offered: Offered,
+    /// Which instance, from 0.
+    pub instance: u64,
+    /// How many instances share it (≥ 1).
+    pub parallelism: u64,
+}
+
+impl Share {
+    /// How many of this instance's tuples are due `elapsed_ns` after the common start: those of
+    /// the whole schedule's due tuples whose index is `instance` modulo `parallelism`.
+    pub fn due(&self, elapsed_ns: u64) -> u64 {
+        let total = self.offered.due(elapsed_ns);
+        if total <= self.instance {
+            0
+        } else {
+            (total - self.instance - 1) / self.parallelism + 1
+        }
+    }
+
+    /// When this instance's tuple `k` is intended, in ns after the common start.
+    pub fn intended(&self, k: u64) -> u64 {
+        self.offered.intended(k.saturating_mul(self.parallelism).saturating_add(self.instance))
+    }
+
+    /// Whether the schedule is as fast as the engine takes tuples.
+    pub fn is_unlimited(&self) -> bool {
+        self.offered == Offered::Unlimited
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_add_up_to_the_whole_schedule_exactly() {
+        let ramp = Offered::Ramp { from: 1000.0, to: 3000.0, over: Duration::from_secs(2) };
+        for offered in [Offered::Constant(1000.0), Offered::Constant(333.3), ramp] {
+            for n in [1usize, 2, 3, 7] {
+                let shares: Vec<Share> = (0..n).map(|i| offered.share(i, n)).collect();
+                // At every moment the due counts add up to the whole's (no tuple lost or doubled).
+                for t in (0..4_000_000_000u64).step_by(9_999_991) {
+                    let sum: u64 = shares.iter().map(|s| s.due(t)).sum();
+                    assert_eq!(sum, offered.due(t), "{offered:?} n {n} at {t} ns");
+                }
+                // The instances' intended times, merged, are the whole's, in order.
+                let mut merged: Vec<u64> =
+                    shares.iter().flat_map(|s| (0..1_000u64).map(move |k| s.intended(k))).collect();
+                merged.sort_unstable();
+                let whole: Vec<u64> = (0..1_000 * n as u64).map(|k| offered.intended(k)).collect();
+                assert_eq!(merged, whole, "{offered:?} n {n}");
+            }
+        }
+        // One instance is the whole schedule; an unlimited one stays unlimited.
+        let one = Offered::Constant(1000.0).share(0, 1);
+        assert_eq!((one.due(5_000_000), one.intended(5)), (6, 5_000_000));
+        assert!(Offered::Unlimited.share(1, 2).is_unlimited());
+        assert_eq!(Offered::Unlimited.share(1, 2).due(0), u64::MAX / 2);
     }
 }

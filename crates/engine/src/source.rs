@@ -1,8 +1,10 @@
 //! Sources: where tuples enter the engine, stamped with their intended send time.
 //!
-//! A source instance draws data from a generator (any iterator) at an offered rate on its own
-//! clock: tuple *k* is intended to be sent at `start + k / rate` (or, on a ramp, when the ramp's
-//! cumulative rate reaches *k*). When the engine cannot keep up the source falls behind its
+//! A source instance draws data from a generator (any iterator) at an offered rate: tuple *k* is
+//! intended to be sent at `start + k / rate` (or, on a ramp, when the ramp's cumulative rate
+//! reaches *k*). The instances of a source with parallelism *n* share one schedule and one start
+//! (the moment the first of them runs): instance *i* sends the schedule's tuples *i*, *i + n*, ...
+//! ([`Share`]), so that together they offer exactly the rate asked, tuple for tuple. When the engine cannot keep up the source falls behind its
 //! schedule, but the intended times stay on it, so end-to-end latency shows the delay.
 //!
 //! The source's lag is the external queue (the stand-in for Kafka): the tuples that are due but
@@ -16,10 +18,11 @@
 //! `start + (its time − the first tuple's time) / speed`, so a recorded stream is replayed at its
 //! own pace (speed 1), or faster.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use crate::offered::{Offered, MAX_RATE};
+pub use crate::offered::{Offered, Share, MAX_RATE};
 
 use crate::metrics::OperatorMetrics;
 use crate::operator::Input;
@@ -85,7 +88,7 @@ impl<T: Send + 'static> Source<T> {
         }
     }
 
-    /// Offers `tuples_per_second` in total, split evenly over the instances; 0 = as fast as
+    /// Offers `tuples_per_second` in total, shared by the instances ([`Share`]); 0 = as fast as
     /// possible. A rate that cannot be scheduled (negative, not finite, above [`MAX_RATE`]) makes
     /// [`crate::Query::build`] fail. Replaces a [`replay`](Self::replay) clock.
     pub fn rate(mut self, tuples_per_second: f64) -> Self {
@@ -142,8 +145,11 @@ const MIN_SLEEP_NS: u64 = 50_000;
 pub(crate) struct SourceTask<T> {
     generator: Box<dyn Iterator<Item = T> + Send>,
     head: Box<dyn Input<T>>,
-    /// This instance's schedule.
-    offered: Offered,
+    /// This instance's share of the source's schedule.
+    offered: Share,
+    /// The instances' common start (0 until the first of them steps); none for a source of
+    /// parallelism 1, which starts when it first steps.
+    common_start: Option<Arc<AtomicU64>>,
     start_ns: u64,
     emitted: u64,
     batch: Vec<Tuple<T>>,
@@ -171,17 +177,19 @@ impl<T: Send + 'static> SourceTask<T> {
         parallelism: usize,
         head: Box<dyn Input<T>>,
         batch_size: usize,
+        common_start: Option<Arc<AtomicU64>>,
         stop: Arc<StopFlag>,
         signal: Arc<Signal>,
         metrics: Arc<OperatorMetrics>,
     ) -> Self {
         stop.register(signal.clone());
-        let offered = source.offered.split(parallelism);
+        let offered = source.offered.share(instance, parallelism);
         *crate::sync::lock(&metrics.offered) = Some((0, offered));
         SourceTask {
             generator: (source.generator)(instance, parallelism),
             head,
             offered,
+            common_start,
             start_ns: 0,
             emitted: 0,
             batch: Vec::with_capacity(batch_size),
@@ -244,7 +252,14 @@ impl<T: Send + 'static> Task for SourceTask<T> {
         }
         let now = now_ns();
         if self.start_ns == 0 {
-            self.start_ns = now;
+            // The first instance to step starts the schedule for all of them.
+            self.start_ns = match &self.common_start {
+                None => now,
+                Some(common) => match common.compare_exchange(0, now, Ordering::SeqCst, Ordering::SeqCst) {
+                    Ok(_) => now,
+                    Err(start) => start,
+                },
+            };
             *crate::sync::lock(&self.metrics.offered) = Some((now, self.offered));
         }
         // Operators chained behind the source may have processing-time timers: this thread is
@@ -271,11 +286,11 @@ impl<T: Send + 'static> Task for SourceTask<T> {
             self.maybe_watermark(now);
             return if self.signal.is_blocked() { Step::Blocked } else { Step::Worked };
         }
-        let unlimited = self.offered == Offered::Unlimited;
+        let unlimited = self.offered.is_unlimited();
         let due = if unlimited {
             self.batch_size as u64
         } else {
-            self.offered.due(now - self.start_ns).saturating_sub(self.emitted).min(self.batch_size as u64)
+            self.offered.due(now.saturating_sub(self.start_ns)).saturating_sub(self.emitted).min(self.batch_size as u64)
         };
         if due == 0 {
             self.maybe_watermark(now);

@@ -91,6 +91,7 @@ fn context(instance: usize, parallelism: usize, sink: bool) -> InstanceContext {
         signal: Arc::new(Signal::default()),
         stop: Arc::new(StopFlag::default()),
         ramp: None,
+        source_start: None,
     }
 }
 

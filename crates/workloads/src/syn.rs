@@ -37,6 +37,10 @@ pub struct SynConfig {
     pub selectivity: f64,
     /// Offered rate per query, tuples/s; 0 = as fast as possible.
     pub rate: f64,
+    /// Instances of each query's source, operators and sink (data parallelism): instance *i* of
+    /// the source sends its share of the query's rate to instance *i* of each operator (forward
+    /// edges), and the sinks' latencies are merged.
+    pub parallelism: usize,
     /// Seed of all draws (query and operator parameters, per-tuple selectivity and blocking).
     pub seed: u64,
     /// A query's cost is `cost_ns · 2^U{0..=variance_factor}`; 0 = every query costs `cost_ns`.
@@ -76,6 +80,7 @@ impl Default for SynConfig {
             cost_ns: 0,
             selectivity: 1.0,
             rate: 0.0,
+            parallelism: 1,
             seed: 0,
             variance_factor: 0,
             operator_variance: 0.0,
@@ -118,14 +123,17 @@ impl SynConfig {
         if self.queries == 0 {
             return bad("SYN needs at least 1 query (queries = 0)".into());
         }
-        // Each query is a source, `ops` operators and a sink, each its own physical operator.
-        let physical = self.queries.saturating_mul(self.ops.saturating_add(2));
+        crate::check::parallelism("parallelism", self.parallelism, MAX_PARALLELISM).map_err(BuildError::Config)?;
+        // Each query is a source, `ops` operators and a sink, each its own physical operator per
+        // instance.
+        let physical = self.queries.saturating_mul(self.ops.saturating_add(2)).saturating_mul(self.parallelism);
         if physical > moirai_engine::engine::MAX_PHYSICAL_OPERATORS {
             return bad(format!(
-                "{} queries x ({} operators + source + sink) = {physical} operators exceed the engine's bound of {}; \
-                 use fewer queries or operators",
+                "{} queries x ({} operators + source + sink) x parallelism {} = {physical} operators exceed the \
+                 engine's bound of {}; use fewer queries or operators, or a lower parallelism",
                 self.queries,
                 self.ops,
+                self.parallelism,
                 moirai_engine::engine::MAX_PHYSICAL_OPERATORS
             ));
         }
@@ -179,6 +187,9 @@ impl SynConfig {
         Ok(())
     }
 }
+
+/// The most instances of each SYN operator (`--parallelism`): far more than there are cores.
+pub const MAX_PARALLELISM: usize = 1024;
 
 /// The largest factor by which one operator may be heavier than the others.
 pub const MAX_HEAVY_FACTOR: u64 = 1000;
@@ -308,8 +319,8 @@ impl Operator<u64, u64> for SynOperator {
     }
 }
 
-/// Builds the SYN queries `syn0`, `syn1`, ...: `source → op1 … opN → sink`, one instance each,
-/// with the parameters [`draw`] gives.
+/// Builds the SYN queries `syn0`, `syn1`, ...: `source → op1 … opN → sink`, `parallelism`
+/// instances each joined by forward edges, with the parameters [`draw`] gives.
 pub fn queries(config: &SynConfig) -> Result<Vec<BuiltQuery>, BuildError> {
     let block_max = Duration::from_millis(config.block_max_ms);
     let block_probability = config.block_probability;
@@ -318,7 +329,8 @@ pub fn queries(config: &SynConfig) -> Result<Vec<BuiltQuery>, BuildError> {
         .enumerate()
         .map(|(q, params)| {
             let query = Query::new(&format!("syn{q}"));
-            let mut stream = query.source("source", Source::new(|_, _| 0u64..).rate(config.rate));
+            let p = config.parallelism;
+            let mut stream = query.source("source", Source::new(|_, _| 0u64..).rate(config.rate)).parallelism(p);
             for (i, op) in params.operators.into_iter().enumerate() {
                 let seed = config.seed ^ ((q as u64) << 32) ^ (i as u64 + 1);
                 stream = stream.process(&format!("op{}", i + 1), move |instance| {
@@ -329,6 +341,7 @@ pub fn queries(config: &SynConfig) -> Result<Vec<BuiltQuery>, BuildError> {
                         operator
                     }
                 });
+                stream = stream.parallelism(p);
             }
             if params.sink_cost_ns > 0 {
                 let sink_cost = params.sink_cost_ns;
@@ -445,6 +458,9 @@ mod tests {
             (SynConfig { operator_variance: 1.5, ..SynConfig::lachesis() }, "operator variance"),
             (SynConfig { block_probability: 2.0, ..SynConfig::lachesis() }, "block probability"),
             (SynConfig { rate: -1.0, ..SynConfig::default() }, "rate"),
+            (SynConfig { parallelism: 0, ..SynConfig::default() }, "parallelism 0 must be in 1..=1024"),
+            (SynConfig { parallelism: 1025, ..SynConfig::default() }, "parallelism 1025"),
+            (SynConfig { queries: 100, ops: 100, parallelism: 20, ..SynConfig::default() }, "parallelism 20 = 204000"),
             (SynConfig { rate: 1e25, ..SynConfig::default() }, "at most 1000000000 tuples/s"),
             (SynConfig { cost_ns: u64::MAX, ..SynConfig::default() }, "1 s per tuple"),
             (SynConfig { cost_ns: 100_000_000, ..SynConfig::lachesis() }, "2^5 = 3200000000 ns"),

@@ -36,6 +36,11 @@ pub struct SynArgs {
     /// How much heavier the --heavy-op operator is [default: 4].
     #[arg(long, value_name = "F", requires = "heavy_op")]
     heavy_factor: Option<u64>,
+    /// Instances of each query's source, operators and sink (data parallelism, at most 1024):
+    /// instance i of the source offers its share of --rate to instance i of every operator over
+    /// forward edges; under dynamic:N and policy:...:N instance i runs on worker i mod N.
+    #[arg(long, default_value_t = 1)]
+    parallelism: usize,
     /// Seed of the parameter and selectivity draws.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -55,6 +60,8 @@ pub(crate) fn syn_config(a: &SynArgs) -> Result<SynConfig, String> {
     config.heavy = a.heavy_op.map(|k| (k, a.heavy_factor.unwrap_or(4)));
     // SynConfig's rate is per query; the command line's, like every workload's, in total.
     config.rate = a.engine.rate / config.queries.max(1) as f64;
+    moirai_workloads::check::parallelism("--parallelism", a.parallelism, syn::MAX_PARALLELISM)?;
+    config.parallelism = a.parallelism;
     config.seed = a.seed;
     Ok(config)
 }

@@ -140,11 +140,15 @@ pub(super) fn wire(config: &EngineConfig, v: &Validated) -> Wired {
             thread_hint: producers
                 .first()
                 .and_then(|&p| plan.operators[p].logical.iter().find_map(|&n| graph.nodes[n].thread.clone())),
+            affinity: None,
             source: false,
         });
     }
 
     let stop = Arc::new(StopFlag::default());
+    // One start per parallel source, shared by its instances.
+    let source_starts: Vec<Option<Arc<std::sync::atomic::AtomicU64>>> =
+        (graph.nodes.iter()).map(|n| (n.kind == NodeKind::Source && n.parallelism > 1).then(Arc::default)).collect();
     let mut sinks = Vec::new();
     let mut tasks = Vec::new();
     for op in &plan.operators {
@@ -162,6 +166,7 @@ pub(super) fn wire(config: &EngineConfig, v: &Validated) -> Wired {
             signal: signals[op.id].clone(),
             stop: stop.clone(),
             ramp: config.ramp,
+            source_start: source_starts[op.logical[0]].clone(),
         };
         // The router, over this instance's channels of each outgoing logical edge.
         let mut down: Option<AnyBox> = None;
@@ -226,6 +231,7 @@ pub(super) fn wire(config: &EngineConfig, v: &Validated) -> Wired {
             signal: signals[op.id].clone(),
             downstream,
             thread_hint: op.logical.iter().find_map(|&n| graph.nodes[n].thread.clone()),
+            affinity: (op.parallelism > 1).then_some(op.instance),
             source: graph.nodes[op.logical[0]].kind == NodeKind::Source,
         });
     }

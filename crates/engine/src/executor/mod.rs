@@ -15,6 +15,7 @@
 //! queries, channels or types; the threading configuration it runs by is plain data
 //! ([`crate::threading`]).
 
+mod affinity;
 mod dedicated;
 mod pool;
 mod turn_cpu;
@@ -48,6 +49,10 @@ pub struct ExecutorTask {
     pub downstream: Vec<usize>,
     /// The thread it was placed on by a thread hint, for [`Threading::Fused`].
     pub thread_hint: Option<String>,
+    /// Its instance index if it is an instance of a parallel operator (parallelism > 1): a pool
+    /// with worker affinity keeps it on worker `index mod workers` where it can
+    /// ([`affinity`](self::affinity)).
+    pub affinity: Option<usize>,
     /// Whether it is a source (the policy executor may schedule sources at a fixed interval).
     pub source: bool,
 }

@@ -22,8 +22,11 @@
 //! A producer that finds a consumer's channel full does what IBM's producers do: instead of
 //! waiting, its worker claims the queued consumer and runs it at once, draining the channel while
 //! it is still in the cache.
+//!
+//! Under `dynamic:N` and `policy:…:N` the instances of parallel operators wait on their home
+//! worker's ready queue instead of the shared one ([`super::affinity`]), so that one query's
+//! instances run side by side, each on its own worker.
 
-use std::cell::Cell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -31,49 +34,17 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering}
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::affinity::{set_worker, Ready};
 use super::turn_cpu::{TurnCpu, SETTLE_NS};
 use super::{panic_message, Executor, ExecutorTask, Observed, OnPanic, Started, ThreadLevel};
 use crate::metrics::OperatorMetrics;
-use crate::ready::{wakes_a_worker, ReadyDiscipline, ReadyQueue, Turn};
+use crate::ready::{ReadyDiscipline, Turn};
 use crate::sync::{lock, AbortFlag, Signal, TaskState};
 use crate::task::{Step, Task};
 use crate::threading::Threading;
 use crate::tuple::now_ns;
 
-thread_local! {
-    /// While this thread is a pool worker in the middle of a turn: the address of its pool's
-    /// ready queue (0 otherwise). A push to another pool's queue (`fused` has one per thread)
-    /// always wakes that pool.
-    static IN_TURN: Cell<usize> = const { Cell::new(0) };
-}
-
-/// The ready queue of a pool and the event count its idle workers sleep on.
-struct Ready {
-    queue: ReadyQueue,
-    idle: Signal,
-}
-
 impl Ready {
-    /// Queues `id` at `level` and wakes an idle worker, unless [`wakes_a_worker`] says the worker
-    /// in its turn takes it itself.
-    fn push(&self, id: usize, level: u8) {
-        // Only a worker in its own turn looks at the queue (before the push): the others wake one.
-        let own_turn = IN_TURN.with(Cell::get) == self as *const Ready as usize;
-        let wake = wakes_a_worker(own_turn, own_turn && self.queue.is_empty());
-        self.queue.push(id, level);
-        if wake {
-            self.idle.notify_one();
-        }
-    }
-
-    fn pop(&self, turn: u64) -> Option<usize> {
-        self.queue.pop(turn)
-    }
-
-    fn is_empty(&self) -> bool {
-        self.queue.is_empty()
-    }
-
     /// Makes task `id` runnable ([`TaskState::notify`]); queued at the priority level its
     /// metrics carry.
     fn schedule(&self, state: &TaskState, id: usize, metrics: &OperatorMetrics) {
@@ -185,7 +156,7 @@ impl Pool {
         let mut outcome = Step::Worked;
         // The clock is read only when a quantum bounds the turn.
         let quantum_end = self.turn.quantum.and_then(|_| self.turn.ends_at(now_ns()));
-        IN_TURN.with(|t| t.set(Arc::as_ptr(&self.ready) as usize));
+        self.ready.in_turn(true);
         for _ in 0..self.turn.steps {
             if slot.signal.is_blocked() {
                 outcome = Step::Blocked;
@@ -202,7 +173,7 @@ impl Pool {
                 break;
             }
         }
-        IN_TURN.with(|t| t.set(0));
+        self.ready.in_turn(false);
         cpu.record(id, now_ns(), |op| &self.slots[op].metrics);
         drop(task);
         match outcome {
@@ -237,6 +208,7 @@ impl Pool {
         // Turns this worker started (for a source interval).
         let mut turns: u64 = 0;
         let mut cpu = TurnCpu::new(now_ns());
+        set_worker(index);
         loop {
             if self.done() {
                 cpu.settle(now_ns(), |op| &self.slots[op].metrics);
@@ -255,12 +227,12 @@ impl Pool {
             }
             // Operators whose timer fired are taken by this worker next: no other is woken for
             // them unless more than one waits.
-            IN_TURN.with(|t| t.set(Arc::as_ptr(&self.ready) as usize));
+            self.ready.in_turn(true);
             let now = now_ns();
             cpu.mark(now);
             let next_timer = self.fire_timers(now);
-            IN_TURN.with(|t| t.set(0));
-            if let Some(id) = self.ready.pop(turns) {
+            self.ready.in_turn(false);
+            if let Some(id) = self.ready.pop(index, turns) {
                 turns += 1;
                 // A stale entry (the operator was claimed by a producer's drain, or already ran)
                 // fails the claim and is dropped.
@@ -317,6 +289,9 @@ pub struct Pools {
     /// Workers running tasks at the start (the rest park until a controller raises the level).
     start_level: usize,
     discipline: ReadyDiscipline,
+    /// Whether instances of parallel operators wait for their home worker ([`super::affinity`]):
+    /// for the pools whose thread level stays put (`dynamic`, `policy`).
+    affinity: bool,
 }
 
 impl Pools {
@@ -328,13 +303,14 @@ impl Pools {
             workers,
             start_level,
             discipline,
+            affinity: false,
         };
         Some(match threading {
             Threading::Dedicated => return None,
-            Threading::Dynamic { threads } => one("dynamic", *threads, *threads),
+            Threading::Dynamic { threads } => Pools { affinity: true, ..one("dynamic", *threads, *threads) },
             Threading::Elastic(c) => one("elastic", c.max, c.start),
             Threading::Fused { threads } => Pools { names: threads.clone(), ..one("fused", 1, 1) },
-            Threading::Policy(c) => one("policy", c.threads, c.threads),
+            Threading::Policy(c) => Pools { affinity: true, ..one("policy", c.threads, c.threads) },
         })
     }
 }
@@ -390,10 +366,8 @@ impl Executor for Pools {
         }
         let mut pools = Vec::new();
         for (p, tasks) in placed.into_iter().enumerate() {
-            let ready = Arc::new(Ready {
-                queue: ReadyQueue::new(&self.discipline, tasks.iter().map(|t| t.source).collect()),
-                idle: Signal::default(),
-            });
+            let placement: Vec<(Option<usize>, bool)> = tasks.iter().map(|t| (t.affinity, t.source)).collect();
+            let ready = Arc::new(Ready::new(&self.discipline, self.workers, self.affinity, &placement));
             let live = tasks.len();
             let slots = tasks
                 .into_iter()
@@ -416,7 +390,7 @@ impl Executor for Pools {
                 .collect::<Vec<_>>();
             // Every task starts queued, in plan order.
             for (i, slot) in slots.iter().enumerate() {
-                ready.queue.push(i, slot.metrics.priority_level.load(Ordering::Relaxed));
+                ready.enqueue(i, slot.metrics.priority_level.load(Ordering::Relaxed));
             }
             pools.push(Arc::new(Pool {
                 name: self.names[p].clone(),
@@ -532,6 +506,7 @@ mod tests {
                     signal,
                     downstream: Vec::new(),
                     thread_hint: None,
+                    affinity: None,
                     source: name.starts_with("src"),
                 }
             })

@@ -1,0 +1,160 @@
+//! A pool's ready queues and worker affinity: where a readied task waits, and which worker is
+//! woken for it.
+//!
+//! A task without a home waits on the pool's shared ready queue, which any worker takes from.
+//! Under `dynamic:N` and `policy:…:N` the instances of a parallel operator have a home: instance
+//! *i* waits on the ready queue of worker *i mod N* (timely-dataflow's workers with their
+//! `Pipeline` pact). With a source of parallelism N and forward edges behind it, instance *i* of
+//! every operator then shares worker *i*, so that a tuple goes down its instance's pipeline on
+//! one worker without a hand-off per hop, and one query uses N cores. A worker in its own turn
+//! that readies a task homed on it wakes nobody (it takes the task itself after the turn); any
+//! other push wakes an idle worker.
+//!
+//! Homes are a preference, not a prison, so that no task waits while a worker idles: a worker
+//! takes from its own queue and the shared one (each first on alternate turns, so that a worker
+//! busy with its own tasks still takes shared ones), and only when both are empty from another
+//! worker's queue. Parallelism 1 gives no task a home: such a pool behaves as one without
+//! affinity.
+
+use std::cell::Cell;
+
+use crate::ready::{wakes_a_worker, ReadyDiscipline, ReadyQueue};
+use crate::sync::Signal;
+
+thread_local! {
+    /// While this thread is a pool worker in the middle of a turn: the address of its pool's
+    /// ready queues (0 otherwise). A push to another pool's queue (`fused` has one per thread)
+    /// always wakes that pool.
+    static IN_TURN: Cell<usize> = const { Cell::new(0) };
+    /// The index of the pool worker this thread is (`usize::MAX` for other threads).
+    static WORKER: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+/// Marks this thread as worker `index` of its pool, for good.
+pub(super) fn set_worker(index: usize) {
+    WORKER.with(|w| w.set(index));
+}
+
+/// The ready queues of a pool and the event count its idle workers sleep on.
+pub(super) struct Ready {
+    /// Tasks without a home.
+    shared: ReadyQueue,
+    /// Per worker, the tasks homed on it (empty without affinity).
+    homes: Vec<ReadyQueue>,
+    /// Each task's home worker, if it has one.
+    home_of: Vec<Option<usize>>,
+    /// Where idle workers sleep.
+    pub(super) idle: Signal,
+}
+
+impl Ready {
+    /// The queues of a pool of `workers` by `discipline`; `tasks` gives each task's affinity
+    /// (its instance index, if it is an instance of a parallel operator) and whether it is a
+    /// source. With `affinity` off (or one worker) no task has a home.
+    pub(super) fn new(
+        discipline: &ReadyDiscipline,
+        workers: usize,
+        affinity: bool,
+        tasks: &[(Option<usize>, bool)],
+    ) -> Ready {
+        let is_source: Vec<bool> = tasks.iter().map(|&(_, source)| source).collect();
+        let affinity = affinity && workers > 1 && tasks.iter().any(|(a, _)| a.is_some());
+        let home_of = tasks.iter().map(|&(a, _)| a.filter(|_| affinity).map(|i| i % workers.max(1))).collect();
+        let homes = if affinity {
+            (0..workers).map(|_| ReadyQueue::new(discipline, is_source.clone())).collect()
+        } else {
+            Vec::new()
+        };
+        Ready { shared: ReadyQueue::new(discipline, is_source), homes, home_of, idle: Signal::default() }
+    }
+
+    /// The task's home worker, if it has one.
+    #[cfg(test)]
+    fn home(&self, id: usize) -> Option<usize> {
+        self.home_of[id]
+    }
+
+    /// Marks this thread as in a turn of a worker of this pool (`true`) or out of it.
+    pub(super) fn in_turn(&self, yes: bool) {
+        IN_TURN.with(|t| t.set(if yes { self as *const Ready as usize } else { 0 }));
+    }
+
+    /// Queues `id` at `level` without waking anyone (the pool's start).
+    pub(super) fn enqueue(&self, id: usize, level: u8) {
+        match self.home_of[id] {
+            Some(h) => self.homes[h].push(id, level),
+            None => self.shared.push(id, level),
+        }
+    }
+
+    /// Queues `id` at `level` and wakes an idle worker, unless the worker in its own turn takes
+    /// it itself: a task homed on that worker, or a shared one while nothing else waits for it
+    /// ([`wakes_a_worker`]).
+    pub(super) fn push(&self, id: usize, level: u8) {
+        let own_turn = IN_TURN.with(Cell::get) == self as *const Ready as usize;
+        let wake = match self.home_of[id] {
+            Some(h) => !(own_turn && WORKER.with(Cell::get) == h),
+            None => {
+                let worker = WORKER.with(Cell::get);
+                let own_empty = self.homes.get(worker).is_none_or(ReadyQueue::is_empty);
+                wakes_a_worker(own_turn, own_turn && own_empty && self.shared.is_empty())
+            }
+        };
+        self.enqueue(id, level);
+        if wake {
+            self.idle.notify_one();
+        }
+    }
+
+    /// The next task for worker `worker` in its turn number `turn`: from its own queue or the
+    /// shared one (own first on even turns, shared first on odd ones), else one homed on another
+    /// worker.
+    pub(super) fn pop(&self, worker: usize, turn: u64) -> Option<usize> {
+        let Some(own) = self.homes.get(worker) else {
+            return self.shared.pop(turn);
+        };
+        let mine = if turn % 2 == 0 {
+            own.pop(turn).or_else(|| self.shared.pop(turn))
+        } else {
+            self.shared.pop(turn).or_else(|| own.pop(turn))
+        };
+        let n = self.homes.len();
+        mine.or_else(|| (1..n).find_map(|k| self.homes[(worker + k) % n].pop(turn)))
+    }
+
+    /// True when no task waits on any queue.
+    pub(super) fn is_empty(&self) -> bool {
+        self.shared.is_empty() && self.homes.iter().all(ReadyQueue::is_empty)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instances_wait_at_home_and_are_taken_elsewhere_only_when_a_worker_has_nothing() {
+        // Tasks: two instances of a parallel chain (0, 1 and 2, 3) and one shared task (4).
+        let tasks = [(Some(0), true), (Some(1), true), (Some(0), false), (Some(1), false), (None, false)];
+        let ready = Ready::new(&ReadyDiscipline::FIFO, 2, true, &tasks);
+        assert_eq!((0..5).map(|i| ready.home(i)).collect::<Vec<_>>(), [Some(0), Some(1), Some(0), Some(1), None]);
+        for id in 0..5 {
+            ready.enqueue(id, 0);
+        }
+        // Worker 0: its own first on an even turn, the shared one first on an odd turn.
+        assert_eq!(ready.pop(0, 0), Some(0));
+        assert_eq!(ready.pop(0, 1), Some(4));
+        assert_eq!(ready.pop(0, 2), Some(2));
+        // Worker 0 has nothing left: it takes worker 1's, oldest first.
+        assert_eq!(ready.pop(0, 3), Some(1));
+        assert_eq!(ready.pop(1, 0), Some(3));
+        assert!(ready.is_empty() && ready.pop(1, 1).is_none());
+        // Without affinity (or with one worker, or parallelism 1 everywhere) nothing has a home.
+        assert_eq!(Ready::new(&ReadyDiscipline::FIFO, 2, false, &tasks).home(1), None);
+        assert_eq!(Ready::new(&ReadyDiscipline::FIFO, 1, true, &tasks).home(1), None);
+        // More instances than workers: instance i on worker i mod N.
+        let four = [(Some(0), true), (Some(1), true), (Some(2), true), (Some(3), true)];
+        let ready = Ready::new(&ReadyDiscipline::FIFO, 3, true, &four);
+        assert_eq!((0..4).map(|i| ready.home(i)).collect::<Vec<_>>(), [Some(0), Some(1), Some(2), Some(0)]);
+    }
+}

@@ -27,7 +27,10 @@ public final class LatencyMeter {
     public long record(Stamped t) {
         long egress = System.nanoTime();
         if (windowEnd == 0) {
-            // Tuples come from sources, which mark the start before they emit.
+            // Tuples come from sources, which mark the start before they emit; in a JVM that runs
+            // no source (a TaskManager of a cluster holding only sinks) the first tuple's intended
+            // time stands for it (the same monotonic clock on one machine).
+            Registry.markStart(t.intendedNs);
             windowStart = Registry.windowStartNs();
             windowEnd = Registry.windowEndNs();
         }
@@ -44,6 +47,21 @@ public final class LatencyMeter {
             meter.progress(received, measured);
         }
         return e2eNs;
+    }
+
+    /** Tuples received so far. */
+    public long received() {
+        return received;
+    }
+
+    /** Tuples received during the measured window. */
+    public long measured() {
+        return measured;
+    }
+
+    /** Its processing and end-to-end latency histograms (not copies). */
+    public Histogram[] histograms() {
+        return new Histogram[] {latency, e2e};
     }
 
     /** Publishes the counts and merges the histograms into {@link Registry} (once). */

@@ -22,6 +22,7 @@ class LatencySink<T extends Stamped> extends RichSinkFunction<T> {
     @Override
     public void open(OpenContext context) throws Exception {
         super.open(context);
+        ClusterResults.open(getRuntimeContext());
         meter = new LatencyMeter();
         Registry.SUBTASKS.incrementAndGet();
     }
@@ -43,6 +44,7 @@ class LatencySink<T extends Stamped> extends RichSinkFunction<T> {
     public void close() throws Exception {
         if (meter != null) {
             meter.close();
+            ClusterResults.sinkClosed(getRuntimeContext(), meter);
         }
         super.close();
     }

@@ -57,6 +57,7 @@ abstract class OpenLoopSource<T extends Stamped> extends RichParallelSourceFunct
     @Override
     public void open(OpenContext context) throws Exception {
         super.open(context);
+        ClusterResults.open(getRuntimeContext());
         int parallelism = getRuntimeContext().getTaskInfo().getNumberOfParallelSubtasks();
         mine = offered.split(parallelism);
         meter = new Registry.SourceMeter(mine);
@@ -106,6 +107,14 @@ abstract class OpenLoopSource<T extends Stamped> extends RichParallelSourceFunct
         }
         meter.progress(n, measured);
         meter.finish();
+    }
+
+    @Override
+    public void close() throws Exception {
+        if (meter != null) {
+            ClusterResults.sourceClosed(getRuntimeContext(), meter);
+        }
+        super.close();
     }
 
     @Override

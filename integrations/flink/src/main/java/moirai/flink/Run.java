@@ -154,7 +154,10 @@ public final class Run {
     }
 
     static int run(Options o, PrintStream stdout) throws Exception {
-        checkPortFree(o.restPort);
+        boolean remote = o.jobmanager != null;
+        if (!remote) {
+            checkPortFree(o.restPort);
+        }
         Registry.durationNs = o.durationNs;
         Registry.warmup = o.warmup;
         String jobName = "moirai-" + o.workload;
@@ -164,8 +167,10 @@ public final class Run {
                 q -> q.sinkCostNs > 0 || q.operators.stream().anyMatch(op -> op.costNs > 0));
         double spinRate = spins ? Spin.iterationsPerNs() : 0;
 
-        StreamExecutionEnvironment env =
-                StreamExecutionEnvironment.createLocalEnvironmentWithWebUI(flinkConfiguration(o, jobName));
+        StreamExecutionEnvironment env = remote
+                ? StandaloneCluster.environment(o.jobmanager, flinkConfiguration(o, jobName))
+                : StreamExecutionEnvironment.createLocalEnvironmentWithWebUI(flinkConfiguration(o, jobName));
+        env.getConfig().setGlobalJobParameters(ClusterResults.jobParameters(o.durationNs, o.warmup));
         env.setParallelism(o.parallelism);
         env.disableOperatorChaining();
         env.setBufferTimeout(o.bufferTimeoutMs);
@@ -182,9 +187,10 @@ public final class Run {
         }
 
         long jvmStartMs = ManagementFactory.getRuntimeMXBean().getStartTime();
+        int subtasks = StandaloneCluster.subtasks(env);
         JobClient client = env.executeAsync(jobName);
-        System.err.printf("moirai-flink: job %s (%s) submitted; REST API and web UI on http://127.0.0.1:%d%n",
-                client.getJobID(), jobName, o.restPort);
+        System.err.printf("moirai-flink: job %s (%s) submitted; REST API and web UI on http://%s%n",
+                client.getJobID(), jobName, remote ? o.jobmanager : "127.0.0.1:" + o.restPort);
         CompletableFuture<JobExecutionResult> result = client.getJobExecutionResult();
 
         // Watch the run: CPU at the edges of the measured window, a timeline point every second.
@@ -262,7 +268,10 @@ public final class Run {
         }
 
         double measuredS = o.durationNs * (1 - o.warmup) / 1e9;
-        Histogram[] latencies = Registry.latencies();
+        Histogram[] latencies = remote
+                ? new Histogram[] {ClusterResults.histogram(done, ClusterResults.LATENCY),
+                    ClusterResults.histogram(done, ClusterResults.E2E_LATENCY)}
+                : Registry.latencies();
         Map<String, Object> s = Json.object();
         s.put("workload", o.workload);
         s.put("system", "flink");
@@ -275,20 +284,33 @@ public final class Run {
         }
         s.put("duration_s", durationS);
         s.put("measured_s", measuredS);
-        s.put("ingress_tps", Registry.emittedMeasured() / measuredS);
-        s.put("egress_tps", Registry.receivedMeasured() / measuredS);
-        s.put("tuples_in", Registry.emitted());
-        s.put("tuples_out", Registry.received());
+        if (remote) {
+            // The tasks ran in the cluster's TaskManagers: their counts come back as accumulators.
+            s.put("ingress_tps", ClusterResults.count(done, ClusterResults.EMITTED_MEASURED) / measuredS);
+            s.put("egress_tps", ClusterResults.count(done, ClusterResults.RECEIVED_MEASURED) / measuredS);
+            s.put("tuples_in", ClusterResults.count(done, ClusterResults.EMITTED));
+            s.put("tuples_out", ClusterResults.count(done, ClusterResults.RECEIVED));
+        } else {
+            s.put("ingress_tps", Registry.emittedMeasured() / measuredS);
+            s.put("egress_tps", Registry.receivedMeasured() / measuredS);
+            s.put("tuples_in", Registry.emitted());
+            s.put("tuples_out", Registry.received());
+        }
         s.put("latency_ms", Summary.latency(latencies[0]));
         s.put("e2e_latency_ms", Summary.latency(latencies[1]));
-        s.put("threads", Registry.SUBTASKS.get());
-        s.put("cpu_cores", Math.max(0, cpu1 - cpu0) / 1e9 / Math.max((t1 - t0) / 1e9, 1e-9));
+        s.put("threads", remote ? subtasks : Registry.SUBTASKS.get());
+        // A cluster's CPU is its TaskManagers', which this client cannot see: 0.
+        s.put("cpu_cores", remote ? 0.0 : Math.max(0, cpu1 - cpu0) / 1e9 / Math.max((t1 - t0) / 1e9, 1e-9));
         s.put("startup_s", startupS);
         s.put("net_runtime_s", done.getNetRuntime(TimeUnit.MILLISECONDS) / 1e3);
         s.put("timeline", timeline);
         s.put("warmup", o.warmup);
         s.put("parallelism", o.parallelism);
-        s.put("rest_port", o.restPort);
+        if (remote) {
+            s.put("jobmanager", o.jobmanager);
+        } else {
+            s.put("rest_port", o.restPort);
+        }
         s.put("buffer_timeout_ms", o.bufferTimeoutMs);
         s.put("seed", new java.math.BigInteger(Long.toUnsignedString(o.seed)));
         Summary.workloadFields(s, o, spinRate, synParams);

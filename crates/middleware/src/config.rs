@@ -23,6 +23,8 @@
 //! driver = "flink"
 //! url = "http://127.0.0.1:8081"              # Flink's REST API
 //! # pid = 4242                               # the TaskManager JVM, if several run here
+//! # taskmanager = "tm-node1"                 # this node's TaskManager in a cluster: its id,
+//!                                            # host or host:dataPort (docs/flink-cluster.md)
 //! # queue = "buffers"                        # queue_len in network buffers (default) or "records"
 //!
 //! [[spe]]
@@ -163,6 +165,11 @@ pub struct SpeConfig {
     /// Flink only: what `queue_len` reports (see [`FlinkQueue`]); absent: the default.
     #[serde(default)]
     pub queue: Option<FlinkQueue>,
+    /// Flink only: the TaskManager of this node in a cluster of several — its resource id, its
+    /// host, or `host:dataPort` as the REST API's `/taskmanagers` shows them. Only its subtasks
+    /// are scheduled; absent: every subtask whose thread is found in this machine's JVM.
+    #[serde(default)]
+    pub taskmanager: Option<String>,
     /// The nice value of the SPE process's session group (`sched_autogroup`), which weighs its
     /// whole session against other sessions; set when the SPE is first seen, restored on exit
     /// (see [`crate::session`]). Absent: left alone.
@@ -533,6 +540,18 @@ impl Config {
             }
             if s.driver != DriverKind::Flink && s.queue.is_some() {
                 return Err(format!("SPE '{}': `queue` is for the flink driver; remove it", s.name));
+            }
+            match &s.taskmanager {
+                Some(_) if s.driver != DriverKind::Flink => {
+                    return Err(format!("SPE '{}': `taskmanager` is for the flink driver; remove it", s.name))
+                }
+                Some(tm) if tm.trim().is_empty() => {
+                    return Err(format!(
+                        "SPE '{}': `taskmanager` is empty; give this node's TaskManager id, host or host:dataPort",
+                        s.name
+                    ))
+                }
+                _ => {}
             }
             if let Some(n) = s.autogroup_nice {
                 if !(-20..=19).contains(&n) {

@@ -4,6 +4,7 @@
 //! and go — and samples the primitive metrics it can provide.
 
 pub mod flink;
+pub mod flink_node;
 pub mod flink_rest;
 pub mod flink_threads;
 pub mod flink_topology;

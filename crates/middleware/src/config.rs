@@ -650,6 +650,20 @@ mod tests {
     }
 
     #[test]
+    fn a_flink_spe_names_its_nodes_taskmanager() {
+        let flink = FULL.replace("driver = \"moirai\"", "driver = \"flink\"").replace("9464", "8081");
+        assert_eq!(Config::from_toml(&flink).unwrap().spes[0].taskmanager, None, "absent: every subtask here");
+        let url = "url = \"http://127.0.0.1:8081\"";
+        let tm = flink.replace(url, &format!("{url}\ntaskmanager = \"tm-node1\""));
+        assert_eq!(Config::from_toml(&tm).unwrap().spes[0].taskmanager.as_deref(), Some("tm-node1"));
+        let empty = flink.replace(url, &format!("{url}\ntaskmanager = \" \""));
+        assert!(Config::from_toml(&empty).unwrap_err().contains("`taskmanager` is empty"));
+        let moirai =
+            FULL.replace("url = \"http://127.0.0.1:9464\"", "url = \"http://127.0.0.1:9464\"\ntaskmanager = \"x\"");
+        assert!(Config::from_toml(&moirai).unwrap_err().contains("`taskmanager` is for the flink driver"));
+    }
+
+    #[test]
     fn a_flink_spe_chooses_what_its_queue_counts() {
         let flink = FULL.replace("driver = \"moirai\"", "driver = \"flink\"").replace("9464", "8081");
         assert_eq!(Config::from_toml(&flink).unwrap().spes[0].queue, None, "absent: the driver's default");

@@ -37,6 +37,10 @@ const START_TIMEOUT: Duration = Duration::from_secs(90);
 
 static SEQ: AtomicU32 = AtomicU32::new(0);
 
+/// A TaskManager's JVM flags: heap above framework + task heap, direct memory for framework +
+/// task off-heap + network memory (its configuration below).
+const TM_FLAGS: [&str; 3] = ["-Xmx512m", "-XX:MaxDirectMemorySize=256m", "-XX:MaxMetaspaceSize=256m"];
+
 /// What cluster to start.
 #[derive(Clone, Debug)]
 pub struct ClusterSpec {
@@ -58,6 +62,8 @@ pub struct TaskManager {
     pub netns: Option<String>,
     child: Option<Child>,
     log: PathBuf,
+    /// Its configuration, to start it again.
+    conf: Vec<(&'static str, String)>,
 }
 
 impl TaskManager {
@@ -180,14 +186,14 @@ impl FlinkCluster {
                 ("taskmanager.memory.jvm-overhead.max", "192m".into()),
                 ("io.tmp.dirs", cluster.dir.join(format!("{id}-tmp")).display().to_string()),
             ]);
-            let flags = ["-Xmx512m", "-XX:MaxDirectMemorySize=256m", "-XX:MaxMetaspaceSize=256m"];
-            let child = cluster.spawn(&id, netns.as_deref(), &tm, TASKMANAGER_MAIN, &flags, jobs)?;
+            let child = cluster.spawn(&id, netns.as_deref(), &tm, TASKMANAGER_MAIN, &TM_FLAGS, jobs)?;
             cluster.taskmanagers.push(TaskManager {
                 log: cluster.dir.join(format!("{id}.log")),
                 id,
                 host: tm_host,
                 netns,
                 child: Some(child),
+                conf: tm,
             });
         }
         let ids: Vec<String> = cluster.taskmanagers.iter().map(|t| t.id.clone()).collect();
@@ -335,6 +341,18 @@ impl FlinkCluster {
         if let Some(mut child) = self.taskmanagers.get_mut(index).and_then(|t| t.child.take()) {
             child.terminate(Signal::KILL, STOP_GRACE);
         }
+    }
+
+    /// Starts TaskManager `index` again after [`FlinkCluster::kill_taskmanager`] (a node back, or
+    /// joining late), with its configuration and on its node; its log starts afresh.
+    pub fn restart_taskmanager(&mut self, index: usize, jobs: &JvmJobs) -> Result<(), String> {
+        let tm = self.taskmanagers.get(index).ok_or_else(|| format!("no TaskManager {index}"))?;
+        if tm.child.is_some() {
+            return Err(format!("TaskManager {} runs", tm.id));
+        }
+        let child = self.spawn(&tm.id, tm.netns.as_deref(), &tm.conf, TASKMANAGER_MAIN, &TM_FLAGS, jobs)?;
+        self.taskmanagers[index].child = Some(child);
+        Ok(())
     }
 
     /// Stops the JobManager (SIGTERM, then SIGKILL), by its PID.

@@ -5,7 +5,8 @@
 //! them over the network stack. One middleware per node, each told its node's TaskManager
 //! (`--flink-taskmanager`), schedules exactly that TaskManager's subtask threads (checked against
 //! thread dumps taken here) and never one of the other's; killing one TaskManager leaves the
-//! other node's middleware scheduling the restarted job and the killed node's idle, saying so.
+//! other node's middleware scheduling the restarted job and the killed node's idle, saying so;
+//! the TaskManager started again is attached again, and the JobManager's end is reported.
 //!
 //! One cluster for the whole binary (one test). Everything started here is stopped by its PID and
 //! the namespaces removed when the guards drop, also when a test fails. Needs root (namespaces,
@@ -216,6 +217,19 @@ fn one_middleware_per_node_schedules_its_own_taskmanager_and_survives_the_others
         assert_eq!(nice, 0, "thread {tid} of the surviving TaskManager restored (new threads start at 0): {err}");
     }
 
+    // Node 1 comes back (a TaskManager joining late): its middleware, idle meanwhile, attaches
+    // again. (The running job stays where it is: Flink does not move running subtasks.)
+    cluster.restart_taskmanager(0, &jobs).unwrap_or_else(|e| panic!("{e}"));
+    wait_for("the restarted TaskManager registered", || {
+        let r = cluster.registered()?;
+        if r.contains(&tms[0].0) {
+            Ok(())
+        } else {
+            Err(format!("{r:?}"))
+        }
+    });
+    std::thread::sleep(std::time::Duration::from_secs(2));
+
     // The JobManager goes: the middlewares left say so and keep running.
     cluster.stop_jobmanager();
     std::thread::sleep(std::time::Duration::from_secs(2));
@@ -228,6 +242,8 @@ fn one_middleware_per_node_schedules_its_own_taskmanager_and_survives_the_others
             said(&format!("TaskManager moirai-tm1 ({}:", tms_hosts[0]));
             said("is this node's: scheduling its subtasks only");
             said("TaskManager moirai-tm1 left the cluster (registered: moirai-tm2); nothing to schedule on this node");
+            let attached = err.matches("is this node's: scheduling its subtasks only").count();
+            assert_eq!(attached, 2, "attached at the start and when its TaskManager joined again: {err}");
         } else {
             said("no TaskManager 'moirai-tm9' in the cluster (registered: moirai-tm1, moirai-tm2)");
         }

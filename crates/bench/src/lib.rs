@@ -18,6 +18,8 @@
 //! - [`mw_state`] — the middleware of a point: its CPU and whether it acted over the window.
 //! - [`jvm`], [`jvm_job`] — the Flink and Storm jobs of `integrations/`: one [`jvm::JvmSystem`]
 //!   value for each ([`flink::FLINK`], [`storm::STORM`]); build, start, wait until running, stop.
+//! - [`flink_cluster`], [`netns`] — a standalone Flink cluster of separate JVMs, its TaskManagers
+//!   on "nodes" (network namespaces on a bridge).
 //! - [`point`] — one point, and the engine's JSON summary it is read from.
 //! - [`summary`] — medians over repetitions, sustainable rate and saturation point, the
 //!   side-by-side table.
@@ -32,9 +34,11 @@
 #![forbid(unsafe_code)]
 
 pub mod flink;
+pub mod flink_cluster;
 pub mod jvm;
 pub mod jvm_job;
 pub mod mw_state;
+pub mod netns;
 pub mod output;
 pub mod plots;
 pub mod point;

@@ -19,7 +19,7 @@ use moirai_sched::{Level, PolicySpec};
 pub struct ScheduleArgs {
     /// A TOML configuration (SPEs, policies with periods, translators and scopes); see
     /// docs/schedule.md. Flags below cover the common case instead.
-    #[arg(long, conflicts_with_all = ["engine", "flink", "storm", "policy", "script"])]
+    #[arg(long, conflicts_with_all = ["engine", "flink", "flink_taskmanager", "storm", "policy", "script"])]
     config: Option<PathBuf>,
     /// A moirai engine's metrics endpoint, e.g. http://127.0.0.1:9464 (repeat for several).
     #[arg(long)]
@@ -32,6 +32,10 @@ pub struct ScheduleArgs {
     /// queued at its inputs, Flink's inputQueueLength) or records (estimated from record counters).
     #[arg(long, default_value = "buffers", value_parser = |s: &str| s.parse::<moirai_middleware::FlinkQueue>())]
     flink_queue: moirai_middleware::FlinkQueue,
+    /// This node's TaskManager in a Flink cluster of several nodes (its resource id, host, or
+    /// host:dataPort as /taskmanagers shows them): only its subtasks are scheduled.
+    #[arg(long, value_name = "ID")]
+    flink_taskmanager: Option<String>,
     /// Apache Storm workers on this machine, by the directory their CsvStormReporter writes into
     /// (the topology's csv.log.dir; repeat for several).
     #[arg(long, value_name = "METRICS_DIR")]
@@ -176,6 +180,11 @@ fn from_flags(a: &ScheduleArgs) -> Result<Config, String> {
                     --config FILE"
             .into());
     }
+    if a.flink_taskmanager.is_some() && a.flink.is_empty() {
+        return Err(
+            "--flink-taskmanager names the TaskManager of a --flink cluster on this node; give --flink URL too".into(),
+        );
+    }
     let storm: Vec<String> = a.storm.iter().map(|d| d.display().to_string()).collect();
     let spes = [
         (DriverKind::Moirai, "engine", &a.engine),
@@ -194,6 +203,7 @@ fn from_flags(a: &ScheduleArgs) -> Result<Config, String> {
             exe: None,
             allow_owner_change: false,
             queue: (driver == DriverKind::Flink).then_some(a.flink_queue),
+            taskmanager: if driver == DriverKind::Flink { a.flink_taskmanager.clone() } else { None },
             autogroup_nice: a.autogroup_nice,
         })
     })

@@ -23,6 +23,8 @@
 //! driver = "flink"
 //! url = "http://127.0.0.1:8081"              # Flink's REST API
 //! # pid = 4242                               # the TaskManager JVM, if several run here
+//! # taskmanager = "tm-node1"                 # this node's TaskManager in a cluster: its id,
+//!                                            # host or host:dataPort (docs/flink-cluster.md)
 //! # queue = "buffers"                        # queue_len in network buffers (default) or "records"
 //!
 //! [[spe]]
@@ -163,6 +165,11 @@ pub struct SpeConfig {
     /// Flink only: what `queue_len` reports (see [`FlinkQueue`]); absent: the default.
     #[serde(default)]
     pub queue: Option<FlinkQueue>,
+    /// Flink only: the TaskManager of this node in a cluster of several — its resource id, its
+    /// host, or `host:dataPort` as the REST API's `/taskmanagers` shows them. Only its subtasks
+    /// are scheduled; absent: every subtask whose thread is found in this machine's JVM.
+    #[serde(default)]
+    pub taskmanager: Option<String>,
     /// The nice value of the SPE process's session group (`sched_autogroup`), which weighs its
     /// whole session against other sessions; set when the SPE is first seen, restored on exit
     /// (see [`crate::session`]). Absent: left alone.
@@ -534,6 +541,18 @@ impl Config {
             if s.driver != DriverKind::Flink && s.queue.is_some() {
                 return Err(format!("SPE '{}': `queue` is for the flink driver; remove it", s.name));
             }
+            match &s.taskmanager {
+                Some(_) if s.driver != DriverKind::Flink => {
+                    return Err(format!("SPE '{}': `taskmanager` is for the flink driver; remove it", s.name))
+                }
+                Some(tm) if tm.trim().is_empty() => {
+                    return Err(format!(
+                        "SPE '{}': `taskmanager` is empty; give this node's TaskManager id, host or host:dataPort",
+                        s.name
+                    ))
+                }
+                _ => {}
+            }
             if let Some(n) = s.autogroup_nice {
                 if !(-20..=19).contains(&n) {
                     return Err(format!(
@@ -628,6 +647,20 @@ mod tests {
         assert_eq!(default_period([DriverKind::Moirai, DriverKind::Storm]), Duration::from_secs(1));
         let given = Config::from_toml(FULL).unwrap();
         assert_eq!(given.policies[1].period, Duration::from_millis(250), "a period given is kept");
+    }
+
+    #[test]
+    fn a_flink_spe_names_its_nodes_taskmanager() {
+        let flink = FULL.replace("driver = \"moirai\"", "driver = \"flink\"").replace("9464", "8081");
+        assert_eq!(Config::from_toml(&flink).unwrap().spes[0].taskmanager, None, "absent: every subtask here");
+        let url = "url = \"http://127.0.0.1:8081\"";
+        let tm = flink.replace(url, &format!("{url}\ntaskmanager = \"tm-node1\""));
+        assert_eq!(Config::from_toml(&tm).unwrap().spes[0].taskmanager.as_deref(), Some("tm-node1"));
+        let empty = flink.replace(url, &format!("{url}\ntaskmanager = \" \""));
+        assert!(Config::from_toml(&empty).unwrap_err().contains("`taskmanager` is empty"));
+        let moirai =
+            FULL.replace("url = \"http://127.0.0.1:9464\"", "url = \"http://127.0.0.1:9464\"\ntaskmanager = \"x\"");
+        assert!(Config::from_toml(&moirai).unwrap_err().contains("`taskmanager` is for the flink driver"));
     }
 
     #[test]

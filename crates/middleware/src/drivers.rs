@@ -29,7 +29,7 @@ pub fn open(spes: &[SpeConfig], state_file: &Path) -> Result<Vec<Box<dyn Driver>
             }
             DriverKind::Flink => {
                 let driver = crate::driver::flink::FlinkDriver::new(&spe.name, &spe.url, spe.pid).map_err(bad)?;
-                Box::new(driver.queue(spe.queue.unwrap_or_default()))
+                Box::new(driver.queue(spe.queue.unwrap_or_default()).taskmanager(spe.taskmanager.clone()))
             }
             DriverKind::Storm => {
                 let dir = spe.metrics_dir.as_deref().unwrap_or(Path::new(""));

@@ -33,6 +33,9 @@
 //! `flink-conf.yaml` up to 1.x, `config.yaml` in 2.x), or the policies see values up to 10 s old.
 //! The driver warns once when the cluster's setting is above 1 s.
 //!
+//! In a cluster of several nodes, [`super::flink_node`] restricts the driver to the subtasks of
+//! this node's TaskManager (`taskmanager` in the `[[spe]]` table).
+//!
 //! The parts: the REST API's documents and client in [`super::flink_rest`], thread names in
 //! [`super::flink_threads`], the topology and the record accounting in
 //! [`super::flink_topology`]; this file keeps the driver's state between rounds.
@@ -43,6 +46,7 @@ use std::time::{Duration, Instant};
 use moirai_sched::Metric;
 
 use super::cpu_clocks::CpuClocks;
+use super::flink_node::{Node, NodeState};
 use super::jvm::{any_gone, comm_matches, java_processes, parse_thread_dump, pick_jvm, stamp, thread_dump};
 use super::threads::ThreadCensus;
 use super::{Driver, DriverError, Observation, SourceLoad};
@@ -80,10 +84,17 @@ fn signature(jobs: &[Job]) -> Vec<(String, String, usize)> {
 /// the TaskManager too) if it runs any, else the `java` process with the most threads named like
 /// a task `"<vertex> (i/n)#"`.
 pub fn find_jvm(jobs: &[Job], preferred: Option<u32>) -> Result<u32, String> {
+    find_jvm_of(jobs, preferred, &|_, _| true)
+}
+
+/// [`find_jvm`] by the threads of the subtasks `mine` accepts (vertex, subtask index) alone.
+pub fn find_jvm_of(jobs: &[Job], preferred: Option<u32>, mine: &dyn Fn(&Vertex, usize) -> bool) -> Result<u32, String> {
     let expected: Vec<String> = jobs
         .iter()
         .flat_map(|j| j.vertices.iter())
-        .flat_map(|v| (1..=v.parallelism).map(move |i| format!("{} ({i}/{})#", v.name, v.parallelism)))
+        .flat_map(|v| {
+            (1..=v.parallelism).filter(|i| mine(v, i - 1)).map(move |i| format!("{} ({i}/{})#", v.name, v.parallelism))
+        })
         .collect();
     let scores = java_processes()?
         .into_iter()
@@ -129,6 +140,8 @@ pub struct FlinkDriver {
     census: ThreadCensus,
     /// The mapped threads' CPU clocks, kept open.
     clocks: CpuClocks,
+    /// In a cluster of several nodes: this node's TaskManager, whose subtasks alone are scheduled.
+    node: Option<Node>,
 }
 
 impl FlinkDriver {
@@ -148,7 +161,19 @@ impl FlinkDriver {
             jobs: HashMap::new(),
             census: ThreadCensus::new(),
             clocks: CpuClocks::new(),
+            node: None,
         })
+    }
+
+    /// Schedules only the subtasks of the TaskManager `wanted` names (its id, host or
+    /// host:dataPort; see [`super::flink_node`]); `None`: every subtask found on this machine.
+    pub fn taskmanager(self, wanted: Option<String>) -> Self {
+        FlinkDriver { node: wanted.as_deref().map(Node::new), ..self }
+    }
+
+    /// Whether subtask `s` of `v` runs on this node (always, without a configured TaskManager).
+    fn is_mine(&self, v: &Vertex, s: usize) -> bool {
+        self.node.as_ref().is_none_or(|n| n.hosts(&v.name, s, v.parallelism))
     }
 
     /// Reports `queue` as `queue_len` (network buffers by default).
@@ -173,10 +198,10 @@ impl FlinkDriver {
         // looked for (one stat per mapped thread) only when the JVM's thread set changed.
         let changed = self.census.refresh(map.pid);
         let gone = changed && any_gone(map.pid, map.threads.values().flatten());
-        let missing = jobs
-            .iter()
-            .flat_map(|j| j.vertices.iter())
-            .any(|v| (0..v.parallelism).any(|s| !map.threads.contains_key(&(v.name.clone(), s, v.parallelism))));
+        let missing = jobs.iter().flat_map(|j| j.vertices.iter()).any(|v| {
+            (0..v.parallelism)
+                .any(|s| self.is_mine(v, s) && !map.threads.contains_key(&(v.name.clone(), s, v.parallelism)))
+        });
         gone || (missing && map.taken.elapsed() >= DUMP_RETRY)
     }
 
@@ -195,6 +220,10 @@ impl FlinkDriver {
     }
 
     fn take_map(&mut self, jobs: &[Job]) -> Result<(u32, SubtaskThreads), String> {
+        if self.node.as_ref().is_some_and(Node::runs_nothing) {
+            // Every subtask runs on other nodes: no JVM here to look into.
+            return Ok((0, SubtaskThreads::new()));
+        }
         let pid = match (self.pid, &self.map) {
             (Some(pid), _) => pid,
             (None, Some(map))
@@ -204,10 +233,26 @@ impl FlinkDriver {
             {
                 map.pid
             }
-            (None, _) => find_jvm(jobs, rest_port_owner(self.rest.url()))?,
+            (None, _) => {
+                // This node's TaskManager by its data port first: thread names in /proc are cut
+                // to 15 bytes, which may hide the subtask index that tells two TaskManagers apart.
+                let by_port = match &self.node {
+                    Some(node) => node.jvm(java_processes()?.into_iter().map(|(pid, _)| pid)),
+                    None => None,
+                };
+                match by_port {
+                    Some(pid) => pid,
+                    None => find_jvm_of(jobs, rest_port_owner(self.rest.url()), &|v, s| self.is_mine(v, s))?,
+                }
+            }
         };
         let dump = thread_dump(pid)?;
-        let threads = index_threads(&parse_thread_dump(&dump))
+        let mut index = index_threads(&parse_thread_dump(&dump));
+        if let Some(node) = &self.node {
+            // Another TaskManager's subtasks are never this node's, whatever runs in this JVM.
+            node.retain(&mut index);
+        }
+        let threads = index
             .into_iter()
             .map(|(key, threads)| (key, stamp(pid, threads.into_iter().map(|(_, tid)| tid))))
             .collect();
@@ -332,7 +377,15 @@ impl Driver for FlinkDriver {
                 ));
             }
         }
-        let jobs = self.rest.running_jobs_with(&mut self.jobs).map_err(DriverError::Interface)?;
+        let mut jobs = self.rest.running_jobs_with(&mut self.jobs).map_err(DriverError::Interface)?;
+        if let Some(node) = self.node.as_mut() {
+            let name = &self.name;
+            let mut say = |line: String| eprintln!("moirai schedule: SPE '{name}': {line}");
+            if let NodeState::Absent = node.refresh(&self.rest, &jobs, &mut say).map_err(DriverError::Interface)? {
+                // No TaskManager of this node: nothing here to schedule.
+                jobs.clear();
+            }
+        }
         if jobs.is_empty() {
             self.map = None;
         } else if self.map_is_stale(&jobs) {

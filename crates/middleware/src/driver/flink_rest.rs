@@ -204,14 +204,22 @@ impl FlinkRest {
         &self.base
     }
 
-    fn get<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<T, String> {
+    pub(super) fn get<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<T, String> {
         let url = format!("{}{path}", self.base);
         let text = match self.agent.get(&url).call() {
             Ok(r) => r.into_string().map_err(|e| format!("reading {url}: {e}"))?,
+            Err(ureq::Error::Status(404, _)) => {
+                return Err(format!(
+                    "{url} answered HTTP 404: is {} the REST API of a Flink JobManager (e.g. http://127.0.0.1:8081)?",
+                    self.base
+                ))
+            }
             Err(ureq::Error::Status(code, _)) => return Err(format!("{url} answered HTTP {code}")),
             Err(e) => return Err(format!("cannot reach Flink's REST API at {url}: {e}")),
         };
-        serde_json::from_str(&text).map_err(|e| format!("{url} is not what Flink's REST API answers ({e})"))
+        serde_json::from_str(&text).map_err(|e| {
+            format!("{url} is not what Flink's REST API answers ({e}): is {} a Flink JobManager's REST API?", self.base)
+        })
     }
 
     /// The RUNNING jobs, with their vertices and edges.

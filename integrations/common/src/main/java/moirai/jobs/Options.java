@@ -67,6 +67,8 @@ public final class Options {
         l.add("  --parallelism P      instances of every operator, source and sink included [default: 1]");
         if (engine == Engine.FLINK) {
             l.add("  --rest-port N        port of Flink's REST API and web UI on 127.0.0.1 [default: 8081]");
+            l.add("  --jobmanager H:P     submit the job to the running standalone cluster whose REST API is");
+            l.add("                       at H:P (the job jar is shipped with it) instead of a MiniCluster here");
             l.add("  --buffer-timeout-ms T  Flink's network buffer timeout, ms; 0 = flush every record,");
             l.add("                       -1 = only full buffers [default: 100, Flink's default]");
         }
@@ -117,6 +119,8 @@ public final class Options {
     public int parallelism = 1;
     public int restPort = 8081;
     public long bufferTimeoutMs = 100;
+    /** Flink: the REST address {@code host:port} of a standalone cluster's JobManager; null = a MiniCluster. */
+    public String jobmanager;
     /** Storm: where the CSV reporter writes; null = a fresh temporary directory. */
     public String metricsDir;
     /** Storm: worker slots. */
@@ -210,6 +214,7 @@ public final class Options {
             case "--shape" -> "lachesis";
             case "--selectivity" -> "0.5";
             case "--rest-port" -> "18081";
+            case "--jobmanager" -> "10.0.0.1:8081";
             case "--metrics-dir" -> "/tmp/storm-metrics";
             case "--wait-strategy" -> "park";
             case "--rate", "--ramp-to" -> "20000";
@@ -232,6 +237,15 @@ public final class Options {
             case "--rest-port" -> {
                 requireEngine(flag, Engine.FLINK);
                 restPort = (int) integer(flag, value, 1, 65_535);
+            }
+            case "--jobmanager" -> {
+                requireEngine(flag, Engine.FLINK);
+                int colon = value.lastIndexOf(':');
+                if (colon <= 0) {
+                    throw new UsageError("--jobmanager needs HOST:PORT of the cluster's REST API, e.g. --jobmanager 10.0.0.1:8081");
+                }
+                integer(flag, value.substring(colon + 1), 1, 65_535);
+                jobmanager = value;
             }
             case "--buffer-timeout-ms" -> {
                 requireEngine(flag, Engine.FLINK);

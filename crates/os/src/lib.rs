@@ -23,7 +23,7 @@
 //! - [`limits`]: the descriptor limit, raised to the hard one; a descriptor shortage told apart
 //!   from other errors.
 //! - [`poll`]: `poll(2)` over several sockets, for servers that keep one thread.
-//! - [`file`]: files another process keeps writing, read without updating their access time.
+//! - [`file`](mod@file): files another process keeps writing, read without updating their access time.
 //! - [`error`]: [`OsError`], one error type whose messages say what to do.
 //!
 //! This is the only crate of moirai with `unsafe` code: every system call the others need has a

@@ -50,8 +50,8 @@ pub struct ExecutorTask {
     /// The thread it was placed on by a thread hint, for [`Threading::Fused`].
     pub thread_hint: Option<String>,
     /// Its instance index if it is an instance of a parallel operator (parallelism > 1): a pool
-    /// with worker affinity keeps it on worker `index mod workers` where it can
-    /// ([`affinity`](self::affinity)).
+    /// with worker affinity keeps it on worker `index mod workers` where it can (the pool's
+    /// `affinity` module).
     pub affinity: Option<usize>,
     /// Whether it is a source (the policy executor may schedule sources at a fixed interval).
     pub source: bool,

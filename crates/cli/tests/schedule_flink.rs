@@ -48,7 +48,8 @@ fn qs_sets_the_nice_values_and_restores_them_on(system: &'static JvmSystem, test
     let job = syn_job(&jobs, 2);
     let pid = job.pid();
     let all_before = thread_nices(pid);
-    let dir = temp_dir("qs");
+    // A directory (and state file) per test: both QS tests run at once in this binary.
+    let dir = temp_dir(test);
     let state = dir.0.join("state.json");
     let mw_port = free_port();
     let mw = Proc::spawn(&[

@@ -44,7 +44,8 @@ fn dump(pid: u32) -> Vec<(String, i32)> {
 fn lr_threads(pid: u32) -> BTreeMap<i32, String> {
     let mut out = BTreeMap::new();
     for (name, tid) in dump(pid) {
-        let task = ["Legacy Source Thread - ", "OutputFlusher for ", "System Time Trigger for "]
+        // `Time Trigger for …`: a FLIP-27 source's timer thread.
+        let task = ["Legacy Source Thread - ", "OutputFlusher for ", "System Time Trigger for ", "Time Trigger for "]
             .iter()
             .find_map(|p| name.strip_prefix(p))
             .unwrap_or(&name);

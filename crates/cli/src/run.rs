@@ -113,11 +113,9 @@ fn execute(workload: &dyn Workload, threading: Threading) -> i32 {
     let from_start = (engine.totals(), moirai_os::proc::process_cpu_ns(pid).unwrap_or(0), rss_start, start);
     // Until the input ends, the whole run is measured: there is no length to take a share of.
     let warmup = duration.map(|d| d.mul_f64(args.warmup));
-    // Sleep in short steps so that an operator failure ends the run early.
+    // Sleep until then, or until the operators end (the input ended, or an operator failed).
     let sleep_until = |until: Duration| {
-        while start.elapsed() < until && !engine.is_finished() {
-            std::thread::sleep(Duration::from_millis(10).min(until.saturating_sub(start.elapsed())));
-        }
+        engine.wait_finished(until.saturating_sub(start.elapsed()));
     };
     // Sample every 100 ms: queue lengths after the warm-up, and a per-second timeline of the
     // whole run (throughput and the sources' backlog as the offered rate holds or ramps).

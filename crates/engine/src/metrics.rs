@@ -83,6 +83,19 @@ impl SinkMetrics {
         let _ = lock(&self.processing).add(processing);
         let _ = lock(&self.e2e).add(e2e);
     }
+
+    /// Records (processing, end-to-end) latencies one by one.
+    pub fn record(&self, latencies: &[(u64, u64)]) {
+        let mut processing = lock(&self.processing);
+        for &(p, _) in latencies {
+            processing.saturating_record(p);
+        }
+        drop(processing);
+        let mut e2e = lock(&self.e2e);
+        for &(_, e) in latencies {
+            e2e.saturating_record(e);
+        }
+    }
 }
 
 pub use moirai_contract::summary::Latency;

@@ -40,6 +40,15 @@ impl<T: Send> Out<T> {
             Out::Link(s) => s.send(message),
         }
     }
+
+    /// Sends `buffer`'s tuples as one batch and leaves an empty vector in it: one the consumer
+    /// gave back where the channel has one ([`Sender::send_batch`]).
+    pub fn send_batch(&self, buffer: &mut Vec<Tuple<T>>) -> Result<(), Closed> {
+        match self {
+            Out::Channel(s) => s.send_batch(buffer),
+            Out::Link(s) => s.send(Message::Batch(std::mem::take(buffer))),
+        }
+    }
 }
 
 /// One outgoing logical edge of a physical operator.
@@ -83,6 +92,8 @@ impl<T: Data> Route<T> {
 /// Sends the tuples of a physical operator to its consumers.
 pub struct Router<T> {
     routes: Vec<Route<T>>,
+    /// Copies sent per tuple taken in: one per route, one per consumer of a broadcast route.
+    fanout: usize,
     batch_size: usize,
     metrics: Arc<OperatorMetrics>,
     last_watermark: u64,
@@ -91,14 +102,15 @@ pub struct Router<T> {
 impl<T: Data> Router<T> {
     /// A router over `routes`, sending batches of `batch_size` tuples.
     pub fn new(routes: Vec<Route<T>>, batch_size: usize, metrics: Arc<OperatorMetrics>) -> Self {
-        Router { routes, batch_size: batch_size.max(1), metrics, last_watermark: 0 }
+        let fanout =
+            routes.iter().map(|r| if r.partitioning == Partitioning::Broadcast { r.senders.len() } else { 1 }).sum();
+        Router { routes, fanout, batch_size: batch_size.max(1), metrics, last_watermark: 0 }
     }
 
-    fn send(sender: &Out<T>, buffer: &mut Vec<Tuple<T>>, capacity: usize) {
-        let batch = std::mem::replace(buffer, Vec::with_capacity(capacity));
+    fn send(sender: &Out<T>, buffer: &mut Vec<Tuple<T>>) {
         // A closed channel means the engine is aborting; the task stops on the abort flag, and
         // what it was sending is dropped with it.
-        let _ = sender.send(Message::Batch(batch));
+        let _ = sender.send_batch(buffer);
     }
 
     #[inline]
@@ -107,7 +119,7 @@ impl<T: Data> Router<T> {
             for i in 0..route.senders.len() {
                 route.buffers[i].push(t.clone());
                 if route.buffers[i].len() >= batch_size {
-                    Self::send(&route.senders[i], &mut route.buffers[i], batch_size);
+                    Self::send(&route.senders[i], &mut route.buffers[i]);
                 }
             }
             return;
@@ -116,7 +128,7 @@ impl<T: Data> Router<T> {
         let buffer = &mut route.buffers[i];
         buffer.push(t);
         if buffer.len() >= batch_size {
-            Self::send(&route.senders[i], buffer, batch_size);
+            Self::send(&route.senders[i], buffer);
         }
     }
 
@@ -124,7 +136,7 @@ impl<T: Data> Router<T> {
         for route in &mut self.routes {
             for (sender, buffer) in route.senders.iter().zip(&mut route.buffers) {
                 if !buffer.is_empty() {
-                    Self::send(sender, buffer, self.batch_size);
+                    Self::send(sender, buffer);
                 }
             }
         }
@@ -142,18 +154,12 @@ impl<T: Data> Router<T> {
 
 impl<T: Data> Input<T> for Router<T> {
     fn push_batch(&mut self, batch: &mut Vec<Tuple<T>>) {
-        let fanout: usize = self
-            .routes
-            .iter()
-            .map(|r| if r.partitioning == Partitioning::Broadcast { r.senders.len() } else { 1 })
-            .sum();
-        OperatorMetrics::add(&self.metrics.tuples_out, batch.len() * fanout);
+        OperatorMetrics::add(&self.metrics.tuples_out, batch.len() * self.fanout);
         let batch_size = self.batch_size;
         let (last, others) = self.routes.split_last_mut().expect("a router has a route");
         // Fast path: a single forward route with an empty buffer takes the whole batch as it is.
         if others.is_empty() && last.senders.len() == 1 && last.buffers[0].is_empty() && batch.len() >= batch_size {
-            let _ = last.senders[0].send(Message::Batch(std::mem::take(batch)));
-            *batch = Vec::with_capacity(batch_size);
+            let _ = last.senders[0].send_batch(batch);
             return;
         }
         for t in batch.drain(..) {

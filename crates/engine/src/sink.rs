@@ -16,12 +16,22 @@ pub type SinkFn<T> = Box<dyn FnMut(Tuple<T>) + Send>;
 const PUBLISH_EVERY: usize = 8192;
 
 /// An idle sink publishes at most this often: merging walks every bucket of the histograms (some
-/// 60 000), which would cost far more than the tuples if done on every idle moment at low rates.
+/// 40 000), which would cost far more than the tuples if done on every idle moment at low rates.
 const PUBLISH_INTERVAL_NS: u64 = 100_000_000;
+
+/// Up to this many latencies since the last publication are kept as they are and recorded into
+/// the shared histograms one by one: at a low rate that is far cheaper than merging (and then
+/// clearing) the local histograms' every bucket. Past it, the sink records into its local
+/// histograms and merges them, as it does at any high rate.
+const RAW_LATENCIES: usize = 256;
 
 /// The last link of a chain that ends in a sink.
 pub(crate) struct SinkInput<T> {
     f: SinkFn<T>,
+    /// (processing, end-to-end) latencies since the last publication, while they are few.
+    raw: Vec<(u64, u64)>,
+    /// True once `raw` overflowed since the last publication: the local histograms hold data.
+    spilled: bool,
     processing: Histogram<u64>,
     e2e: Histogram<u64>,
     unpublished: usize,
@@ -34,6 +44,8 @@ impl<T> SinkInput<T> {
     pub(crate) fn new(f: SinkFn<T>, shared: Arc<SinkMetrics>, metrics: Arc<OperatorMetrics>) -> Self {
         SinkInput {
             f,
+            raw: Vec::with_capacity(RAW_LATENCIES),
+            spilled: false,
             processing: latency_histogram(),
             e2e: latency_histogram(),
             unpublished: 0,
@@ -43,12 +55,37 @@ impl<T> SinkInput<T> {
         }
     }
 
+    /// Records one tuple's latencies: kept raw while they are few, else into the local
+    /// histograms.
+    #[inline]
+    fn record(&mut self, processing_ns: u64, e2e_ns: u64) {
+        if !self.spilled {
+            if self.raw.len() < RAW_LATENCIES {
+                self.raw.push((processing_ns, e2e_ns));
+                return;
+            }
+            self.spilled = true;
+            for (p, e) in self.raw.drain(..) {
+                self.processing.saturating_record(p);
+                self.e2e.saturating_record(e);
+            }
+        }
+        self.processing.saturating_record(processing_ns);
+        self.e2e.saturating_record(e2e_ns);
+    }
+
     fn publish(&mut self) {
         if self.unpublished > 0 {
             self.published_ns = now_ns();
-            self.shared.merge(&self.processing, &self.e2e);
-            self.processing.reset();
-            self.e2e.reset();
+            if self.spilled {
+                self.shared.merge(&self.processing, &self.e2e);
+                self.processing.reset();
+                self.e2e.reset();
+                self.spilled = false;
+            } else {
+                self.shared.record(&self.raw);
+                self.raw.clear();
+            }
             self.unpublished = 0;
         }
     }
@@ -59,8 +96,7 @@ impl<T> Input<T> for SinkInput<T> {
         let egress = now_ns();
         let n = batch.len();
         for t in batch.drain(..) {
-            self.processing.saturating_record(egress.saturating_sub(t.ingress_ns).max(1));
-            self.e2e.saturating_record(egress.saturating_sub(t.intended_ns).max(1));
+            self.record(egress.saturating_sub(t.ingress_ns).max(1), egress.saturating_sub(t.intended_ns).max(1));
             (self.f)(t);
         }
         OperatorMetrics::add(&self.metrics.tuples_out, n);
@@ -84,5 +120,43 @@ impl<T> Control for SinkInput<T> {
     }
     fn finish(&mut self) {
         self.publish();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sync::lock;
+
+    fn tuples(n: u64, intended_ns: u64) -> Vec<Tuple<u64>> {
+        (0..n).map(|i| Tuple { event_ns: 0, intended_ns, ingress_ns: intended_ns, data: i }).collect()
+    }
+
+    #[test]
+    fn latencies_reach_the_shared_histograms_whether_kept_raw_or_spilled() {
+        let shared = Arc::new(SinkMetrics::default());
+        let mut sink = SinkInput::new(Box::new(|_| {}), shared.clone(), Arc::new(OperatorMetrics::default()));
+        // A few tuples, sent at the clock's start and received 2 ms later at least: kept raw,
+        // recorded one by one when published, values and all.
+        let start = now_ns();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        sink.push_batch(&mut tuples(10, start));
+        assert!(!sink.spilled && sink.raw.len() == 10);
+        sink.finish();
+        assert_eq!(lock(&shared.e2e).len(), 10);
+        assert!(lock(&shared.e2e).min() >= 2_000_000 && lock(&shared.processing).min() >= 2_000_000);
+        assert!(sink.raw.is_empty());
+        // More than the raw buffer holds before a publication: the local histograms take over,
+        // the raw ones included.
+        let sent = now_ns();
+        sink.push_batch(&mut tuples(RAW_LATENCIES as u64 + 100, sent));
+        assert!(sink.spilled && sink.raw.is_empty());
+        assert_eq!(sink.processing.len(), RAW_LATENCIES as u64 + 100);
+        sink.finish();
+        let e2e = lock(&shared.e2e);
+        assert_eq!(e2e.len(), 10 + RAW_LATENCIES as u64 + 100);
+        assert_eq!(lock(&shared.processing).len(), e2e.len());
+        assert_eq!(sink.processing.len(), 0, "reset after the merge");
+        assert!(!sink.spilled);
     }
 }

@@ -37,7 +37,7 @@ pub enum Step {
 /// thread at a time.
 pub trait Task: Send {
     /// Runs one round: at most one message per input channel (a batch of a source), then timers,
-    /// then a flush if nothing came in.
+    /// then a flush if no input is left queued.
     fn step(&mut self) -> Step;
     /// True if some input channel holds a message (checked before the thread sleeps).
     fn has_input(&self) -> bool;
@@ -100,6 +100,8 @@ impl Progress {
 /// The channels of one input port.
 pub(crate) struct Port<T> {
     receivers: Vec<Receiver<T>>,
+    /// Per channel, the emptied vector of its last batch, handed back with the next receive.
+    spares: Vec<Option<Vec<Tuple<T>>>>,
     /// Index of the first of these channels in the task's [`Progress`].
     base: usize,
 }
@@ -114,25 +116,36 @@ enum Event<'a, T> {
 #[derive(Default)]
 struct Polled {
     tuples: usize,
-    messages: usize,
+    /// Some channel still holds a message after this poll.
+    more: bool,
+}
+
+impl Polled {
+    fn and(self, other: Polled) -> Polled {
+        Polled { tuples: self.tuples + other.tuples, more: self.more || other.more }
+    }
 }
 
 impl<T: Send> Port<T> {
     pub(crate) fn new(receivers: Vec<Receiver<T>>, base: usize) -> Self {
-        Port { receivers, base }
+        let spares = receivers.iter().map(|_| None).collect();
+        Port { receivers, spares, base }
     }
 
     /// Takes at most one message from each channel and hands on, in channel order, each batch
     /// and each watermark that advances the task's.
     fn poll(&mut self, progress: &mut Progress, mut on: impl FnMut(Event<'_, T>)) -> Polled {
         let mut polled = Polled::default();
-        for (i, rx) in self.receivers.iter().enumerate() {
-            let Some(message) = rx.try_recv() else { continue };
-            polled.messages += 1;
+        for (i, (rx, spare)) in self.receivers.iter().zip(&mut self.spares).enumerate() {
+            let Some((message, more)) = rx.try_recv_giving_back(spare) else { continue };
+            polled.more |= more;
             let advanced = match message {
                 Message::Batch(mut batch) => {
                     polled.tuples += batch.len();
                     on(Event::Batch(&mut batch));
+                    // Drained by the chain; what a chain left in it is not handed on twice.
+                    batch.clear();
+                    *spare = Some(batch);
                     None
                 }
                 Message::Watermark(w) => progress.watermark(self.base + i, w),
@@ -150,9 +163,13 @@ impl<T: Send> Port<T> {
     }
 }
 
-/// Fires due timers; then, if the step brought nothing, flushes and says until when to sleep.
+/// Fires due timers; then, if no input is left queued, flushes and says until when to sleep.
 /// A task whose outputs are full does neither: it reports [`Step::Blocked`].
-fn finish_step(head: &mut dyn crate::operator::Control, polled: usize, signal: &Signal) -> Step {
+///
+/// A step that took the last queued messages flushes at once instead of stepping again to find
+/// the input empty: at a low rate a tuple crosses each operator in one step, and a partial batch
+/// goes on as soon as the producer has nothing more to add to it.
+fn finish_step(head: &mut dyn crate::operator::Control, polled: &Polled, signal: &Signal) -> Step {
     if signal.is_blocked() {
         return Step::Blocked;
     }
@@ -163,7 +180,7 @@ fn finish_step(head: &mut dyn crate::operator::Control, polled: usize, signal: &
             return Step::Worked;
         }
     }
-    if polled > 0 {
+    if polled.more {
         return Step::Worked;
     }
     head.flush();
@@ -191,7 +208,7 @@ impl<T: Send> Task for OneInputTask<T> {
             self.head.finish();
             return Step::Finished;
         }
-        finish_step(&mut *self.head, polled.messages, &self.signal)
+        finish_step(&mut *self.head, &polled, &self.signal)
     }
 
     fn has_input(&self) -> bool {
@@ -224,7 +241,8 @@ impl<L: Send, R: Send> Task for TwoInputTask<L, R> {
             Event::Batch(b) => head.push_right(b),
             Event::Watermark(w) => watermark = Some(w),
         });
-        OperatorMetrics::add(&self.metrics.tuples_in, left.tuples + right.tuples);
+        let polled = left.and(right);
+        OperatorMetrics::add(&self.metrics.tuples_in, polled.tuples);
         if self.progress.all_ended() {
             self.head.finish();
             return Step::Finished;
@@ -234,7 +252,7 @@ impl<L: Send, R: Send> Task for TwoInputTask<L, R> {
         if let Some(w) = watermark {
             self.head.watermark(w);
         }
-        finish_step(&mut *self.head, left.messages + right.messages, &self.signal)
+        finish_step(&mut *self.head, &polled, &self.signal)
     }
 
     fn has_input(&self) -> bool {

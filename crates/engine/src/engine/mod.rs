@@ -246,6 +246,13 @@ impl Engine {
         self.threads.iter().all(|t| t.is_finished())
     }
 
+    /// Sleeps until every operator thread has ended or `timeout` has passed; true if they have
+    /// ended. Wakes as the last thread ends, so a run that ends early (its input ended, an
+    /// operator failed) is seen at once, without polling.
+    pub fn wait_finished(&self, timeout: std::time::Duration) -> bool {
+        self.view.observed.ended.wait(self.threads.len(), timeout)
+    }
+
     /// Waits for every operator to finish (sources end or [`Engine::stop`]), then reports.
     pub fn wait(mut self) -> Result<RunTotals, EngineError> {
         for t in self.threads.drain(..) {

@@ -19,11 +19,11 @@ impl Executor for Dedicated {
         tasks: Vec<ExecutorTask>,
         abort: Arc<AbortFlag>,
         on_panic: OnPanic,
-        _observed: Arc<Observed>,
+        observed: Arc<Observed>,
     ) -> std::io::Result<Started> {
         let mut threads = Vec::with_capacity(tasks.len());
         for ExecutorTask { name, mut task, metrics, .. } in tasks {
-            let (abort_flag, report) = (abort.clone(), on_panic.clone());
+            let (abort_flag, report, observed) = (abort.clone(), on_panic.clone(), observed.clone());
             let spawned = std::thread::Builder::new().name(name.clone()).spawn(move || {
                 metrics.tid.store(moirai_os::current_tid(), Ordering::SeqCst);
                 let result = catch_unwind(AssertUnwindSafe(|| run(&mut *task, &abort_flag)));
@@ -31,6 +31,7 @@ impl Executor for Dedicated {
                 if let Err(payload) = result {
                     report(&name, panic_message(payload));
                 }
+                observed.ended.thread_ended();
             });
             match spawned {
                 Ok(t) => threads.push(t),

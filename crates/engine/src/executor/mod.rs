@@ -72,6 +72,39 @@ pub struct Observed {
     pub thread_level: AtomicUsize,
     /// Every change of the elastic level.
     pub level_changes: Mutex<Vec<LevelChange>>,
+    /// Executor threads that have ended, for whoever waits for the end of the run.
+    pub ended: Ended,
+}
+
+/// Counts executor threads as they end and wakes whoever waits for them, so that waiting for
+/// the end of a run costs no polling.
+#[derive(Default)]
+pub struct Ended {
+    threads: AtomicUsize,
+    signal: Signal,
+}
+
+impl Ended {
+    /// Called by each executor thread as the last thing it does.
+    pub fn thread_ended(&self) {
+        self.threads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.signal.notify();
+    }
+
+    /// Sleeps until `threads` executor threads have ended or `timeout` has passed; true if they
+    /// have ended.
+    pub fn wait(&self, threads: usize, timeout: std::time::Duration) -> bool {
+        let all = || self.threads.load(std::sync::atomic::Ordering::SeqCst) >= threads;
+        let deadline = std::time::Instant::now() + timeout;
+        while !all() {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            self.signal.wait_unless(Some(left), all);
+        }
+        true
+    }
 }
 
 /// One decision of the elastic controller.

@@ -208,8 +208,12 @@ impl Pool {
         // Turns this worker started (for a source interval).
         let mut turns: u64 = 0;
         let mut cpu = TurnCpu::new(now_ns());
+        // The clock as the last turn ended, when the worker goes straight on to the next: one
+        // reading per turn.
+        let mut turn_ended: Option<u64> = None;
         set_worker(index);
         loop {
+            let ended = turn_ended.take();
             if self.done() {
                 cpu.settle(now_ns(), |op| &self.slots[op].metrics);
                 return;
@@ -228,7 +232,7 @@ impl Pool {
             // Operators whose timer fired are taken by this worker next: no other is woken for
             // them unless more than one waits.
             self.ready.in_turn(true);
-            let now = now_ns();
+            let now = ended.unwrap_or_else(now_ns);
             cpu.mark(now);
             let next_timer = self.fire_timers(now);
             self.ready.in_turn(false);
@@ -245,6 +249,7 @@ impl Pool {
                         }
                     }
                 }
+                turn_ended = Some(cpu.last_reading());
                 continue;
             }
             // One idle worker keeps the timers; the others sleep until work arrives.
@@ -426,11 +431,12 @@ impl Executor for Pools {
                 let name = worker_name(&pool.name, index, npools);
                 let tid = Arc::new(AtomicI32::new(0));
                 lock(&observed.threads).push((name.clone(), tid.clone()));
-                let pool = pool.clone();
+                let (pool, observed) = (pool.clone(), observed.clone());
                 match std::thread::Builder::new().name(name).spawn(move || {
                     let me = moirai_os::current_tid();
                     tid.store(me, Ordering::SeqCst);
                     pool.worker(index, me);
+                    observed.ended.thread_ended();
                 }) {
                     Ok(t) => threads.push(t),
                     Err(e) => {

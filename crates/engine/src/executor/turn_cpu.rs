@@ -57,6 +57,11 @@ impl TurnCpu {
         self.wall_mark = now_ns;
     }
 
+    /// The monotonic clock's last reading given: the end of the last turn or the last mark.
+    pub(super) fn last_reading(&self) -> u64 {
+        self.wall_mark
+    }
+
     /// Records a turn of `op` ending at `now_ns` (its wall time counts from the last mark or turn
     /// end); settles when enough turns or time have gone by, charging through `metrics(op)`.
     pub(super) fn record<'a>(&mut self, op: usize, now_ns: u64, metrics: impl Fn(usize) -> &'a OperatorMetrics) {

@@ -15,6 +15,12 @@
 //!
 //! No lost wake-ups: marks are set and cleared under the channel's mutex, and every wait follows
 //! the event-count protocol of [`Signal`]. No busy spinning: threads block in the kernel when idle.
+//!
+//! Batch buffers circulate instead of being allocated per batch (timely-dataflow recycles its
+//! buffers the same way): a consumer hands the emptied vector of a batch back with its next
+//! receive ([`Receiver::try_recv_giving_back`]), and [`Sender::send_batch`] leaves one of those in
+//! the producer's buffer. A hop then costs no allocation, and no vector is freed on another
+//! thread than the one that allocated it (which costs glibc's allocator a lock per batch).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -42,7 +48,13 @@ struct State<T> {
     /// When the channel became full, if it counts among its producer's full outputs now.
     full_since: Option<u64>,
     closed: bool,
+    /// Emptied batch vectors the consumer gave back, for the producer's next batches.
+    spares: Vec<Vec<Tuple<T>>>,
 }
+
+/// Emptied vectors a channel keeps for its producer: one in the producer's hands, one queued and
+/// one on its way back cover a pipeline at any rate.
+const SPARES: usize = 2;
 
 /// The shared part of a channel.
 pub struct Channel<T> {
@@ -120,7 +132,13 @@ pub struct Closed;
 /// is held back through `producer` while the channel is full.
 pub fn channel<T: Send>(capacity: usize, consumer: Arc<Signal>, producer: Arc<Signal>) -> (Sender<T>, Receiver<T>) {
     let channel = Arc::new(Channel {
-        state: Mutex::new(State { queue: VecDeque::new(), tuples: 0, full_since: None, closed: false }),
+        state: Mutex::new(State {
+            queue: VecDeque::new(),
+            tuples: 0,
+            full_since: None,
+            closed: false,
+            spares: Vec::new(),
+        }),
         consumer,
         producer,
         capacity: capacity.max(1),
@@ -138,6 +156,17 @@ impl<T: Send> Sender<T> {
     /// Enqueues a message without waiting. If that fills the channel, it counts among the
     /// producer's full outputs until the consumer drains it ([`Signal::is_blocked`]).
     pub fn send(&self, message: Message<T>) -> Result<(), Closed> {
+        self.enqueue(message, None)
+    }
+
+    /// Sends the tuples in `buffer` as one batch, as [`Sender::send`] does, and leaves in
+    /// `buffer` an emptied vector the consumer gave back (or a new, unallocated one).
+    pub fn send_batch(&self, buffer: &mut Vec<Tuple<T>>) -> Result<(), Closed> {
+        let batch = std::mem::take(buffer);
+        self.enqueue(Message::Batch(batch), Some(buffer))
+    }
+
+    fn enqueue(&self, message: Message<T>, refill: Option<&mut Vec<Tuple<T>>>) -> Result<(), Closed> {
         let ch = &*self.channel;
         let n = match &message {
             Message::Batch(b) => b.len(),
@@ -161,6 +190,9 @@ impl<T: Send> Sender<T> {
             state.full_since = Some(now);
             ch.producer.hold();
         }
+        if let (Some(buffer), Some(spare)) = (refill, state.spares.pop()) {
+            *buffer = spare;
+        }
         drop(state);
         ch.consumer.notify();
         Ok(())
@@ -183,9 +215,23 @@ pub struct Receiver<T> {
 impl<T: Send> Receiver<T> {
     /// Takes the oldest message, if any.
     pub fn try_recv(&self) -> Option<Message<T>> {
+        self.try_recv_giving_back(&mut None).map(|(message, _)| message)
+    }
+
+    /// Takes the oldest message, if any, and says whether more are queued behind it. First hands
+    /// the producer back the emptied vector of an earlier batch in `spare` (taken out of it; a
+    /// vector without capacity, or one the channel has no room for, stays).
+    pub fn try_recv_giving_back(&self, spare: &mut Option<Vec<Tuple<T>>>) -> Option<(Message<T>, bool)> {
         let ch = &*self.channel;
         let mut state = lock(&ch.state);
+        if state.spares.len() < SPARES {
+            if let Some(v) = spare.take_if(|v| v.capacity() > 0) {
+                debug_assert!(v.is_empty(), "only emptied vectors are given back");
+                state.spares.push(v);
+            }
+        }
         let (_, message) = state.queue.pop_front()?;
+        let more = !state.queue.is_empty();
         let mut wake_producer = false;
         if let Message::Batch(b) = &message {
             state.tuples -= b.len();
@@ -197,7 +243,7 @@ impl<T: Send> Receiver<T> {
         if wake_producer {
             ch.producer.notify();
         }
-        Some(message)
+        Some((message, more))
     }
 
     /// True if a message is queued.
@@ -303,6 +349,38 @@ mod tests {
         rb.try_recv();
         assert!(!producer.is_blocked());
         assert_eq!(woken.load(Ordering::SeqCst), 1, "woken once, by the last release");
+    }
+
+    #[test]
+    fn batch_vectors_go_back_to_the_producer_instead_of_being_freed() {
+        let (tx, rx) = channel::<u64>(1 << 10, Arc::new(Signal::default()), Arc::new(Signal::default()));
+        let mut buffer: Vec<Tuple<u64>> = Vec::with_capacity(64);
+        buffer.push(Tuple::at(0, 1));
+        let first = buffer.as_ptr();
+        tx.send_batch(&mut buffer).unwrap();
+        assert!(buffer.is_empty() && buffer.capacity() == 0, "nothing given back yet: a new, unallocated vector");
+        let Some((Message::Batch(mut batch), false)) = rx.try_recv_giving_back(&mut None) else {
+            panic!("the batch, and nothing behind it")
+        };
+        assert_eq!(batch.as_ptr(), first);
+        batch.clear();
+        let mut spare = Some(batch);
+        buffer.push(Tuple::at(0, 2));
+        tx.send_batch(&mut buffer).unwrap();
+        tx.send(Message::Watermark(5)).unwrap();
+        // The receive that takes the second batch hands the first vector back ...
+        let Some((Message::Batch(second), true)) = rx.try_recv_giving_back(&mut spare) else {
+            panic!("the second batch, with the watermark behind it")
+        };
+        assert!(spare.is_none() && second[0].data == 2);
+        // ... and the producer's next send leaves it in the producer's buffer, capacity and all.
+        buffer.push(Tuple::at(0, 3));
+        tx.send_batch(&mut buffer).unwrap();
+        assert_eq!((buffer.as_ptr(), buffer.capacity(), buffer.len()), (first, 64, 0));
+        // A vector without capacity is not worth keeping.
+        let mut empty = Some(Vec::new());
+        assert!(matches!(rx.try_recv_giving_back(&mut empty), Some((Message::Watermark(5), true))));
+        assert!(empty.is_some());
     }
 
     #[test]

@@ -170,6 +170,11 @@ pub struct SpeConfig {
     /// are scheduled; absent: every subtask whose thread is found in this machine's JVM.
     #[serde(default)]
     pub taskmanager: Option<String>,
+    /// Flink only: the Prometheus reporter of this node's TaskManager
+    /// (`http://127.0.0.1:9249/metrics`): the subtasks' counters are read from one scrape of it
+    /// per round instead of the REST API's metrics (one request per job vertex). Absent: REST.
+    #[serde(default)]
+    pub prometheus: Option<String>,
     /// The nice value of the SPE process's session group (`sched_autogroup`), which weighs its
     /// whole session against other sessions; set when the SPE is first seen, restored on exit
     /// (see [`crate::session`]). Absent: left alone.
@@ -540,6 +545,19 @@ impl Config {
             }
             if s.driver != DriverKind::Flink && s.queue.is_some() {
                 return Err(format!("SPE '{}': `queue` is for the flink driver; remove it", s.name));
+            }
+            match &s.prometheus {
+                Some(_) if s.driver != DriverKind::Flink => {
+                    return Err(format!("SPE '{}': `prometheus` is for the flink driver; remove it", s.name))
+                }
+                Some(url) if !url.starts_with("http://") => {
+                    return Err(format!(
+                        "SPE '{}': prometheus {url:?} must start with http://, e.g. \
+                         prometheus = \"http://127.0.0.1:9249/metrics\" (the TaskManager's metrics.reporter.<name>.port)",
+                        s.name
+                    ))
+                }
+                _ => {}
             }
             match &s.taskmanager {
                 Some(_) if s.driver != DriverKind::Flink => {

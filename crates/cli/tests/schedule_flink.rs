@@ -170,3 +170,132 @@ fn the_flink_driver_reads_input_buffers_full_in_front_of_the_heavy_operator() {
     let source = last.iter().find(|(n, _)| n.contains("/source")).map(|(_, v)| *v);
     assert_eq!(source, Some(0.0), "a source has no input channels: {last:?}");
 }
+
+/// The job of one heavy operator (`--heavy-op 2`), its queues full in front of it: what both
+/// tests of the Prometheus reporter run.
+fn heavy_job(jobs: &moirai_bench::jvm::JvmJobs) -> JvmJob {
+    // op2 burns 20 x 2 µs per tuple: at 40 000 tuples/s it needs 1.6 cores, so records pile up
+    // in front of it, in network buffers, and the source is back-pressured.
+    let args: Vec<String> =
+        ["--ops", "3", "--cost-ns", "2000", "--heavy-op", "2", "--heavy-factor", "20", "--rate", "40000"]
+            .iter()
+            .chain(&["--duration", "10m", "--parallelism", "1"])
+            .map(|s| s.to_string())
+            .collect();
+    let (job, _) = JvmJob::start_running(jobs, "syn", &args, PATIENCE)
+        .unwrap_or_else(|e| panic!("the Flink job did not come up: {e}"));
+    job
+}
+
+/// The same counters from the TaskManager's Prometheus reporter (one scrape) as from the REST
+/// API (a request per vertex): the heavy operator's input buffers full, the source's backlog
+/// growing — read through the lab's job, which serves the reporter on a port of its own.
+#[test]
+fn the_flink_driver_reads_the_queues_from_the_prometheus_reporter() {
+    use moirai_middleware::driver::{flink::FlinkDriver, Driver};
+    use moirai_sched::Metric;
+    let Some(jobs) = flink_jobs("the_flink_driver_reads_the_queues_from_the_prometheus_reporter") else {
+        return;
+    };
+    let job = heavy_job(&jobs);
+    let url = job.metrics_url().expect("the lab gives a Flink job a metrics port");
+    let args = job.middleware_args();
+    assert_eq!(args[2..], ["--flink-prometheus".to_string(), url.clone()]);
+    let mut driver =
+        FlinkDriver::new("flink", job.endpoint(), Some(job.pid())).unwrap().prometheus(Some(&url)).unwrap();
+    let mut last = BTreeMap::new();
+    wait_for("from the reporter: the heavy operator's input buffers at least every other subtask's", || {
+        let seen = driver.observe(&[Metric::InputBuffers, Metric::QueueLen]).map_err(|e| e.to_string())?;
+        let names: Vec<&str> = seen.topology.physical.iter().map(|p| p.name.as_str()).collect();
+        let of = |m: Metric| -> BTreeMap<String, f64> {
+            seen.samples.iter().filter(|s| s.1 == m).map(|&(op, _, v)| (names[op].to_string(), v)).collect()
+        };
+        last = of(Metric::InputBuffers);
+        let queues = of(Metric::QueueLen);
+        let get = |op: &str| last.iter().find(|(n, _)| n.contains(op)).map(|(_, v)| *v);
+        let heavy = get("/op2").ok_or("no op2")?;
+        let others = last.iter().filter(|(n, _)| !n.contains("/op2")).map(|(_, v)| *v).fold(0.0, f64::max);
+        let backlog = queues.iter().find(|(n, _)| n.contains("/source")).map(|(_, v)| *v);
+        if heavy > 0.0 && heavy >= others && get("/op3").is_some_and(|op3| heavy > op3) && backlog > Some(0.0) {
+            Ok(())
+        } else {
+            Err(format!("input buffers by subtask: {last:?}; queue_len: {queues:?}"))
+        }
+    });
+    assert_eq!(last.len(), 5, "source, 3 operators and sink: {last:?}");
+    // What is not Flink's reporter is named: the REST API's port, answering JSON.
+    let mut wrong = FlinkDriver::new("flink", job.endpoint(), Some(job.pid()))
+        .unwrap()
+        .prometheus(Some(&format!("{}/jobs", job.endpoint())))
+        .unwrap();
+    let e = wrong.observe(&[Metric::QueueLen]).err().expect("JSON is no reporter").to_string();
+    assert!(e.contains("not a Prometheus exposition") && e.contains("PrometheusReporterFactory"), "{e}");
+}
+
+/// `moirai schedule --flink URL --flink-prometheus URL` schedules by QS from the reporter's
+/// figures: the heavy operator and the one back-pressured in front of it (their input buffers
+/// full) get the best nice value of the job, above the operators behind it; all is restored.
+#[test]
+fn qs_schedules_flink_from_the_prometheus_reporters_queues() {
+    let test = "qs_schedules_flink_from_the_prometheus_reporters_queues";
+    let Some(jobs) = flink_jobs(test) else {
+        return;
+    };
+    let job = heavy_job(&jobs);
+    let pid = job.pid();
+    let all_before = thread_nices(pid);
+    let dir = temp_dir(test);
+    let state = dir.0.join("state.json");
+    let mw_port = free_port();
+    let target = job.middleware_args();
+    assert_eq!(target[2], "--flink-prometheus");
+    let mut args: Vec<&str> = target.iter().map(String::as_str).collect();
+    let state_arg = state.display().to_string();
+    let metrics_arg = format!("127.0.0.1:{mw_port}");
+    args.splice(0..0, ["schedule"]);
+    args.extend([
+        "--policy",
+        "qs",
+        "--period",
+        "500ms",
+        "--nice-best",
+        "-10",
+        "--nice-worst",
+        "10",
+        "--activation",
+        "always",
+        "--state-file",
+        &state_arg,
+        "--metrics-addr",
+        &metrics_arg,
+        "-v",
+    ]);
+    let mw = Proc::spawn(&args);
+    let mut seen = BTreeMap::new();
+    wait_for("op2's threads at the job's best nice value, op3's and the sink's worse", || {
+        let a = applied(mw_port, "qs");
+        // The task thread's value of each subtask, as /proc shows it.
+        let by_op: BTreeMap<String, i32> = a
+            .iter()
+            .filter(|(tid, (_, v))| nice(pid, **tid) as i64 == *v)
+            .map(|(tid, (op, _))| (op.clone(), nice(pid, *tid)))
+            .collect();
+        seen = by_op.clone();
+        let of = |op: &str| by_op.iter().find(|(n, _)| n.contains(op)).map(|(_, v)| *v);
+        let (Some(op2), Some(op3), Some(sink)) = (of("/op2"), of("/op3"), of("/sink")) else {
+            return Err(format!("not every subtask scheduled yet: {by_op:?}"));
+        };
+        let best = by_op.values().copied().min().unwrap_or(0);
+        if op2 == best && op2 < op3 && op2 < sink {
+            Ok(())
+        } else {
+            Err(format!("nice by subtask: {by_op:?}"))
+        }
+    });
+    assert_eq!(seen.len(), 5, "source, 3 operators and sink: {seen:?}");
+    mw.signal(libc::SIGTERM);
+    let (code, err) = mw.wait();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("unavailable"), "the reporter answered every round: {err}");
+    assert_restored(pid, &all_before);
+}

@@ -115,7 +115,9 @@ impl JobEndpoint {
     fn metrics_port(system: &JvmSystem) -> Result<Option<u16>, String> {
         system
             .metrics
-            .map(|_| free_port().map_err(|e| format!("no free TCP port on 127.0.0.1 for {}'s metrics: {e}", system.name)))
+            .map(|_| {
+                free_port().map_err(|e| format!("no free TCP port on 127.0.0.1 for {}'s metrics: {e}", system.name))
+            })
             .transpose()
     }
 

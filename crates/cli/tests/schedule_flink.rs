@@ -228,7 +228,8 @@ fn the_flink_driver_reads_the_queues_from_the_prometheus_reporter() {
         .unwrap()
         .prometheus(Some(&format!("{}/jobs", job.endpoint())))
         .unwrap();
-    let e = wrong.observe(&[Metric::QueueLen]).err().expect("JSON is no reporter").to_string();
+    let Err(e) = wrong.observe(&[Metric::QueueLen]).map(|_| ()) else { panic!("JSON is no reporter") };
+    let e = e.to_string();
     assert!(e.contains("not a Prometheus exposition") && e.contains("PrometheusReporterFactory"), "{e}");
 }
 

@@ -668,6 +668,21 @@ mod tests {
     }
 
     #[test]
+    fn a_flink_spe_may_name_its_taskmanagers_prometheus_reporter() {
+        let flink = FULL.replace("driver = \"moirai\"", "driver = \"flink\"").replace("9464", "8081");
+        assert_eq!(Config::from_toml(&flink).unwrap().spes[0].prometheus, None, "absent: the REST API");
+        let url = "url = \"http://127.0.0.1:8081\"";
+        let with = |line: &str| flink.replace(url, &format!("{url}\n{line}"));
+        let c = Config::from_toml(&with("prometheus = \"http://127.0.0.1:9249/metrics\"")).unwrap();
+        assert_eq!(c.spes[0].prometheus.as_deref(), Some("http://127.0.0.1:9249/metrics"));
+        let e = Config::from_toml(&with("prometheus = \"127.0.0.1:9249\"")).unwrap_err();
+        assert!(e.contains("must start with http://") && e.contains("metrics.reporter"), "{e}");
+        let moirai = FULL
+            .replace("url = \"http://127.0.0.1:9464\"", "url = \"http://127.0.0.1:9464\"\nprometheus = \"http://x/\"");
+        assert!(Config::from_toml(&moirai).unwrap_err().contains("`prometheus` is for the flink driver"));
+    }
+
+    #[test]
     fn a_flink_spe_names_its_nodes_taskmanager() {
         let flink = FULL.replace("driver = \"moirai\"", "driver = \"flink\"").replace("9464", "8081");
         assert_eq!(Config::from_toml(&flink).unwrap().spes[0].taskmanager, None, "absent: every subtask here");

@@ -355,5 +355,11 @@ mod tests {
             assert!(REPORTER_FILTER.contains(m), "{m}");
         }
         assert!(!REPORTER_FILTER.contains(' '));
+        // The jobs' `--metrics-port` configures this filter (integrations/flink, Run.REPORTED).
+        let java = include_str!("../../../../integrations/flink/src/main/java/moirai/flink/Run.java");
+        let block = java.split("REPORTED = {").nth(1).and_then(|b| b.split("};").next()).expect("Run.REPORTED");
+        let joined: String = block.chars().filter(|c| !c.is_whitespace()).collect::<String>().replace("\"+\"", "");
+        let filters: Vec<&str> = joined.trim_end_matches(',').trim_matches('"').split("\",\"").collect();
+        assert_eq!(filters.join(";"), REPORTER_FILTER);
     }
 }

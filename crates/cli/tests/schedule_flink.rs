@@ -300,3 +300,17 @@ fn qs_schedules_flink_from_the_prometheus_reporters_queues() {
     assert!(!err.contains("unavailable"), "the reporter answered every round: {err}");
     assert_restored(pid, &all_before);
 }
+
+/// One `--flink-prometheus` per `--flink`, in order: another count is a usage error (exit 2)
+/// that says so, before anything is touched.
+#[test]
+fn a_reporter_without_its_flink_cluster_is_refused() {
+    let out = std::process::Command::new(BIN)
+        .args(["schedule", "--policy", "qs", "--engine", "http://127.0.0.1:9"])
+        .args(["--flink-prometheus", "http://127.0.0.1:9249/metrics"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--flink-prometheus") && err.contains("1 given for 0 --flink"), "{err}");
+}

@@ -171,8 +171,7 @@ fn the_flink_driver_reads_input_buffers_full_in_front_of_the_heavy_operator() {
     assert_eq!(source, Some(0.0), "a source has no input channels: {last:?}");
 }
 
-/// The job of one heavy operator (`--heavy-op 2`), its queues full in front of it: what both
-/// tests of the Prometheus reporter run.
+/// The job of one heavy operator (`--heavy-op 2`), its queues full in front of it.
 fn heavy_job(jobs: &moirai_bench::jvm::JvmJobs) -> JvmJob {
     // op2 burns 20 x 2 µs per tuple: at 40 000 tuples/s it needs 1.6 cores, so records pile up
     // in front of it, in network buffers, and the source is back-pressured.
@@ -187,17 +186,82 @@ fn heavy_job(jobs: &moirai_bench::jvm::JvmJobs) -> JvmJob {
     job
 }
 
-/// The same counters from the TaskManager's Prometheus reporter (one scrape) as from the REST
-/// API (a request per vertex): the heavy operator's input buffers full, the source's backlog
-/// growing — read through the lab's job, which serves the reporter on a port of its own.
+/// The TaskManager's Prometheus reporter, on the lab's job (which serves it on a port of its
+/// own): first the driver reads the same queues from one scrape as the REST path does (the heavy
+/// operator's input buffers full, the source's backlog growing), and names an endpoint that is
+/// not a reporter; then `moirai schedule --flink URL --flink-prometheus URL` schedules by QS from
+/// the reporter's figures: the heavy operator (its input buffers full) gets a better nice value
+/// than the operators behind it (theirs nearly empty); all is restored. One job for both: each needs 1.6
+/// cores.
 #[test]
-fn the_flink_driver_reads_the_queues_from_the_prometheus_reporter() {
-    use moirai_middleware::driver::{flink::FlinkDriver, Driver};
-    use moirai_sched::Metric;
-    let Some(jobs) = flink_jobs("the_flink_driver_reads_the_queues_from_the_prometheus_reporter") else {
+fn qs_schedules_flink_from_the_prometheus_reporters_queues() {
+    let test = "qs_schedules_flink_from_the_prometheus_reporters_queues";
+    let Some(jobs) = flink_jobs(test) else {
         return;
     };
     let job = heavy_job(&jobs);
+    reporter_reads_the_queues(&job);
+    let pid = job.pid();
+    let all_before = thread_nices(pid);
+    let dir = temp_dir(test);
+    let state = dir.0.join("state.json");
+    let mw_port = free_port();
+    let target = job.middleware_args();
+    assert_eq!(target[2], "--flink-prometheus");
+    let mut args: Vec<&str> = target.iter().map(String::as_str).collect();
+    let state_arg = state.display().to_string();
+    let metrics_arg = format!("127.0.0.1:{mw_port}");
+    args.splice(0..0, ["schedule"]);
+    args.extend([
+        "--policy",
+        "qs",
+        "--period",
+        "500ms",
+        "--nice-best",
+        "-10",
+        "--nice-worst",
+        "10",
+        "--activation",
+        "always",
+        "--state-file",
+        &state_arg,
+        "--metrics-addr",
+        &metrics_arg,
+        "-v",
+    ]);
+    let mw = Proc::spawn(&args);
+    let mut seen = BTreeMap::new();
+    wait_for("op2's threads at a better nice value than op3's and the sink's", || {
+        let a = applied(mw_port, "qs");
+        // The task thread's value of each subtask, as /proc shows it.
+        let by_op: BTreeMap<String, i32> = a
+            .iter()
+            .filter(|(tid, (_, v))| nice(pid, **tid) as i64 == *v)
+            .map(|(tid, (op, _))| (op.clone(), nice(pid, *tid)))
+            .collect();
+        seen = by_op.clone();
+        let of = |op: &str| by_op.iter().find(|(n, _)| n.contains(op)).map(|(_, v)| *v);
+        let (Some(op2), Some(op3), Some(sink)) = (of("/op2"), of("/op3"), of("/sink")) else {
+            return Err(format!("not every subtask scheduled yet: {by_op:?}"));
+        };
+        if op2 < op3 && op2 < sink {
+            Ok(())
+        } else {
+            Err(format!("nice by subtask: {by_op:?}"))
+        }
+    });
+    assert_eq!(seen.len(), 5, "source, 3 operators and sink: {seen:?}");
+    mw.signal(libc::SIGTERM);
+    let (code, err) = mw.wait();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("unavailable"), "the reporter answered every round: {err}");
+    assert_restored(pid, &all_before);
+}
+
+/// The driver's part of [`qs_schedules_flink_from_the_prometheus_reporters_queues`].
+fn reporter_reads_the_queues(job: &JvmJob) {
+    use moirai_middleware::driver::{flink::FlinkDriver, Driver};
+    use moirai_sched::Metric;
     let url = job.metrics_url().expect("the lab gives a Flink job a metrics port");
     let args = job.middleware_args();
     assert_eq!(args[2..], ["--flink-prometheus".to_string(), url.clone()]);
@@ -231,74 +295,6 @@ fn the_flink_driver_reads_the_queues_from_the_prometheus_reporter() {
     let Err(e) = wrong.observe(&[Metric::QueueLen]).map(|_| ()) else { panic!("JSON is no reporter") };
     let e = e.to_string();
     assert!(e.contains("not a Prometheus exposition") && e.contains("PrometheusReporterFactory"), "{e}");
-}
-
-/// `moirai schedule --flink URL --flink-prometheus URL` schedules by QS from the reporter's
-/// figures: the heavy operator and the one back-pressured in front of it (their input buffers
-/// full) get the best nice value of the job, above the operators behind it; all is restored.
-#[test]
-fn qs_schedules_flink_from_the_prometheus_reporters_queues() {
-    let test = "qs_schedules_flink_from_the_prometheus_reporters_queues";
-    let Some(jobs) = flink_jobs(test) else {
-        return;
-    };
-    let job = heavy_job(&jobs);
-    let pid = job.pid();
-    let all_before = thread_nices(pid);
-    let dir = temp_dir(test);
-    let state = dir.0.join("state.json");
-    let mw_port = free_port();
-    let target = job.middleware_args();
-    assert_eq!(target[2], "--flink-prometheus");
-    let mut args: Vec<&str> = target.iter().map(String::as_str).collect();
-    let state_arg = state.display().to_string();
-    let metrics_arg = format!("127.0.0.1:{mw_port}");
-    args.splice(0..0, ["schedule"]);
-    args.extend([
-        "--policy",
-        "qs",
-        "--period",
-        "500ms",
-        "--nice-best",
-        "-10",
-        "--nice-worst",
-        "10",
-        "--activation",
-        "always",
-        "--state-file",
-        &state_arg,
-        "--metrics-addr",
-        &metrics_arg,
-        "-v",
-    ]);
-    let mw = Proc::spawn(&args);
-    let mut seen = BTreeMap::new();
-    wait_for("op2's threads at the job's best nice value, op3's and the sink's worse", || {
-        let a = applied(mw_port, "qs");
-        // The task thread's value of each subtask, as /proc shows it.
-        let by_op: BTreeMap<String, i32> = a
-            .iter()
-            .filter(|(tid, (_, v))| nice(pid, **tid) as i64 == *v)
-            .map(|(tid, (op, _))| (op.clone(), nice(pid, *tid)))
-            .collect();
-        seen = by_op.clone();
-        let of = |op: &str| by_op.iter().find(|(n, _)| n.contains(op)).map(|(_, v)| *v);
-        let (Some(op2), Some(op3), Some(sink)) = (of("/op2"), of("/op3"), of("/sink")) else {
-            return Err(format!("not every subtask scheduled yet: {by_op:?}"));
-        };
-        let best = by_op.values().copied().min().unwrap_or(0);
-        if op2 == best && op2 < op3 && op2 < sink {
-            Ok(())
-        } else {
-            Err(format!("nice by subtask: {by_op:?}"))
-        }
-    });
-    assert_eq!(seen.len(), 5, "source, 3 operators and sink: {seen:?}");
-    mw.signal(libc::SIGTERM);
-    let (code, err) = mw.wait();
-    assert_eq!(code, Some(0), "{err}");
-    assert!(!err.contains("unavailable"), "the reporter answered every round: {err}");
-    assert_restored(pid, &all_before);
 }
 
 /// One `--flink-prometheus` per `--flink`, in order: another count is a usage error (exit 2)

@@ -15,6 +15,7 @@
 //! them); anything else in a scrape is skipped without being taken apart.
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -89,50 +90,58 @@ impl<'a> Scrape<'a> {
     pub fn read(text: &'a str) -> Result<Scrape<'a>, String> {
         let mut scrape = Scrape::default();
         let mut bad: Option<String> = None;
-        super::super::prometheus::scan(
-            text,
-            |_| true,
-            |s| {
-                scrape.samples += 1;
-                if !s.name.starts_with("flink_") {
-                    return;
+        // Every sample is counted; only Flink's are handed over (the others' values are not read).
+        let (samples, flink_samples) = (Cell::new(0), Cell::new(0));
+        let wanted = |name: &str| {
+            samples.set(samples.get() + 1);
+            let flink = name.starts_with("flink_");
+            flink_samples.set(flink_samples.get() + usize::from(flink));
+            flink
+        };
+        super::super::prometheus::scan(text, wanted, |s| {
+            let Some(f) = field(s.name) else { return };
+            let (mut job, mut vertex, mut index, mut attempt) = (None, None, None, None);
+            for (key, value) in s.labels() {
+                match key {
+                    "job_id" => job = Some(value),
+                    "task_id" => vertex = Some(value),
+                    "subtask_index" => index = Some(value),
+                    "task_attempt_num" => attempt = Some(value),
+                    _ => {}
                 }
-                scrape.flink_samples += 1;
-                let Some(f) = field(s.name) else { return };
-                let (Some(job), Some(vertex), Some(index)) =
-                    (s.label("job_id"), s.label("task_id"), s.label("subtask_index"))
-                else {
-                    bad.get_or_insert_with(|| format!("{} without job_id, task_id or subtask_index", s.name));
-                    return;
-                };
-                let Ok(index) = index.parse::<usize>() else {
-                    bad.get_or_insert_with(|| format!("{}: subtask_index {index:?} is not a number", s.name));
-                    return;
-                };
-                let attempt = s.label("task_attempt_num").and_then(|a| a.parse::<u32>().ok()).unwrap_or(0);
-                let entry =
-                    scrape.subtasks.entry((job, vertex, index)).or_insert((attempt, SubtaskCounters::default()));
-                if attempt < entry.0 {
-                    return; // An older attempt's metrics, not unregistered yet.
-                }
-                if attempt > entry.0 {
-                    *entry = (attempt, SubtaskCounters::default());
-                }
-                let c = &mut entry.1;
-                // NaN (a legacy source's task thread measures no busy time) counts as 0, as on REST.
-                let v = if s.value.is_finite() { s.value } else { 0.0 };
-                match f {
-                    Field::RecordsIn => c.records_in = v,
-                    Field::RecordsOut => c.records_out = v,
-                    Field::BuffersOut => c.buffers_out = v,
-                    Field::BusyMs => c.busy_ns = v * 1e6,
-                    Field::BackpressuredMs => c.backpressured_ns = v * 1e6,
-                    Field::IdleMs => c.idle_ns = v * 1e6,
-                    Field::InputBuffers => c.input_buffers = v,
-                    Field::Pending => c.pending = s.value.is_finite().then_some(s.value),
-                }
-            },
-        )?;
+            }
+            let (Some(job), Some(vertex), Some(index)) = (job, vertex, index) else {
+                bad.get_or_insert_with(|| format!("{} without job_id, task_id or subtask_index", s.name));
+                return;
+            };
+            let Ok(index) = index.parse::<usize>() else {
+                bad.get_or_insert_with(|| format!("{}: subtask_index {index:?} is not a number", s.name));
+                return;
+            };
+            let attempt = attempt.and_then(|a| a.parse::<u32>().ok()).unwrap_or(0);
+            let entry = scrape.subtasks.entry((job, vertex, index)).or_insert((attempt, SubtaskCounters::default()));
+            if attempt < entry.0 {
+                return; // An older attempt's metrics, not unregistered yet.
+            }
+            if attempt > entry.0 {
+                *entry = (attempt, SubtaskCounters::default());
+            }
+            let c = &mut entry.1;
+            // NaN (a legacy source's task thread measures no busy time) counts as 0, as on REST.
+            let v = if s.value.is_finite() { s.value } else { 0.0 };
+            match f {
+                Field::RecordsIn => c.records_in = v,
+                Field::RecordsOut => c.records_out = v,
+                Field::BuffersOut => c.buffers_out = v,
+                Field::BusyMs => c.busy_ns = v * 1e6,
+                Field::BackpressuredMs => c.backpressured_ns = v * 1e6,
+                Field::IdleMs => c.idle_ns = v * 1e6,
+                Field::InputBuffers => c.input_buffers = v,
+                Field::Pending => c.pending = s.value.is_finite().then_some(s.value),
+            }
+        })?;
+        scrape.samples = samples.get();
+        scrape.flink_samples = flink_samples.get();
         match bad {
             Some(e) => Err(format!("a task metric the driver cannot place: {e}")),
             None => Ok(scrape),

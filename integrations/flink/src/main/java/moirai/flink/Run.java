@@ -185,7 +185,15 @@ public final class Run {
         setText(conf, p + "port", Integer.toString(port));
         setText(conf, p + "filter.includes", String.join(";", REPORTED));
         setText(conf, p + "filterLabelValueCharacters", "false");
+        // Labels the middleware does not read, and the longest ones (an attempt id is 80 characters):
+        // every sample carries its labels, so they are most of a scrape's text and of the
+        // reporter's work. Kept: job_id, job_name, task_id, task_name, subtask_index,
+        // task_attempt_num, tm_id.
+        setText(conf, p + "scope.variables.excludes", String.join(";", EXCLUDED_LABELS));
     }
+
+    /** The scope variables the reporter leaves out of its labels. */
+    static final String[] EXCLUDED_LABELS = {"task_attempt_id", "host", "operator_id"};
 
     /** Sets a key by name (Flink 2 has no {@code setString}). */
     private static void setText(Configuration conf, String key, String value) {

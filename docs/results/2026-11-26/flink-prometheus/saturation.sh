@@ -5,7 +5,8 @@
 # reading the counters by READ (prometheus: one scrape a round; rest: one request per vertex);
 # meanwhile a probe times, once a second for SECONDS, one scrape of the reporter and one REST
 # request of one vertex's counters (what the REST path asks 5 times per job each round), each
-# with a 30 s bound. Then the middleware's rounds, errors and activity from its /metrics.
+# with a 30 s bound, and reads the middleware's last round time and whether Flink was up (its
+# /metrics). Then the middleware's rounds, errors and activity.
 #   bash docs/results/2026-11-26/flink-prometheus/saturation.sh READ [RATE] [SECONDS]
 set -u
 READ=${1:?prometheus or rest}; RATE=${2:-48000}; S=${3:-40}
@@ -33,7 +34,8 @@ for i in $(seq "$S"); do
   s=$(curl -s -o /dev/null -m 30 -w '%{http_code} %{time_total}' http://127.0.0.1:$P/metrics)
   r=$(curl -s -o /dev/null -m 30 -w '%{http_code} %{time_total}' \
       "http://127.0.0.1:$R/jobs/$JOB/vertices/$VERTEX/metrics?get=0.numRecordsIn,0.accumulateBusyTimeMs")
-  echo "$s $r" >> $D/probe.log
+  m=$(curl -s -m 5 http://127.0.0.1:$M/metrics | awk '/^moirai_schedule_round_seconds_last /{l=$2} /^moirai_schedule_spes_up /{u=$2} END{print (l==""?"nan":l), (u==""?0:u)}')
+  echo "$s $r $m" >> $D/probe.log
   left=$(python3 -c "import time;print(max(0.0,1-(time.time()-$t0)))"); sleep "$left"
 done
 curl -s -m 10 http://127.0.0.1:$M/metrics | grep -E '^moirai_schedule_(rounds_total|round_seconds_max|errors_total|spes_up|active|activations_total|threads )' > $D/mwmetrics.log
@@ -48,6 +50,11 @@ for name, (c, t) in (("scrape of the reporter", (0, 1)), ("REST request of one v
     q = lambda p: times[min(len(times) - 1, int(p * len(times)))]
     print(f"{name}: {ok}/{len(rows)} answered (HTTP 200 within 30 s); latency ms median {st.median(times):.1f}, "
           f"p90 {q(0.9):.1f}, max {times[-1]:.1f}")
+last = sorted(float(r[4]) * 1e3 for r in rows if len(r) > 5 and r[4] != "nan")
+up = sum(1 for r in rows if len(r) > 5 and r[5] == "1")
+if last:
+    print(f"middleware, once a second: Flink up in {up}/{len(rows)} looks; last round's wall time ms median "
+          f"{st.median(last):.1f}, max {last[-1]:.1f}")
 PY
 cat $D/mwmetrics.log
 grep -E "unavailable|is back|active|error" $D/mw.log | head -8

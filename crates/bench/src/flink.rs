@@ -18,7 +18,7 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use crate::jvm::{Endpoint, JvmSystem, Probe};
+use crate::jvm::{Endpoint, JvmSystem, MetricsPort, Probe};
 
 /// Apache Flink 1.20, `integrations/flink` built by default.
 pub static FLINK: JvmSystem = FLINK_1_20;
@@ -46,6 +46,8 @@ const FLINK_1_20: JvmSystem = JvmSystem {
     own_flags: &["--buffer-timeout-ms"],
     endpoint: Endpoint::Port { flag: "--rest-port", what: "REST API" },
     middleware_flag: "--flink",
+    // Every subtask's counters in one scrape of Flink's Prometheus reporter.
+    metrics: Some(MetricsPort { flag: "--metrics-port", middleware_flag: "--flink-prometheus" }),
     ready: "the job was RUNNING",
     running: "being RUNNING",
     // A race lost after the job's own check of the port (Flink's), or the check (the job's).

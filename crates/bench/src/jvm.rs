@@ -58,6 +58,9 @@ pub struct JvmSystem {
     pub endpoint: Endpoint,
     /// The flag of `moirai schedule` that names a job's endpoint (its driver).
     pub middleware_flag: &'static str,
+    /// A second port where the job serves its metrics for the middleware (Flink's Prometheus
+    /// reporter), the lab choosing it too; `None`: the endpoint serves them.
+    pub metrics: Option<MetricsPort>,
     /// What [`crate::jvm_job::JvmJob::wait_running`] waits for, after "exited before".
     pub ready: &'static str,
     /// The same as a state, after "within ... of" (the lab's deadline counts from it).
@@ -107,6 +110,16 @@ impl Endpoint {
             Endpoint::Directory { .. } => (self.flag(), "the lab gives each point a directory of its own"),
         }
     }
+}
+
+/// A port where a job serves its metrics (`<flag> PORT`); the middleware reads
+/// `http://127.0.0.1:PORT/metrics` with `<middleware_flag> URL` beside the endpoint's flag.
+#[derive(Clone, Copy, Debug)]
+pub struct MetricsPort {
+    /// The job's flag.
+    pub flag: &'static str,
+    /// `moirai schedule`'s flag.
+    pub middleware_flag: &'static str,
 }
 
 /// What one look at a job's endpoint found.
@@ -173,7 +186,12 @@ impl JvmSystem {
             if workload == "syn" { (SYN_FLAGS, SYN_SWITCHES) } else { (LINEAR_ROAD_FLAGS, &[]) };
         let common = || JOB_COMMON_FLAGS.iter().chain(self.own_flags);
         let takes = || own.iter().chain(switches).chain(common()).copied().collect::<Vec<&str>>().join(", ");
-        let lab = JOB_LAB_FLAGS.iter().copied().chain([self.endpoint.lab_flag()]).collect::<Vec<_>>();
+        let lab = JOB_LAB_FLAGS
+            .iter()
+            .copied()
+            .chain([self.endpoint.lab_flag()])
+            .chain(self.metrics.map(|m| (m.flag, "the lab picks a free port per point")))
+            .collect::<Vec<_>>();
         let mut shape = None;
         let mut i = 0;
         while i < args.len() {

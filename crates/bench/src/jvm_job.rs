@@ -74,6 +74,8 @@ struct JobEndpoint {
     dir: Option<PathBuf>,
     /// Names the job's temp log and temp directory.
     tag: String,
+    /// The port of the job's metrics ([`JvmSystem::metrics`]).
+    metrics: Option<u16>,
 }
 
 impl JobEndpoint {
@@ -89,6 +91,7 @@ impl JobEndpoint {
                     address: format!("http://127.0.0.1:{port}"),
                     dir: None,
                     tag: port.to_string(),
+                    metrics: Self::metrics_port(system)?,
                 })
             }
             Endpoint::Directory { what, .. } => {
@@ -102,9 +105,20 @@ impl JobEndpoint {
                     address: dir.display().to_string(),
                     dir: Some(dir),
                     tag,
+                    metrics: Self::metrics_port(system)?,
                 })
             }
         }
+    }
+
+    /// A free loopback port for the job's metrics, when it serves them apart.
+    fn metrics_port(system: &JvmSystem) -> Result<Option<u16>, String> {
+        system
+            .metrics
+            .map(|_| {
+                free_port().map_err(|e| format!("no free TCP port on 127.0.0.1 for {}'s metrics: {e}", system.name))
+            })
+            .transpose()
     }
 
     /// Removes the directory made for the job, if any.
@@ -156,7 +170,10 @@ impl JvmJob {
 
     fn spawn(jobs: &JvmJobs, workload: &str, args: &[String], log: Option<&Path>) -> Result<JvmJob, String> {
         let endpoint = JobEndpoint::choose(jobs.system)?;
-        let command = jobs.command(workload, args, &endpoint.value);
+        let mut command = jobs.command(workload, args, &endpoint.value);
+        if let (Some(m), Some(port)) = (jobs.system.metrics, endpoint.metrics) {
+            command.arg(m.flag).arg(port.to_string());
+        }
         match Self::spawn_command(jobs, command, workload, log, &endpoint.tag) {
             Ok((child, log_path, tmp)) => {
                 Ok(JvmJob { system: jobs.system, child, endpoint, log: log_path, remove_log: log.is_none(), tmp })
@@ -224,10 +241,20 @@ impl JvmJob {
         &self.endpoint.address
     }
 
-    /// The arguments of `moirai schedule` that point it at this job: `--flink URL`,
-    /// `--storm DIR`.
-    pub fn middleware_args(&self) -> [String; 2] {
-        [self.system.middleware_flag.to_string(), self.endpoint.address.clone()]
+    /// The arguments of `moirai schedule` that point it at this job: `--flink URL
+    /// --flink-prometheus URL/metrics`, `--storm DIR`.
+    pub fn middleware_args(&self) -> Vec<String> {
+        let mut args = vec![self.system.middleware_flag.to_string(), self.endpoint.address.clone()];
+        if let (Some(m), Some(port)) = (self.system.metrics, self.endpoint.metrics) {
+            args.extend([m.middleware_flag.to_string(), format!("http://127.0.0.1:{port}/metrics")]);
+        }
+        args
+    }
+
+    /// Where the job serves its metrics apart from its endpoint (Flink's Prometheus reporter),
+    /// `http://127.0.0.1:N/metrics`.
+    pub fn metrics_url(&self) -> Option<String> {
+        self.endpoint.metrics.map(|port| format!("http://127.0.0.1:{port}/metrics"))
     }
 
     /// Whether an error message says that another process took the job's port.
@@ -387,6 +414,7 @@ esac
         own_flags: &[],
         endpoint: Endpoint::Directory { flag: "--out-dir", what: "out" },
         middleware_flag: "--fake",
+        metrics: None,
         ready: "it was ready",
         running: "being ready",
         port_taken: &[],

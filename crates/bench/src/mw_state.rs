@@ -54,7 +54,7 @@ pub enum MwFailure {
 pub fn schedule_args(
     config: &Configuration,
     policy: &str,
-    target: &[String; 2],
+    target: &[String],
     state: &Path,
     period: Option<Duration>,
 ) -> Vec<String> {
@@ -62,11 +62,10 @@ pub fn schedule_args(
         Some(expression) => ("--script", expression),
         None => ("--policy", policy),
     };
-    let mut args: Vec<String> =
-        ["schedule", &target[0], &target[1], flag, policy, "--state-file", &state.display().to_string(), "--quiet"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+    let mut args: Vec<String> = std::iter::once("schedule".to_string())
+        .chain(target.iter().cloned())
+        .chain([flag, policy, "--state-file", &state.display().to_string(), "--quiet"].iter().map(|s| s.to_string()))
+        .collect();
     // `qs/translator=realtime`: the configuration's own middleware flags; a `/period=` of its own
     // replaces the sweep's period, and without either the middleware's default for the SPE's
     // kind applies.

@@ -30,6 +30,7 @@ pub static STORM: JvmSystem = JvmSystem {
     own_flags: &["--wait-strategy"],
     endpoint: Endpoint::Directory { flag: "--metrics-dir", what: "metrics" },
     middleware_flag: "--storm",
+    metrics: None,
     ready: "its topology ran",
     running: "running",
     port_taken: &[],

@@ -489,7 +489,7 @@ struct Started {
     /// When its run began: the engine's start, or the moment the Flink job was RUNNING.
     t0: Instant,
     /// How the middleware finds it: `--engine URL` or `--flink URL`.
-    target: [String; 2],
+    target: Vec<String>,
     /// Why the point already failed (the middleware cannot attach).
     failure: Option<String>,
 }
@@ -515,7 +515,7 @@ fn start_engine(spec: &SweepSpec, config: &Configuration, rate: f64, stop: &Atom
     Ok(Started {
         spe: Spe::Engine(engine),
         t0,
-        target: ["--engine".into(), format!("http://127.0.0.1:{port}")],
+        target: vec!["--engine".into(), format!("http://127.0.0.1:{port}")],
         failure,
     })
 }

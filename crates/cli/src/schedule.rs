@@ -19,7 +19,7 @@ use moirai_sched::{Level, PolicySpec};
 pub struct ScheduleArgs {
     /// A TOML configuration (SPEs, policies with periods, translators and scopes); see
     /// docs/schedule.md. Flags below cover the common case instead.
-    #[arg(long, conflicts_with_all = ["engine", "flink", "flink_taskmanager", "storm", "policy", "script"])]
+    #[arg(long, conflicts_with_all = ["engine", "flink", "flink_taskmanager", "flink_prometheus", "storm", "policy", "script"])]
     config: Option<PathBuf>,
     /// A moirai engine's metrics endpoint, e.g. http://127.0.0.1:9464 (repeat for several).
     #[arg(long)]
@@ -36,6 +36,11 @@ pub struct ScheduleArgs {
     /// host:dataPort as /taskmanagers shows them): only its subtasks are scheduled.
     #[arg(long, value_name = "ID")]
     flink_taskmanager: Option<String>,
+    /// The Prometheus reporter of the --flink cluster's TaskManager on this node, e.g.
+    /// http://127.0.0.1:9249/metrics (one per --flink, in the same order): the subtasks' counters
+    /// come from one scrape per round instead of a REST request per job vertex.
+    #[arg(long, value_name = "URL")]
+    flink_prometheus: Vec<String>,
     /// Apache Storm workers on this machine, by the directory their CsvStormReporter writes into
     /// (the topology's csv.log.dir; repeat for several).
     #[arg(long, value_name = "METRICS_DIR")]
@@ -185,6 +190,14 @@ fn from_flags(a: &ScheduleArgs) -> Result<Config, String> {
             "--flink-taskmanager names the TaskManager of a --flink cluster on this node; give --flink URL too".into(),
         );
     }
+    if !a.flink_prometheus.is_empty() && a.flink_prometheus.len() != a.flink.len() {
+        return Err(format!(
+            "--flink-prometheus names the reporter of each --flink cluster's TaskManager, in order: {} given for {} \
+             --flink",
+            a.flink_prometheus.len(),
+            a.flink.len()
+        ));
+    }
     let storm: Vec<String> = a.storm.iter().map(|d| d.display().to_string()).collect();
     let spes = [
         (DriverKind::Moirai, "engine", &a.engine),
@@ -204,6 +217,7 @@ fn from_flags(a: &ScheduleArgs) -> Result<Config, String> {
             allow_owner_change: false,
             queue: (driver == DriverKind::Flink).then_some(a.flink_queue),
             taskmanager: if driver == DriverKind::Flink { a.flink_taskmanager.clone() } else { None },
+            prometheus: if driver == DriverKind::Flink { a.flink_prometheus.get(i).cloned() } else { None },
             autogroup_nice: a.autogroup_nice,
         })
     })

@@ -170,3 +170,143 @@ fn the_flink_driver_reads_input_buffers_full_in_front_of_the_heavy_operator() {
     let source = last.iter().find(|(n, _)| n.contains("/source")).map(|(_, v)| *v);
     assert_eq!(source, Some(0.0), "a source has no input channels: {last:?}");
 }
+
+/// The job of one heavy operator (`--heavy-op 2`), its queues full in front of it.
+fn heavy_job(jobs: &moirai_bench::jvm::JvmJobs) -> JvmJob {
+    // op2 burns 20 x 2 µs per tuple: at 40 000 tuples/s it needs 1.6 cores, so records pile up
+    // in front of it, in network buffers, and the source is back-pressured.
+    let args: Vec<String> =
+        ["--ops", "3", "--cost-ns", "2000", "--heavy-op", "2", "--heavy-factor", "20", "--rate", "40000"]
+            .iter()
+            .chain(&["--duration", "10m", "--parallelism", "1"])
+            .map(|s| s.to_string())
+            .collect();
+    let (job, _) = JvmJob::start_running(jobs, "syn", &args, PATIENCE)
+        .unwrap_or_else(|e| panic!("the Flink job did not come up: {e}"));
+    job
+}
+
+/// The TaskManager's Prometheus reporter, on the lab's job (which serves it on a port of its
+/// own): first the driver reads the same queues from one scrape as the REST path does (the heavy
+/// operator's input buffers full, the source's backlog growing), and names an endpoint that is
+/// not a reporter; then `moirai schedule --flink URL --flink-prometheus URL` schedules by QS from
+/// the reporter's figures: the heavy operator (its input buffers full) gets a better nice value
+/// than the operators behind it (theirs nearly empty); all is restored. One job for both: each needs 1.6
+/// cores.
+#[test]
+fn qs_schedules_flink_from_the_prometheus_reporters_queues() {
+    let test = "qs_schedules_flink_from_the_prometheus_reporters_queues";
+    let Some(jobs) = flink_jobs(test) else {
+        return;
+    };
+    let job = heavy_job(&jobs);
+    reporter_reads_the_queues(&job);
+    let pid = job.pid();
+    let all_before = thread_nices(pid);
+    let dir = temp_dir(test);
+    let state = dir.0.join("state.json");
+    let mw_port = free_port();
+    let target = job.middleware_args();
+    assert_eq!(target[2], "--flink-prometheus");
+    let mut args: Vec<&str> = target.iter().map(String::as_str).collect();
+    let state_arg = state.display().to_string();
+    let metrics_arg = format!("127.0.0.1:{mw_port}");
+    args.splice(0..0, ["schedule"]);
+    args.extend([
+        "--policy",
+        "qs",
+        "--period",
+        "500ms",
+        "--nice-best",
+        "-10",
+        "--nice-worst",
+        "10",
+        "--activation",
+        "always",
+        "--state-file",
+        &state_arg,
+        "--metrics-addr",
+        &metrics_arg,
+        "-v",
+    ]);
+    let mw = Proc::spawn(&args);
+    let mut seen = BTreeMap::new();
+    wait_for("op2's threads at a better nice value than op3's and the sink's", || {
+        let a = applied(mw_port, "qs");
+        // The task thread's value of each subtask, as /proc shows it.
+        let by_op: BTreeMap<String, i32> = a
+            .iter()
+            .filter(|(tid, (_, v))| nice(pid, **tid) as i64 == *v)
+            .map(|(tid, (op, _))| (op.clone(), nice(pid, *tid)))
+            .collect();
+        seen = by_op.clone();
+        let of = |op: &str| by_op.iter().find(|(n, _)| n.contains(op)).map(|(_, v)| *v);
+        let (Some(op2), Some(op3), Some(sink)) = (of("/op2"), of("/op3"), of("/sink")) else {
+            return Err(format!("not every subtask scheduled yet: {by_op:?}"));
+        };
+        if op2 < op3 && op2 < sink {
+            Ok(())
+        } else {
+            Err(format!("nice by subtask: {by_op:?}"))
+        }
+    });
+    assert_eq!(seen.len(), 5, "source, 3 operators and sink: {seen:?}");
+    mw.signal(libc::SIGTERM);
+    let (code, err) = mw.wait();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("unavailable"), "the reporter answered every round: {err}");
+    assert_restored(pid, &all_before);
+}
+
+/// The driver's part of [`qs_schedules_flink_from_the_prometheus_reporters_queues`].
+fn reporter_reads_the_queues(job: &JvmJob) {
+    use moirai_middleware::driver::{flink::FlinkDriver, Driver};
+    use moirai_sched::Metric;
+    let url = job.metrics_url().expect("the lab gives a Flink job a metrics port");
+    let args = job.middleware_args();
+    assert_eq!(args[2..], ["--flink-prometheus".to_string(), url.clone()]);
+    let mut driver =
+        FlinkDriver::new("flink", job.endpoint(), Some(job.pid())).unwrap().prometheus(Some(&url)).unwrap();
+    let mut last = BTreeMap::new();
+    wait_for("from the reporter: the heavy operator's input buffers at least every other subtask's", || {
+        let seen = driver.observe(&[Metric::InputBuffers, Metric::QueueLen]).map_err(|e| e.to_string())?;
+        let names: Vec<&str> = seen.topology.physical.iter().map(|p| p.name.as_str()).collect();
+        let of = |m: Metric| -> BTreeMap<String, f64> {
+            seen.samples.iter().filter(|s| s.1 == m).map(|&(op, _, v)| (names[op].to_string(), v)).collect()
+        };
+        last = of(Metric::InputBuffers);
+        let queues = of(Metric::QueueLen);
+        let get = |op: &str| last.iter().find(|(n, _)| n.contains(op)).map(|(_, v)| *v);
+        let heavy = get("/op2").ok_or("no op2")?;
+        let others = last.iter().filter(|(n, _)| !n.contains("/op2")).map(|(_, v)| *v).fold(0.0, f64::max);
+        let backlog = queues.iter().find(|(n, _)| n.contains("/source")).map(|(_, v)| *v);
+        if heavy > 0.0 && heavy >= others && get("/op3").is_some_and(|op3| heavy > op3) && backlog > Some(0.0) {
+            Ok(())
+        } else {
+            Err(format!("input buffers by subtask: {last:?}; queue_len: {queues:?}"))
+        }
+    });
+    assert_eq!(last.len(), 5, "source, 3 operators and sink: {last:?}");
+    // What is not Flink's reporter is named: the REST API's port, answering JSON.
+    let mut wrong = FlinkDriver::new("flink", job.endpoint(), Some(job.pid()))
+        .unwrap()
+        .prometheus(Some(&format!("{}/jobs", job.endpoint())))
+        .unwrap();
+    let Err(e) = wrong.observe(&[Metric::QueueLen]).map(|_| ()) else { panic!("JSON is no reporter") };
+    let e = e.to_string();
+    assert!(e.contains("not a Prometheus exposition") && e.contains("PrometheusReporterFactory"), "{e}");
+}
+
+/// One `--flink-prometheus` per `--flink`, in order: another count is a usage error (exit 2)
+/// that says so, before anything is touched.
+#[test]
+fn a_reporter_without_its_flink_cluster_is_refused() {
+    let out = std::process::Command::new(BIN)
+        .args(["schedule", "--policy", "qs", "--engine", "http://127.0.0.1:9"])
+        .args(["--flink-prometheus", "http://127.0.0.1:9249/metrics"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--flink-prometheus") && err.contains("1 given for 0 --flink"), "{err}");
+}

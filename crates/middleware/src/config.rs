@@ -170,6 +170,11 @@ pub struct SpeConfig {
     /// are scheduled; absent: every subtask whose thread is found in this machine's JVM.
     #[serde(default)]
     pub taskmanager: Option<String>,
+    /// Flink only: the Prometheus reporter of this node's TaskManager
+    /// (`http://127.0.0.1:9249/metrics`): the subtasks' counters are read from one scrape of it
+    /// per round instead of the REST API's metrics (one request per job vertex). Absent: REST.
+    #[serde(default)]
+    pub prometheus: Option<String>,
     /// The nice value of the SPE process's session group (`sched_autogroup`), which weighs its
     /// whole session against other sessions; set when the SPE is first seen, restored on exit
     /// (see [`crate::session`]). Absent: left alone.
@@ -541,6 +546,19 @@ impl Config {
             if s.driver != DriverKind::Flink && s.queue.is_some() {
                 return Err(format!("SPE '{}': `queue` is for the flink driver; remove it", s.name));
             }
+            match &s.prometheus {
+                Some(_) if s.driver != DriverKind::Flink => {
+                    return Err(format!("SPE '{}': `prometheus` is for the flink driver; remove it", s.name))
+                }
+                Some(url) if !url.starts_with("http://") => {
+                    return Err(format!(
+                        "SPE '{}': prometheus {url:?} must start with http://, e.g. \
+                         prometheus = \"http://127.0.0.1:9249/metrics\" (the TaskManager's metrics.reporter.<name>.port)",
+                        s.name
+                    ))
+                }
+                _ => {}
+            }
             match &s.taskmanager {
                 Some(_) if s.driver != DriverKind::Flink => {
                     return Err(format!("SPE '{}': `taskmanager` is for the flink driver; remove it", s.name))
@@ -647,6 +665,21 @@ mod tests {
         assert_eq!(default_period([DriverKind::Moirai, DriverKind::Storm]), Duration::from_secs(1));
         let given = Config::from_toml(FULL).unwrap();
         assert_eq!(given.policies[1].period, Duration::from_millis(250), "a period given is kept");
+    }
+
+    #[test]
+    fn a_flink_spe_may_name_its_taskmanagers_prometheus_reporter() {
+        let flink = FULL.replace("driver = \"moirai\"", "driver = \"flink\"").replace("9464", "8081");
+        assert_eq!(Config::from_toml(&flink).unwrap().spes[0].prometheus, None, "absent: the REST API");
+        let url = "url = \"http://127.0.0.1:8081\"";
+        let with = |line: &str| flink.replace(url, &format!("{url}\n{line}"));
+        let c = Config::from_toml(&with("prometheus = \"http://127.0.0.1:9249/metrics\"")).unwrap();
+        assert_eq!(c.spes[0].prometheus.as_deref(), Some("http://127.0.0.1:9249/metrics"));
+        let e = Config::from_toml(&with("prometheus = \"127.0.0.1:9249\"")).unwrap_err();
+        assert!(e.contains("must start with http://") && e.contains("metrics.reporter"), "{e}");
+        let moirai = FULL
+            .replace("url = \"http://127.0.0.1:9464\"", "url = \"http://127.0.0.1:9464\"\nprometheus = \"http://x/\"");
+        assert!(Config::from_toml(&moirai).unwrap_err().contains("`prometheus` is for the flink driver"));
     }
 
     #[test]

@@ -28,7 +28,9 @@ pub fn open(spes: &[SpeConfig], state_file: &Path) -> Result<Vec<Box<dyn Driver>
                 )
             }
             DriverKind::Flink => {
-                let driver = crate::driver::flink::FlinkDriver::new(&spe.name, &spe.url, spe.pid).map_err(bad)?;
+                let driver = crate::driver::flink::FlinkDriver::new(&spe.name, &spe.url, spe.pid)
+                    .and_then(|d| d.prometheus(spe.prometheus.as_deref()))
+                    .map_err(bad)?;
                 Box::new(driver.queue(spe.queue.unwrap_or_default()).taskmanager(spe.taskmanager.clone()))
             }
             DriverKind::Storm => {

@@ -33,6 +33,23 @@ pub struct RawSample<'a> {
 }
 
 impl<'a> RawSample<'a> {
+    /// Every label, in the order written, each value unescaped only when it holds an escape: one
+    /// pass where [`RawSample::label`] looks for one key from the start. Stops at a malformed
+    /// label (which [`scan`] has already refused).
+    pub fn labels(&self) -> impl Iterator<Item = (&'a str, std::borrow::Cow<'a, str>)> {
+        let mut rest = self.labels;
+        std::iter::from_fn(move || {
+            rest = rest.trim_start_matches(|c: char| c == ',' || c.is_whitespace());
+            let eq = rest.find('=')?;
+            let name = rest[..eq].trim();
+            let body = rest[eq + 1..].trim_start().strip_prefix('"')?;
+            let end = closing_quote(body)?;
+            let raw = &body[..end];
+            rest = &body[end + 1..];
+            Some((name, if raw.contains('\\') { unescape(raw).into() } else { raw.into() }))
+        })
+    }
+
     /// The value of label `key`, unescaped only when it holds an escape; `None` if absent.
     pub fn label(&self, key: &str) -> Option<std::borrow::Cow<'a, str>> {
         let mut rest = self.labels;
@@ -240,6 +257,9 @@ mod tests {
             }
         }
         assert_eq!(scanned[0].label("id").as_deref(), Some("3"));
+        let all: Vec<(&str, String)> = scanned[2].labels().map(|(k, v)| (k, v.into_owned())).collect();
+        assert_eq!(all, [("l", parsed[2].label("l").to_string())]);
+        assert_eq!(scanned[0].labels().map(|(k, _)| k).collect::<Vec<_>>(), ["query", "operator", "id"]);
         assert_eq!(scanned[0].label("tid"), None);
         assert_eq!(scanned[1].labels, "");
         // Only wanted names are handed over; the others are still checked.

@@ -25,6 +25,11 @@
 //!   QS's priority spread small; measured on a pipeline with one heavy operator, QS gained more
 //!   with them (docs/schedule.md).
 //!
+//! With a TaskManager's Prometheus reporter named (`prometheus` in the `[[spe]]` table), the
+//! counters come from one scrape of it per round instead ([`super::flink_prometheus`]); the REST
+//! API is then read only when the scrape's set of subtasks changes (a job submitted or ended, a
+//! subtask restarted), or every [`TOPOLOGY_REFRESH`].
+//!
 //! The REST calls, their fields and the metric names the driver reads are the same in Flink 1.20
 //! and 2.3 (2.x adds fields, e.g. `job-type`, `pending-operators`, which are ignored).
 //!
@@ -47,6 +52,7 @@ use moirai_sched::Metric;
 
 use super::cpu_clocks::CpuClocks;
 use super::flink_node::{Node, NodeState};
+use super::flink_prometheus::{FlinkScrape, Scrape};
 use super::jvm::{any_gone, comm_matches, java_processes, parse_thread_dump, pick_jvm, stamp, thread_dump};
 use super::threads::ThreadCensus;
 use super::{Driver, DriverError, Observation, SourceLoad};
@@ -59,10 +65,11 @@ pub const PENDING_RECORDS: &str = "pendingRecords";
 const DUMP_RETRY: Duration = Duration::from_secs(5);
 /// The least time between two listings of a source's metric names while none is a backlog.
 const LIST_RETRY: Duration = Duration::from_secs(10);
+/// With a Prometheus reporter: the longest time the topology is kept without reading the REST
+/// API, however steady the scrape.
+pub const TOPOLOGY_REFRESH: Duration = Duration::from_secs(30);
 
 pub use super::flink_rest::*;
-#[cfg(test)]
-use super::flink_rest::{encode, query_lists, to_job, MAX_QUERY};
 pub use super::flink_threads::*;
 pub use super::flink_topology::*;
 
@@ -142,6 +149,11 @@ pub struct FlinkDriver {
     clocks: CpuClocks,
     /// In a cluster of several nodes: this node's TaskManager, whose subtasks alone are scheduled.
     node: Option<Node>,
+    /// The TaskManager's Prometheus reporter, read instead of the REST API's vertex metrics.
+    scrape: Option<FlinkScrape>,
+    /// With a reporter: the jobs as the REST API last listed them (after the node's filter), the
+    /// scrape's subtask signature then, and when.
+    topology: Option<(Vec<Job>, u64, Instant)>,
 }
 
 impl FlinkDriver {
@@ -162,7 +174,48 @@ impl FlinkDriver {
             census: ThreadCensus::new(),
             clocks: CpuClocks::new(),
             node: None,
+            scrape: None,
+            topology: None,
         })
+    }
+
+    /// Reads the subtasks' counters from the TaskManager's Prometheus reporter at `url`
+    /// (`http://127.0.0.1:9249/metrics`), one scrape per round; `None`: from the REST API.
+    pub fn prometheus(self, url: Option<&str>) -> Result<Self, DriverError> {
+        let scrape = url.map(FlinkScrape::new).transpose().map_err(DriverError::Config)?;
+        Ok(FlinkDriver { scrape, ..self })
+    }
+
+    /// The running jobs (this node's, in a cluster): from the REST API, or with a reporter the
+    /// last ones listed while the scrape shows the same subtasks.
+    fn running_jobs(&mut self, scraped: Option<&Scrape>) -> Result<Vec<Job>, DriverError> {
+        let signature = scraped.map(Scrape::signature);
+        if let (Some(sig), Some((jobs, seen, at))) = (signature, &self.topology) {
+            if sig == *seen && at.elapsed() < TOPOLOGY_REFRESH {
+                return Ok(jobs.clone());
+            }
+        }
+        let mut jobs = self.rest.running_jobs_with(&mut self.jobs).map_err(DriverError::Interface)?;
+        if let Some(node) = self.node.as_mut() {
+            let name = &self.name;
+            let mut say = |line: String| eprintln!("moirai schedule: SPE '{name}': {line}");
+            if let NodeState::Absent = node.refresh(&self.rest, &jobs, &mut say).map_err(DriverError::Interface)? {
+                // No TaskManager of this node: nothing here to schedule.
+                jobs.clear();
+            }
+        }
+        if let (Some(sig), Some(s)) = (signature, scraped) {
+            let missing = jobs.iter().filter(|j| !j.vertices.iter().any(|v| s.has_vertex(&j.id, &v.id))).count();
+            if missing == jobs.len() && !jobs.is_empty() && !s.is_empty() {
+                let url = self.scrape.as_ref().map_or("", |c| c.url()).to_string();
+                self.warn_once(format!(
+                    "the Prometheus reporter at {url} reports none of the running jobs' subtasks: is it the reporter \
+                     of this cluster's TaskManager on this node?"
+                ));
+            }
+            self.topology = Some((jobs.clone(), sig, Instant::now()));
+        }
+        Ok(jobs)
     }
 
     /// Schedules only the subtasks of the TaskManager `wanted` names (its id, host or
@@ -365,7 +418,16 @@ impl Driver for FlinkDriver {
     }
 
     fn observe(&mut self, needed: &[Metric]) -> Result<Observation, DriverError> {
-        if !self.checked_fetcher {
+        // With a reporter, the JobManager's metric fetcher is not read: its interval does not matter.
+        let text = match &self.scrape {
+            Some(client) => Some(client.fetch().map_err(DriverError::Interface)?),
+            None => None,
+        };
+        let scraped = match (&self.scrape, &text) {
+            (Some(client), Some(text)) => Some(client.read(text).map_err(DriverError::Interface)?),
+            _ => None,
+        };
+        if !self.checked_fetcher && scraped.is_none() {
             let interval = self.rest.fetcher_interval_ms().map_err(DriverError::Interface)?;
             self.checked_fetcher = true;
             if interval > 1000 {
@@ -377,15 +439,7 @@ impl Driver for FlinkDriver {
                 ));
             }
         }
-        let mut jobs = self.rest.running_jobs_with(&mut self.jobs).map_err(DriverError::Interface)?;
-        if let Some(node) = self.node.as_mut() {
-            let name = &self.name;
-            let mut say = |line: String| eprintln!("moirai schedule: SPE '{name}': {line}");
-            if let NodeState::Absent = node.refresh(&self.rest, &jobs, &mut say).map_err(DriverError::Interface)? {
-                // No TaskManager of this node: nothing here to schedule.
-                jobs.clear();
-            }
-        }
+        let jobs = self.running_jobs(scraped.as_ref())?;
         if jobs.is_empty() {
             self.map = None;
         } else if self.map_is_stale(&jobs) {
@@ -401,7 +455,10 @@ impl Driver for FlinkDriver {
         if !needed.is_empty() {
             let mut per_job = Vec::with_capacity(jobs.len());
             for job in &jobs {
-                let counters = self.counters(job).map_err(DriverError::Interface)?;
+                let counters = match &scraped {
+                    Some(s) => s.job_counters(job),
+                    None => self.counters(job).map_err(DriverError::Interface)?,
+                };
                 let records = job_records(job, &counters);
                 per_job.push((counters, records));
             }
@@ -646,33 +703,6 @@ Full thread dump OpenJDK 64-Bit Server VM (17.0.15+6-Debian-1 mixed mode, sharin
     }
 
     #[test]
-    fn job_details_become_jobs() {
-        let text = r#"{"jid":"j","name":"n","state":"RUNNING","vertices":[
-            {"id":"a","name":"Source: s","parallelism":1,"status":"RUNNING"},
-            {"id":"b","name":"Sink: k","parallelism":2,"status":"RUNNING"}],
-            "plan":{"jid":"j","name":"n","nodes":[
-              {"id":"b","parallelism":2,"operator":"","description":"k","inputs":[{"num":0,"id":"a","ship_strategy":"REBALANCE","exchange":"pipelined_bounded"}]},
-              {"id":"a","parallelism":1,"operator":"","description":"s"}]}}"#;
-        let job = to_job(serde_json::from_str(text).unwrap()).unwrap();
-        assert_eq!(job.vertices[1].inputs, vec![(0, ShipStrategy::Partition)]);
-        assert!(job.vertices[0].inputs.is_empty());
-        let bad = text.replace(r#""id":"a","ship"#, r#""id":"zz","ship"#);
-        let e = to_job(serde_json::from_str(&bad).unwrap()).unwrap_err();
-        assert!(e.contains("unknown vertex zz"), "{e}");
-    }
-
-    #[test]
-    fn metric_names_are_escaped_and_split_into_short_requests() {
-        assert_eq!(encode("0.Source: a/b.pendingRecords"), "0.Source%3A%20a%2Fb.pendingRecords");
-        let names: Vec<String> = (0..400).map(|s| format!("{s}.accumulateBackPressuredTimeMs")).collect();
-        let lists = query_lists(&names);
-        assert!(lists.len() > 1 && lists.iter().all(|l| l.len() <= MAX_QUERY), "{}", lists.len());
-        let back: Vec<&str> = lists.iter().flat_map(|l| l.split(',')).collect();
-        assert_eq!(back, names.iter().map(String::as_str).collect::<Vec<_>>());
-        assert!(query_lists(&[]).is_empty());
-    }
-
-    #[test]
     fn the_rest_port_owner_is_found_for_loopback_urls_only() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
@@ -682,19 +712,5 @@ Full thread dump OpenJDK 64-Bit Server VM (17.0.15+6-Debian-1 mixed mode, sharin
         assert_eq!(rest_port_owner(&format!("http://flink-jm:{port}")), None);
         drop(listener);
         assert_eq!(rest_port_owner(&format!("http://127.0.0.1:{port}")), None);
-    }
-
-    #[test]
-    fn fetch_intervals_are_read_in_flink_duration_syntax() {
-        assert_eq!(duration_ms("1000"), Some(1000));
-        assert_eq!(duration_ms("1 s"), Some(1000));
-        assert_eq!(duration_ms("250 ms"), Some(250));
-        assert_eq!(duration_ms("1 min"), Some(60_000));
-        assert_eq!(duration_ms("soon"), None);
-    }
-
-    #[test]
-    fn bad_urls_are_named() {
-        assert!(FlinkRest::new("127.0.0.1:8081").err().unwrap().contains("http://"));
     }
 }

@@ -352,4 +352,45 @@ mod tests {
         assert_eq!(job.vertices[1].inputs, vec![(0, ShipStrategy::Forward)]);
         assert!(job.vertices[0].inputs.is_empty());
     }
+
+    #[test]
+    fn job_details_become_jobs() {
+        let text = r#"{"jid":"j","name":"n","state":"RUNNING","vertices":[
+            {"id":"a","name":"Source: s","parallelism":1,"status":"RUNNING"},
+            {"id":"b","name":"Sink: k","parallelism":2,"status":"RUNNING"}],
+            "plan":{"jid":"j","name":"n","nodes":[
+              {"id":"b","parallelism":2,"operator":"","description":"k","inputs":[{"num":0,"id":"a","ship_strategy":"REBALANCE","exchange":"pipelined_bounded"}]},
+              {"id":"a","parallelism":1,"operator":"","description":"s"}]}}"#;
+        let job = to_job(serde_json::from_str(text).unwrap()).unwrap();
+        assert_eq!(job.vertices[1].inputs, vec![(0, ShipStrategy::Partition)]);
+        assert!(job.vertices[0].inputs.is_empty());
+        let bad = text.replace(r#""id":"a","ship"#, r#""id":"zz","ship"#);
+        let e = to_job(serde_json::from_str(&bad).unwrap()).unwrap_err();
+        assert!(e.contains("unknown vertex zz"), "{e}");
+    }
+
+    #[test]
+    fn metric_names_are_escaped_and_split_into_short_requests() {
+        assert_eq!(encode("0.Source: a/b.pendingRecords"), "0.Source%3A%20a%2Fb.pendingRecords");
+        let names: Vec<String> = (0..400).map(|s| format!("{s}.accumulateBackPressuredTimeMs")).collect();
+        let lists = query_lists(&names);
+        assert!(lists.len() > 1 && lists.iter().all(|l| l.len() <= MAX_QUERY), "{}", lists.len());
+        let back: Vec<&str> = lists.iter().flat_map(|l| l.split(',')).collect();
+        assert_eq!(back, names.iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(query_lists(&[]).is_empty());
+    }
+
+    #[test]
+    fn fetch_intervals_are_read_in_flink_duration_syntax() {
+        assert_eq!(duration_ms("1000"), Some(1000));
+        assert_eq!(duration_ms("1 s"), Some(1000));
+        assert_eq!(duration_ms("250 ms"), Some(250));
+        assert_eq!(duration_ms("1 min"), Some(60_000));
+        assert_eq!(duration_ms("soon"), None);
+    }
+
+    #[test]
+    fn bad_urls_are_named() {
+        assert!(FlinkRest::new("127.0.0.1:8081").err().unwrap().contains("http://"));
+    }
 }

@@ -6,6 +6,7 @@
 pub mod cpu_clocks;
 pub mod flink;
 pub mod flink_node;
+pub mod flink_prometheus;
 pub mod flink_rest;
 pub mod flink_threads;
 pub mod flink_topology;

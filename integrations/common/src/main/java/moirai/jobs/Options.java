@@ -67,6 +67,8 @@ public final class Options {
         l.add("  --parallelism P      instances of every operator, source and sink included [default: 1]");
         if (engine == Engine.FLINK) {
             l.add("  --rest-port N        port of Flink's REST API and web UI on 127.0.0.1 [default: 8081]");
+            l.add("  --metrics-port N     serve the subtasks' metrics the middleware reads on port N (Flink's");
+            l.add("                       Prometheus reporter, http://127.0.0.1:N/metrics) [default: none]");
             l.add("  --jobmanager H:P     submit the job to the running standalone cluster whose REST API is");
             l.add("                       at H:P (the job jar is shipped with it) instead of a MiniCluster here");
             l.add("  --buffer-timeout-ms T  Flink's network buffer timeout, ms; 0 = flush every record,");
@@ -118,6 +120,8 @@ public final class Options {
     public long seed = 0;
     public int parallelism = 1;
     public int restPort = 8081;
+    /** Flink: the Prometheus reporter's port in the MiniCluster; 0 = no reporter. */
+    public int metricsPort = 0;
     public long bufferTimeoutMs = 100;
     /** Flink: the REST address {@code host:port} of a standalone cluster's JobManager; null = a MiniCluster. */
     public String jobmanager;
@@ -214,6 +218,7 @@ public final class Options {
             case "--shape" -> "lachesis";
             case "--selectivity" -> "0.5";
             case "--rest-port" -> "18081";
+            case "--metrics-port" -> "19249";
             case "--jobmanager" -> "10.0.0.1:8081";
             case "--metrics-dir" -> "/tmp/storm-metrics";
             case "--wait-strategy" -> "park";
@@ -237,6 +242,10 @@ public final class Options {
             case "--rest-port" -> {
                 requireEngine(flag, Engine.FLINK);
                 restPort = (int) integer(flag, value, 1, 65_535);
+            }
+            case "--metrics-port" -> {
+                requireEngine(flag, Engine.FLINK);
+                metricsPort = (int) integer(flag, value, 1, 65_535);
             }
             case "--jobmanager" -> {
                 requireEngine(flag, Engine.FLINK);
@@ -353,6 +362,14 @@ public final class Options {
         }
         if (rampTo != null && !(Double.isFinite(rampTo) && rampTo > 0 && rate > 0)) {
             throw new UsageError("--ramp-to " + rampTo + " needs a positive target and a positive --rate to start from");
+        }
+        if (metricsPort != 0 && jobmanager != null) {
+            throw new UsageError("--metrics-port configures the MiniCluster's reporter; a standalone cluster's "
+                    + "TaskManagers take theirs from its configuration (see integrations/flink/README.md): drop "
+                    + "--metrics-port or --jobmanager");
+        }
+        if (metricsPort != 0 && metricsPort == restPort) {
+            throw new UsageError("--metrics-port " + metricsPort + " is the REST port too: pick another one");
         }
         if (durationNs <= 0) {
             throw new UsageError("--duration must be positive, e.g. --duration 30s");

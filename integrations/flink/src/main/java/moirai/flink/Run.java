@@ -18,6 +18,7 @@ import java.util.concurrent.TimeoutException;
 import org.HdrHistogram.Histogram;
 import org.apache.flink.api.common.JobExecutionResult;
 import org.apache.flink.api.common.RuntimeExecutionMode;
+import org.apache.flink.configuration.ConfigOptions;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.ExecutionOptions;
 import org.apache.flink.configuration.MemorySize;
@@ -126,12 +127,12 @@ public final class Run {
         return text;
     }
 
-    private static void checkPortFree(int port) throws StartError {
+    private static void checkPortFree(int port, String what, String flag) throws StartError {
         try (ServerSocket s = new ServerSocket()) {
             s.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), port));
         } catch (IOException e) {
-            throw new StartError("the REST port 127.0.0.1:" + port + " is taken (" + e.getMessage()
-                    + "), maybe by another Flink job; pick a free one with --rest-port N");
+            throw new StartError("the " + what + " port 127.0.0.1:" + port + " is taken (" + e.getMessage()
+                    + "), maybe by another Flink job; pick a free one with " + flag + " N");
         }
     }
 
@@ -154,13 +155,58 @@ public final class Run {
         conf.set(TaskManagerOptions.NETWORK_MEMORY_MIN, MemorySize.parse("128m"));
         conf.set(TaskManagerOptions.NETWORK_MEMORY_MAX, MemorySize.parse("128m"));
         conf.set(TaskManagerOptions.MANAGED_MEMORY_SIZE, MemorySize.parse("32m"));
+        if (o.metricsPort != 0) {
+            prometheusReporter(conf, o.metricsPort);
+        }
         return conf;
+    }
+
+    /**
+     * The metrics the middleware reads per subtask (its Flink driver's counters and gauges), each in
+     * the scope Flink registers it in, as {@code metrics.reporter.<name>.filter.includes} writes a
+     * filter: {@code <logical scope>:<name>[,<name>]}.
+     */
+    static final String[] REPORTED = {
+        "taskmanager.job.task:numRecordsIn,numRecordsOut,numBuffersOut,accumulateBusyTimeMs,"
+                + "accumulateBackPressuredTimeMs,accumulateIdleTimeMs",
+        "taskmanager.job.task.Shuffle.Netty.Input.Buffers:inputQueueLength",
+        "taskmanager.job.task.operator:pendingRecords",
+    };
+
+    /**
+     * Flink's Prometheus reporter on {@code port} (all interfaces: the reporter has no bind address),
+     * restricted to {@link #REPORTED}, so that one scrape carries every subtask's counters (the REST
+     * API needs a request per job vertex). Label values keep their characters (task names as Flink
+     * writes them); the middleware maps samples by job and vertex id all the same.
+     */
+    static void prometheusReporter(Configuration conf, int port) {
+        String p = "metrics.reporter.moirai.";
+        setText(conf, p + "factory.class", "org.apache.flink.metrics.prometheus.PrometheusReporterFactory");
+        setText(conf, p + "port", Integer.toString(port));
+        setText(conf, p + "filter.includes", String.join(";", REPORTED));
+        setText(conf, p + "filterLabelValueCharacters", "false");
+        // Labels the middleware does not read, and the longest ones (an attempt id is 80 characters):
+        // every sample carries its labels, so they are most of a scrape's text and of the
+        // reporter's work. Kept: job_id, job_name, task_id, task_name, subtask_index,
+        // task_attempt_num, tm_id.
+        setText(conf, p + "scope.variables.excludes", String.join(";", EXCLUDED_LABELS));
+    }
+
+    /** The scope variables the reporter leaves out of its labels. */
+    static final String[] EXCLUDED_LABELS = {"task_attempt_id", "host", "operator_id"};
+
+    /** Sets a key by name (Flink 2 has no {@code setString}). */
+    private static void setText(Configuration conf, String key, String value) {
+        conf.set(ConfigOptions.key(key).stringType().noDefaultValue(), value);
     }
 
     static int run(Options o, PrintStream stdout) throws Exception {
         boolean remote = o.jobmanager != null;
         if (!remote) {
-            checkPortFree(o.restPort);
+            checkPortFree(o.restPort, "REST", "--rest-port");
+            if (o.metricsPort != 0) {
+                checkPortFree(o.metricsPort, "metrics", "--metrics-port");
+            }
         }
         Registry.durationNs = o.durationNs;
         Registry.warmup = o.warmup;
@@ -191,8 +237,9 @@ public final class Run {
         long jvmStartMs = ManagementFactory.getRuntimeMXBean().getStartTime();
         int subtasks = StandaloneCluster.subtasks(env);
         JobClient client = env.executeAsync(jobName);
-        System.err.printf("moirai-flink: job %s (%s) submitted; REST API and web UI on http://%s%n",
-                client.getJobID(), jobName, remote ? o.jobmanager : "127.0.0.1:" + o.restPort);
+        System.err.printf("moirai-flink: job %s (%s) submitted; REST API and web UI on http://%s%s%n",
+                client.getJobID(), jobName, remote ? o.jobmanager : "127.0.0.1:" + o.restPort,
+                o.metricsPort == 0 ? "" : "; metrics on http://127.0.0.1:" + o.metricsPort + "/metrics");
         CompletableFuture<JobExecutionResult> result = client.getJobExecutionResult();
 
         // Watch the run: CPU at the edges of the measured window, a timeline point every second.
@@ -313,6 +360,7 @@ public final class Run {
             s.put("jobmanager", o.jobmanager);
         } else {
             s.put("rest_port", o.restPort);
+            s.put("metrics_port", o.metricsPort == 0 ? null : o.metricsPort);
         }
         s.put("buffer_timeout_ms", o.bufferTimeoutMs);
         s.put("seed", new java.math.BigInteger(Long.toUnsignedString(o.seed)));

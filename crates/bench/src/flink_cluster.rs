@@ -25,9 +25,10 @@ use crate::netns::Nodes;
 use crate::process::{describe, file_tail, free_port, Child};
 use moirai_os::Signal;
 
-/// The configuration file of Flink 1.x (flat `key: value` lines). Flink 2.x reads `config.yaml`,
-/// which takes the same flat keys: only this name changes.
+/// The configuration file of Flink 1.x (flat `key: value` lines).
 pub const FLINK_CONF: &str = "flink-conf.yaml";
+/// The configuration file of Flink 2.x (standard YAML; flat `key: value` lines are YAML too).
+pub const FLINK2_CONF: &str = "config.yaml";
 /// The JobManager's main class.
 pub const JOBMANAGER_MAIN: &str = "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint";
 /// The TaskManager's main class.
@@ -50,6 +51,9 @@ pub struct ClusterSpec {
     pub slots: usize,
     /// Each TaskManager in a network namespace of its own (needs root).
     pub namespaces: bool,
+    /// The last `deferred` TaskManagers are configured (node, address, configuration) but not
+    /// started: nodes whose TaskManager joins late ([`FlinkCluster::start_taskmanager`]).
+    pub deferred: usize,
 }
 
 /// One TaskManager of the cluster.
@@ -93,6 +97,24 @@ pub struct FlinkCluster {
     agent: ureq::Agent,
 }
 
+/// The major version of the Flink on `classpath` (its `flink-runtime-X.Y.Z.jar`), if it says.
+pub fn flink_major(classpath: &str) -> Option<u32> {
+    classpath.split(':').find_map(|entry| {
+        let file = entry.rsplit('/').next()?;
+        let version = file.strip_prefix("flink-runtime-")?.strip_suffix(".jar")?;
+        version.split('.').next()?.parse().ok()
+    })
+}
+
+/// The configuration file the Flink on `classpath` reads: `config.yaml` from 2.0 on,
+/// `flink-conf.yaml` before (and when the classpath does not say).
+pub fn config_file(classpath: &str) -> &'static str {
+    match flink_major(classpath) {
+        Some(major) if major >= 2 => FLINK2_CONF,
+        _ => FLINK_CONF,
+    }
+}
+
 /// `key: value` lines of a Flink configuration file.
 fn conf_text(entries: &[(&str, String)]) -> String {
     entries.iter().map(|(k, v)| format!("{k}: {v}\n")).collect()
@@ -115,6 +137,9 @@ impl FlinkCluster {
     pub fn start(jobs: &JvmJobs, spec: &ClusterSpec) -> Result<FlinkCluster, String> {
         if spec.taskmanagers == 0 || spec.slots == 0 {
             return Err("a cluster needs at least one TaskManager with at least one slot".into());
+        }
+        if spec.deferred > spec.taskmanagers {
+            return Err(format!("{} deferred TaskManagers of {}", spec.deferred, spec.taskmanagers));
         }
         let nodes = if spec.namespaces { Some(Nodes::create(spec.taskmanagers)?) } else { None };
         let host = nodes.as_ref().map_or("127.0.0.1".to_string(), |n| n.host().to_string());
@@ -149,8 +174,9 @@ impl FlinkCluster {
             ("jobmanager.memory.process.size", "768m".into()),
             // Metrics in the REST API at most 1 s old (10 s by default).
             ("metrics.fetcher.update-interval", "1000".into()),
-            // A job's slots spread over the TaskManagers rather than filling the first.
-            ("cluster.evenly-spread-out-slots", "true".into()),
+            // A job's slots spread over the TaskManagers rather than filling the first (the key
+            // of 1.18 on; 2.x no longer reads 1.x's `cluster.evenly-spread-out-slots: true`).
+            ("taskmanager.load-balance.mode", "SLOTS".into()),
             ("web.tmpdir", cluster.dir.join("jm-web").display().to_string()),
             ("blob.storage.directory", cluster.dir.join("jm-blobs").display().to_string()),
             ("io.tmp.dirs", cluster.dir.join("jm-tmp").display().to_string()),
@@ -186,17 +212,22 @@ impl FlinkCluster {
                 ("taskmanager.memory.jvm-overhead.max", "192m".into()),
                 ("io.tmp.dirs", cluster.dir.join(format!("{id}-tmp")).display().to_string()),
             ]);
-            let child = cluster.spawn(&id, netns.as_deref(), &tm, TASKMANAGER_MAIN, &TM_FLAGS, jobs)?;
+            let child = if k < spec.taskmanagers - spec.deferred {
+                Some(cluster.spawn(&id, netns.as_deref(), &tm, TASKMANAGER_MAIN, &TM_FLAGS, jobs)?)
+            } else {
+                None
+            };
             cluster.taskmanagers.push(TaskManager {
                 log: cluster.dir.join(format!("{id}.log")),
                 id,
                 host: tm_host,
                 netns,
-                child: Some(child),
+                child,
                 conf: tm,
             });
         }
-        let ids: Vec<String> = cluster.taskmanagers.iter().map(|t| t.id.clone()).collect();
+        let ids: Vec<String> =
+            cluster.taskmanagers.iter().filter(|t| t.child.is_some()).map(|t| t.id.clone()).collect();
         cluster.wait("every TaskManager to register", |c| {
             let seen = c.registered()?;
             let missing: Vec<&String> = ids.iter().filter(|i| !seen.contains(i)).collect();
@@ -221,7 +252,7 @@ impl FlinkCluster {
     ) -> Result<Child, String> {
         let conf_dir = self.dir.join(format!("{name}-conf"));
         std::fs::create_dir_all(&conf_dir).map_err(|e| format!("cannot create {}: {e}", conf_dir.display()))?;
-        let file = conf_dir.join(FLINK_CONF);
+        let file = conf_dir.join(config_file(&jobs.classpath));
         std::fs::write(&file, conf_text(conf)).map_err(|e| format!("cannot write {}: {e}", file.display()))?;
         let mut cmd = match netns {
             Some(ns) => {
@@ -343,9 +374,11 @@ impl FlinkCluster {
         }
     }
 
-    /// Starts TaskManager `index` again after [`FlinkCluster::kill_taskmanager`] (a node back, or
-    /// joining late), with its configuration and on its node; its log starts afresh.
-    pub fn restart_taskmanager(&mut self, index: usize, jobs: &JvmJobs) -> Result<(), String> {
+    /// Starts TaskManager `index`: a deferred one ([`ClusterSpec::deferred`], a node joining
+    /// late), or one again after [`FlinkCluster::kill_taskmanager`] (a node back), with its
+    /// configuration and on its node; its log starts afresh. It registers a moment later
+    /// ([`FlinkCluster::registered`]).
+    pub fn start_taskmanager(&mut self, index: usize, jobs: &JvmJobs) -> Result<(), String> {
         let tm = self.taskmanagers.get(index).ok_or_else(|| format!("no TaskManager {index}"))?;
         if tm.child.is_some() {
             return Err(format!("TaskManager {} runs", tm.id));
@@ -432,5 +465,25 @@ impl Drop for FlinkCluster {
         } else {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_configuration_file_follows_the_flink_version_on_the_classpath() {
+        let m2 = "/root/.m2/repository/org/apache/flink";
+        let v1 = format!("{m2}/flink-runtime-web/1.20.3/flink-runtime-web-1.20.3.jar:{m2}/flink-runtime/1.20.3/flink-runtime-1.20.3.jar");
+        let v2 = format!(
+            "{m2}/flink-runtime-web/2.3.0/flink-runtime-web-2.3.0.jar:{m2}/flink-runtime/2.3.0/flink-runtime-2.3.0.jar"
+        );
+        assert_eq!(flink_major(&v1), Some(1));
+        assert_eq!(flink_major(&v2), Some(2));
+        assert_eq!(config_file(&v1), "flink-conf.yaml");
+        assert_eq!(config_file(&v2), "config.yaml");
+        assert_eq!(flink_major("/x/flink-runtime-web-2.3.0.jar"), None, "the web UI's jar is not the runtime's");
+        assert_eq!(config_file(""), "flink-conf.yaml");
     }
 }

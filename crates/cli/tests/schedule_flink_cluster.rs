@@ -392,3 +392,46 @@ fn a_url_that_is_no_flink_jobmanager_is_named_and_the_middleware_waits() {
     assert_eq!(code, Some(0), "it waited for the SPE, then stopped cleanly: {err}");
     assert!(err.contains("answered HTTP 404: is") && err.contains("the REST API of a Flink JobManager"), "{err}");
 }
+
+/// The lab's `flink:qs/cluster=standalone:2`: a point on a standalone cluster started for it, one
+/// middleware per TaskManager (each node's CPU reported), the cluster's CPU as the engine's, the
+/// client's counts in the results; nothing left behind.
+#[test]
+fn a_lab_point_on_a_standalone_cluster_runs_one_middleware_per_node() {
+    let test = "a_lab_point_on_a_standalone_cluster_runs_one_middleware_per_node";
+    let _one = ONE_CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(_jobs) = flink_jobs_of(&FLINK, test) else { return };
+    let dir = temp_dir("lab-cluster");
+    let out = dir.0.join("out");
+    let lab = std::process::Command::new(env!("CARGO_BIN_EXE_moirai"))
+        .args(["bench", "syn", "--rates", "2000", "--duration", "8s", "--reps", "1"])
+        .args(["--compare", "flink:qs/cluster=standalone:2", "--out"])
+        .arg(&out)
+        .args(["--", "--ops", "2", "--parallelism", "2"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lab_pid = lab.id();
+    let o = lab.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let p = &results["points"][0];
+    assert!(p["failure"].is_null(), "{p}");
+    let nodes: Vec<f64> = p["middleware_cpu_nodes"].as_array().unwrap().iter().filter_map(|v| v.as_f64()).collect();
+    assert_eq!(nodes.len(), 2, "one middleware per TaskManager: {p}");
+    assert!(nodes.iter().all(|c| *c > 0.0), "{p}");
+    let sum = p["middleware_cpu"].as_f64().unwrap();
+    assert!((sum - nodes.iter().sum::<f64>()).abs() < 1e-9, "{p}");
+    let run = &p["run"];
+    assert!(run["cpu_cores"].as_f64().is_some_and(|c| c > 0.05), "the cluster's CPU: {run}");
+    assert!(run["ingress_tps"].as_f64().is_some_and(|r| (1_600.0..=2_200.0).contains(&r)), "{run}");
+    assert!(run["e2e_latency_ms"]["count"].as_f64().is_some_and(|c| c > 0.0), "{run}");
+    // The lab's namespaces are named after it: moirai-<pid>x<n>-n<k>.
+    let namespaces = std::process::Command::new("ip").args(["netns", "list"]).output().unwrap();
+    let mine = format!("moirai-{lab_pid}x");
+    let left = String::from_utf8_lossy(&namespaces.stdout).lines().filter(|l| l.starts_with(&mine)).count();
+    assert_eq!(left, 0, "namespaces left behind: {}", String::from_utf8_lossy(&namespaces.stdout));
+}

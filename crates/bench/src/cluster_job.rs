@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use moirai_os::Signal;
 
-use crate::flink_cluster::{ClusterSpec, FlinkCluster};
+use crate::flink_cluster::{ClusterSpec, FlinkCluster, LAB_HEARTBEAT_TIMEOUT};
 use crate::jvm::{JvmJobs, JvmSystem};
 use crate::process::{describe, file_tail, Child};
 
@@ -63,7 +63,13 @@ impl ClusterJob {
         args: &[String],
         log: &Path,
     ) -> Result<ClusterJob, String> {
-        let spec = ClusterSpec { taskmanagers, slots: parallelism(args).max(1), namespaces: true, deferred: 0 };
+        let spec = ClusterSpec {
+            taskmanagers,
+            slots: parallelism(args).max(1),
+            namespaces: true,
+            heartbeat_timeout: LAB_HEARTBEAT_TIMEOUT,
+            deferred: 0,
+        };
         let cluster = FlinkCluster::start(jobs, &spec)?;
         if let Some(dir) = log.parent() {
             std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;

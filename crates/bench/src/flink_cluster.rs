@@ -25,6 +25,15 @@ use crate::netns::Nodes;
 use crate::process::{describe, file_tail, free_port, Child};
 use moirai_os::Signal;
 
+/// A lost TaskManager is dropped after 15 s instead of Flink's 50 s (shorter timeouts made
+/// TaskManagers starved of CPU on a busy 2-core machine look lost).
+pub const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(15);
+/// The lab's: a benchmark drives both "nodes" past saturation on two shared cores, where 15 s
+/// without a heartbeat answered happened (a job failed at 2× the rate the cluster sustains).
+pub const LAB_HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long one REST request to the JobManager may take (it answers slowly on an overloaded machine).
+const REST_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// The configuration file of Flink 1.x (flat `key: value` lines).
 pub const FLINK_CONF: &str = "flink-conf.yaml";
 /// The configuration file of Flink 2.x (standard YAML; flat `key: value` lines are YAML too).
@@ -51,6 +60,10 @@ pub struct ClusterSpec {
     pub slots: usize,
     /// Each TaskManager in a network namespace of its own (needs root).
     pub namespaces: bool,
+    /// After how long without a heartbeat the JobManager drops a TaskManager (`heartbeat.timeout`):
+    /// [`HEARTBEAT_TIMEOUT`] for tests of failure (a killed node is noticed in time),
+    /// [`LAB_HEARTBEAT_TIMEOUT`] in the lab, where two overloaded "nodes" share two cores.
+    pub heartbeat_timeout: Duration,
     /// The last `deferred` TaskManagers are configured (node, address, configuration) but not
     /// started: nodes whose TaskManager joins late ([`FlinkCluster::start_taskmanager`]).
     pub deferred: usize,
@@ -120,15 +133,14 @@ fn conf_text(entries: &[(&str, String)]) -> String {
     entries.iter().map(|(k, v)| format!("{k}: {v}\n")).collect()
 }
 
-/// The settings both kinds of process share: where the JobManager is, and quicker failure
-/// detection (a lost TaskManager is dropped after 15 s instead of 50 s; shorter timeouts made
-/// TaskManagers starved of CPU on a busy 2-core machine look lost).
-fn common_conf(jm_host: &str, rpc_port: u16) -> Vec<(&'static str, String)> {
+/// The settings both kinds of process share: where the JobManager is, and failure detection
+/// ([`ClusterSpec::heartbeat_timeout`]).
+fn common_conf(jm_host: &str, rpc_port: u16, heartbeat_timeout: Duration) -> Vec<(&'static str, String)> {
     vec![
         ("jobmanager.rpc.address", jm_host.to_string()),
         ("jobmanager.rpc.port", rpc_port.to_string()),
         ("heartbeat.interval", "1000".into()),
-        ("heartbeat.timeout", "15000".into()),
+        ("heartbeat.timeout", heartbeat_timeout.as_millis().to_string()),
     ]
 }
 
@@ -160,10 +172,10 @@ impl FlinkCluster {
             keep: false,
             host,
             rest_port,
-            agent: ureq::AgentBuilder::new().timeout(Duration::from_secs(3)).build(),
+            agent: ureq::AgentBuilder::new().timeout(REST_TIMEOUT).build(),
         };
         let h = cluster.host.clone();
-        let mut jm = common_conf(&h, rpc_port);
+        let mut jm = common_conf(&h, rpc_port, spec.heartbeat_timeout);
         jm.extend([
             // The RPC and blob server on every interface: the REST handler of a job submission
             // hands the job's jar to the blob server through "localhost", whatever the address.
@@ -190,7 +202,7 @@ impl FlinkCluster {
         };
         for (k, (netns, tm_host)) in node_list.into_iter().enumerate() {
             let id = format!("moirai-tm{}", k + 1);
-            let mut tm = common_conf(&h, rpc_port);
+            let mut tm = common_conf(&h, rpc_port, spec.heartbeat_timeout);
             tm.extend([
                 ("taskmanager.resource-id", id.clone()),
                 ("taskmanager.host", tm_host.clone()),
@@ -429,22 +441,18 @@ impl FlinkCluster {
         Ok(out)
     }
 
-    /// The id of the one RUNNING job once every subtask of it runs, else why not.
+    /// The id of the one RUNNING job once every subtask of it runs, else why not: one request
+    /// (`/jobs/overview`: each job's state and its tasks by state), cheap on a loaded JobManager.
     pub fn running_job(&self) -> Result<String, String> {
-        let jobs = self.get("/jobs")?;
-        let running: Vec<&str> = jobs["jobs"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|j| j["status"] == "RUNNING")
-            .filter_map(|j| j["id"].as_str())
-            .collect();
+        let jobs = self.get("/jobs/overview")?;
+        let running: Vec<&serde_json::Value> =
+            jobs["jobs"].as_array().into_iter().flatten().filter(|j| j["state"] == "RUNNING").collect();
         let [job] = running[..] else { return Err(format!("{} running jobs", running.len())) };
-        let placement = self.placement(job)?;
-        if placement.iter().all(|p| p.2 == "RUNNING") {
-            Ok(job.to_string())
-        } else {
-            Err(format!("job {job}: not every subtask runs yet"))
+        let id = job["jid"].as_str().ok_or("a job without jid in /jobs/overview")?;
+        let (total, run) = (job["tasks"]["total"].as_u64(), job["tasks"]["running"].as_u64());
+        match (total, run) {
+            (Some(t), Some(r)) if t > 0 && r == t => Ok(id.to_string()),
+            _ => Err(format!("job {id}: not every subtask runs yet ({:?} of {:?})", run, total)),
         }
     }
 }

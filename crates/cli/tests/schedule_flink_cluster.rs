@@ -24,7 +24,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use moirai_bench::flink::{FLINK, FLINK2};
-use moirai_bench::flink_cluster::{ClusterSpec, FlinkCluster};
+use moirai_bench::flink_cluster::{ClusterSpec, FlinkCluster, HEARTBEAT_TIMEOUT};
 use moirai_bench::jvm::{JvmJobs, JvmSystem};
 use moirai_bench::process::{file_tail, Outcome};
 
@@ -222,7 +222,8 @@ fn cluster_test(system: &'static JvmSystem, test: &str) {
     };
     let started = Instant::now();
     // Node 2's TaskManager joins late.
-    let spec = ClusterSpec { taskmanagers: 2, slots: 2, namespaces: true, deferred: 1 };
+    let spec =
+        ClusterSpec { taskmanagers: 2, slots: 2, namespaces: true, heartbeat_timeout: HEARTBEAT_TIMEOUT, deferred: 1 };
     let mut cluster = FlinkCluster::start(&jobs, &spec).unwrap_or_else(|e| panic!("the cluster did not start: {e}"));
     let url = cluster.rest_url();
     let ids: Vec<String> = cluster.taskmanagers().iter().map(|t| t.id.clone()).collect();

@@ -19,12 +19,12 @@ calibrate)
         --compare flink:os,flink:os/cluster=standalone:2 \
         --out "$OUT/syn-calibrate" -- --lachesis --parallelism 2 2>&1 | tee "$OUT/syn-calibrate.txt"
     cp "$OUT/syn-calibrate.txt" "$OUT/syn-calibrate/summary.txt"; copy syn-calibrate ;;
-syn)
+syn|syn2)
     RATES=${RATES:?e.g. RATES=12k,16k,20k}
     $M bench syn --rates "$RATES" --duration 20s --reps 3 \
         --compare flink:os/cluster=standalone:2,flink:qs/cluster=standalone:2,flink:os,flink:qs \
-        --out "$OUT/syn" -- --lachesis --parallelism 2 2>&1 | tee "$OUT/syn.txt"
-    cp "$OUT/syn.txt" "$OUT/syn/summary.txt"; copy syn ;;
+        --out "$OUT/$piece" -- --lachesis --parallelism 2 2>&1 | tee "$OUT/$piece.txt"
+    cp "$OUT/$piece.txt" "$OUT/$piece/summary.txt"; copy $piece ;;
 lr)
     RATES=${RATES:?e.g. RATES=20k,30k}
     $M bench linear-road --rates "$RATES" --duration 20s --reps 3 \

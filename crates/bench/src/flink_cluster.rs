@@ -25,9 +25,19 @@ use crate::netns::Nodes;
 use crate::process::{describe, file_tail, free_port, Child};
 use moirai_os::Signal;
 
-/// The configuration file of Flink 1.x (flat `key: value` lines). Flink 2.x reads `config.yaml`,
-/// which takes the same flat keys: only this name changes.
+/// A lost TaskManager is dropped after 15 s instead of Flink's 50 s (shorter timeouts made
+/// TaskManagers starved of CPU on a busy 2-core machine look lost).
+pub const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(15);
+/// The lab's: a benchmark drives both "nodes" past saturation on two shared cores, where 15 s
+/// without a heartbeat answered happened (a job failed at 2× the rate the cluster sustains).
+pub const LAB_HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long one REST request to the JobManager may take (it answers slowly on an overloaded machine).
+const REST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The configuration file of Flink 1.x (flat `key: value` lines).
 pub const FLINK_CONF: &str = "flink-conf.yaml";
+/// The configuration file of Flink 2.x (standard YAML; flat `key: value` lines are YAML too).
+pub const FLINK2_CONF: &str = "config.yaml";
 /// The JobManager's main class.
 pub const JOBMANAGER_MAIN: &str = "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint";
 /// The TaskManager's main class.
@@ -50,6 +60,13 @@ pub struct ClusterSpec {
     pub slots: usize,
     /// Each TaskManager in a network namespace of its own (needs root).
     pub namespaces: bool,
+    /// After how long without a heartbeat the JobManager drops a TaskManager (`heartbeat.timeout`):
+    /// [`HEARTBEAT_TIMEOUT`] for tests of failure (a killed node is noticed in time),
+    /// [`LAB_HEARTBEAT_TIMEOUT`] in the lab, where two overloaded "nodes" share two cores.
+    pub heartbeat_timeout: Duration,
+    /// The last `deferred` TaskManagers are configured (node, address, configuration) but not
+    /// started: nodes whose TaskManager joins late ([`FlinkCluster::start_taskmanager`]).
+    pub deferred: usize,
 }
 
 /// One TaskManager of the cluster.
@@ -93,20 +110,37 @@ pub struct FlinkCluster {
     agent: ureq::Agent,
 }
 
+/// The major version of the Flink on `classpath` (its `flink-runtime-X.Y.Z.jar`), if it says.
+pub fn flink_major(classpath: &str) -> Option<u32> {
+    classpath.split(':').find_map(|entry| {
+        let file = entry.rsplit('/').next()?;
+        let version = file.strip_prefix("flink-runtime-")?.strip_suffix(".jar")?;
+        version.split('.').next()?.parse().ok()
+    })
+}
+
+/// The configuration file the Flink on `classpath` reads: `config.yaml` from 2.0 on,
+/// `flink-conf.yaml` before (and when the classpath does not say).
+pub fn config_file(classpath: &str) -> &'static str {
+    match flink_major(classpath) {
+        Some(major) if major >= 2 => FLINK2_CONF,
+        _ => FLINK_CONF,
+    }
+}
+
 /// `key: value` lines of a Flink configuration file.
 fn conf_text(entries: &[(&str, String)]) -> String {
     entries.iter().map(|(k, v)| format!("{k}: {v}\n")).collect()
 }
 
-/// The settings both kinds of process share: where the JobManager is, and quicker failure
-/// detection (a lost TaskManager is dropped after 15 s instead of 50 s; shorter timeouts made
-/// TaskManagers starved of CPU on a busy 2-core machine look lost).
-fn common_conf(jm_host: &str, rpc_port: u16) -> Vec<(&'static str, String)> {
+/// The settings both kinds of process share: where the JobManager is, and failure detection
+/// ([`ClusterSpec::heartbeat_timeout`]).
+fn common_conf(jm_host: &str, rpc_port: u16, heartbeat_timeout: Duration) -> Vec<(&'static str, String)> {
     vec![
         ("jobmanager.rpc.address", jm_host.to_string()),
         ("jobmanager.rpc.port", rpc_port.to_string()),
         ("heartbeat.interval", "1000".into()),
-        ("heartbeat.timeout", "15000".into()),
+        ("heartbeat.timeout", heartbeat_timeout.as_millis().to_string()),
     ]
 }
 
@@ -115,6 +149,9 @@ impl FlinkCluster {
     pub fn start(jobs: &JvmJobs, spec: &ClusterSpec) -> Result<FlinkCluster, String> {
         if spec.taskmanagers == 0 || spec.slots == 0 {
             return Err("a cluster needs at least one TaskManager with at least one slot".into());
+        }
+        if spec.deferred > spec.taskmanagers {
+            return Err(format!("{} deferred TaskManagers of {}", spec.deferred, spec.taskmanagers));
         }
         let nodes = if spec.namespaces { Some(Nodes::create(spec.taskmanagers)?) } else { None };
         let host = nodes.as_ref().map_or("127.0.0.1".to_string(), |n| n.host().to_string());
@@ -135,10 +172,10 @@ impl FlinkCluster {
             keep: false,
             host,
             rest_port,
-            agent: ureq::AgentBuilder::new().timeout(Duration::from_secs(3)).build(),
+            agent: ureq::AgentBuilder::new().timeout(REST_TIMEOUT).build(),
         };
         let h = cluster.host.clone();
-        let mut jm = common_conf(&h, rpc_port);
+        let mut jm = common_conf(&h, rpc_port, spec.heartbeat_timeout);
         jm.extend([
             // The RPC and blob server on every interface: the REST handler of a job submission
             // hands the job's jar to the blob server through "localhost", whatever the address.
@@ -149,8 +186,9 @@ impl FlinkCluster {
             ("jobmanager.memory.process.size", "768m".into()),
             // Metrics in the REST API at most 1 s old (10 s by default).
             ("metrics.fetcher.update-interval", "1000".into()),
-            // A job's slots spread over the TaskManagers rather than filling the first.
-            ("cluster.evenly-spread-out-slots", "true".into()),
+            // A job's slots spread over the TaskManagers rather than filling the first (the key
+            // of 1.18 on; 2.x no longer reads 1.x's `cluster.evenly-spread-out-slots: true`).
+            ("taskmanager.load-balance.mode", "SLOTS".into()),
             ("web.tmpdir", cluster.dir.join("jm-web").display().to_string()),
             ("blob.storage.directory", cluster.dir.join("jm-blobs").display().to_string()),
             ("io.tmp.dirs", cluster.dir.join("jm-tmp").display().to_string()),
@@ -164,7 +202,7 @@ impl FlinkCluster {
         };
         for (k, (netns, tm_host)) in node_list.into_iter().enumerate() {
             let id = format!("moirai-tm{}", k + 1);
-            let mut tm = common_conf(&h, rpc_port);
+            let mut tm = common_conf(&h, rpc_port, spec.heartbeat_timeout);
             tm.extend([
                 ("taskmanager.resource-id", id.clone()),
                 ("taskmanager.host", tm_host.clone()),
@@ -186,17 +224,22 @@ impl FlinkCluster {
                 ("taskmanager.memory.jvm-overhead.max", "192m".into()),
                 ("io.tmp.dirs", cluster.dir.join(format!("{id}-tmp")).display().to_string()),
             ]);
-            let child = cluster.spawn(&id, netns.as_deref(), &tm, TASKMANAGER_MAIN, &TM_FLAGS, jobs)?;
+            let child = if k < spec.taskmanagers - spec.deferred {
+                Some(cluster.spawn(&id, netns.as_deref(), &tm, TASKMANAGER_MAIN, &TM_FLAGS, jobs)?)
+            } else {
+                None
+            };
             cluster.taskmanagers.push(TaskManager {
                 log: cluster.dir.join(format!("{id}.log")),
                 id,
                 host: tm_host,
                 netns,
-                child: Some(child),
+                child,
                 conf: tm,
             });
         }
-        let ids: Vec<String> = cluster.taskmanagers.iter().map(|t| t.id.clone()).collect();
+        let ids: Vec<String> =
+            cluster.taskmanagers.iter().filter(|t| t.child.is_some()).map(|t| t.id.clone()).collect();
         cluster.wait("every TaskManager to register", |c| {
             let seen = c.registered()?;
             let missing: Vec<&String> = ids.iter().filter(|i| !seen.contains(i)).collect();
@@ -221,7 +264,7 @@ impl FlinkCluster {
     ) -> Result<Child, String> {
         let conf_dir = self.dir.join(format!("{name}-conf"));
         std::fs::create_dir_all(&conf_dir).map_err(|e| format!("cannot create {}: {e}", conf_dir.display()))?;
-        let file = conf_dir.join(FLINK_CONF);
+        let file = conf_dir.join(config_file(&jobs.classpath));
         std::fs::write(&file, conf_text(conf)).map_err(|e| format!("cannot write {}: {e}", file.display()))?;
         let mut cmd = match netns {
             Some(ns) => {
@@ -343,9 +386,11 @@ impl FlinkCluster {
         }
     }
 
-    /// Starts TaskManager `index` again after [`FlinkCluster::kill_taskmanager`] (a node back, or
-    /// joining late), with its configuration and on its node; its log starts afresh.
-    pub fn restart_taskmanager(&mut self, index: usize, jobs: &JvmJobs) -> Result<(), String> {
+    /// Starts TaskManager `index`: a deferred one ([`ClusterSpec::deferred`], a node joining
+    /// late), or one again after [`FlinkCluster::kill_taskmanager`] (a node back), with its
+    /// configuration and on its node; its log starts afresh. It registers a moment later
+    /// ([`FlinkCluster::registered`]).
+    pub fn start_taskmanager(&mut self, index: usize, jobs: &JvmJobs) -> Result<(), String> {
         let tm = self.taskmanagers.get(index).ok_or_else(|| format!("no TaskManager {index}"))?;
         if tm.child.is_some() {
             return Err(format!("TaskManager {} runs", tm.id));
@@ -396,22 +441,18 @@ impl FlinkCluster {
         Ok(out)
     }
 
-    /// The id of the one RUNNING job once every subtask of it runs, else why not.
+    /// The id of the one RUNNING job once every subtask of it runs, else why not: one request
+    /// (`/jobs/overview`: each job's state and its tasks by state), cheap on a loaded JobManager.
     pub fn running_job(&self) -> Result<String, String> {
-        let jobs = self.get("/jobs")?;
-        let running: Vec<&str> = jobs["jobs"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|j| j["status"] == "RUNNING")
-            .filter_map(|j| j["id"].as_str())
-            .collect();
+        let jobs = self.get("/jobs/overview")?;
+        let running: Vec<&serde_json::Value> =
+            jobs["jobs"].as_array().into_iter().flatten().filter(|j| j["state"] == "RUNNING").collect();
         let [job] = running[..] else { return Err(format!("{} running jobs", running.len())) };
-        let placement = self.placement(job)?;
-        if placement.iter().all(|p| p.2 == "RUNNING") {
-            Ok(job.to_string())
-        } else {
-            Err(format!("job {job}: not every subtask runs yet"))
+        let id = job["jid"].as_str().ok_or("a job without jid in /jobs/overview")?;
+        let (total, run) = (job["tasks"]["total"].as_u64(), job["tasks"]["running"].as_u64());
+        match (total, run) {
+            (Some(t), Some(r)) if t > 0 && r == t => Ok(id.to_string()),
+            _ => Err(format!("job {id}: not every subtask runs yet ({:?} of {:?})", run, total)),
         }
     }
 }
@@ -432,5 +473,25 @@ impl Drop for FlinkCluster {
         } else {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_configuration_file_follows_the_flink_version_on_the_classpath() {
+        let m2 = "/root/.m2/repository/org/apache/flink";
+        let v1 = format!("{m2}/flink-runtime-web/1.20.3/flink-runtime-web-1.20.3.jar:{m2}/flink-runtime/1.20.3/flink-runtime-1.20.3.jar");
+        let v2 = format!(
+            "{m2}/flink-runtime-web/2.3.0/flink-runtime-web-2.3.0.jar:{m2}/flink-runtime/2.3.0/flink-runtime-2.3.0.jar"
+        );
+        assert_eq!(flink_major(&v1), Some(1));
+        assert_eq!(flink_major(&v2), Some(2));
+        assert_eq!(config_file(&v1), "flink-conf.yaml");
+        assert_eq!(config_file(&v2), "config.yaml");
+        assert_eq!(flink_major("/x/flink-runtime-web-2.3.0.jar"), None, "the web UI's jar is not the runtime's");
+        assert_eq!(config_file(""), "flink-conf.yaml");
     }
 }

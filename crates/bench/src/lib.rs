@@ -33,6 +33,7 @@
 #![forbid(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod cluster_job;
 pub mod flink;
 pub mod flink_cluster;
 pub mod jvm;

@@ -302,6 +302,62 @@ impl Middleware {
     }
 }
 
+/// Starts the middlewares of a point: one (`nodes` empty), with the state file `state`; or one per
+/// node of a standalone cluster, each told its node's TaskManager (`--flink-taskmanager ID`) and
+/// with a state file of its own (`state` with `-ID` before the extension).
+pub fn spawn_per_node(
+    exe: &Path,
+    args: Vec<String>,
+    state: &Path,
+    nodes: &[String],
+) -> Result<Vec<Middleware>, String> {
+    if nodes.is_empty() {
+        return Ok(vec![Middleware::spawn(exe, args)?]);
+    }
+    let own = state.display().to_string();
+    let mut out = Vec::new();
+    for id in nodes {
+        let node_state = state.with_file_name(format!(
+            "{}-{id}.json",
+            state.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+        ));
+        let mut a: Vec<String> =
+            args.iter().map(|x| if *x == own { node_state.display().to_string() } else { x.clone() }).collect();
+        a.extend(["--flink-taskmanager".to_string(), id.clone()]);
+        // On an error the ones started are dropped, which stops them.
+        out.push(Middleware::spawn(exe, a)?);
+    }
+    Ok(out)
+}
+
+/// [`Middleware::finish`] for every middleware of a point: with one per node, the point's CPU is
+/// their sum (each node's in [`Point::middleware_cpu_nodes`]), its active share their mean and its
+/// first activation the earliest; the first failure fails the point (all are stopped).
+pub fn finish_all(mws: Vec<Middleware>, t0: Instant, point: &mut Point) -> Result<(), MwFailure> {
+    if mws.len() <= 1 {
+        return mws.into_iter().next().map_or(Ok(()), |m| m.finish(t0, point));
+    }
+    let mut result = Ok(());
+    let mut nodes = Vec::new();
+    for m in mws {
+        let mut p = point.clone();
+        let r = m.finish(t0, &mut p);
+        if result.is_ok() {
+            result = r;
+        }
+        nodes.push(p);
+    }
+    let all = |f: fn(&Point) -> Option<f64>| nodes.iter().map(f).collect::<Option<Vec<f64>>>();
+    if let Some(cpu) = all(|p| p.middleware_cpu) {
+        point.middleware_cpu = Some(cpu.iter().sum());
+        point.middleware_cpu_nodes = cpu;
+    }
+    point.middleware_active_share = all(|p| p.middleware_active_share).map(|s| s.iter().sum::<f64>() / s.len() as f64);
+    point.middleware_first_active_s =
+        nodes.iter().filter_map(|p| p.middleware_first_active_s).min_by(|a, b| a.total_cmp(b));
+    result
+}
+
 /// The middleware's CPU so far, with that of the children it waited for (`jcmd` for a JVM's
 /// thread dump).
 fn cpu_sample(pid: u32) -> Option<(Instant, u64)> {

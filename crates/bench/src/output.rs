@@ -117,6 +117,8 @@ struct Row<'a> {
     exchange_max_backlog: Option<f64>,
     engine_cpu_cores: Option<f64>,
     middleware_cpu_share: Option<f64>,
+    /// One middleware per node (a standalone cluster): each node's share, space-separated.
+    middleware_cpu_nodes: String,
     middleware_active_share: Option<f64>,
     middleware_first_active_s: Option<f64>,
     threads: Option<u64>,
@@ -158,6 +160,12 @@ pub fn write_csv(path: &Path, points: &[Point]) -> Result<(), BenchError> {
             exchange_max_backlog: r.and_then(|r| r.exchange_max_backlog()),
             engine_cpu_cores: r.map(|r| r.cpu_cores),
             middleware_cpu_share: p.middleware_cpu,
+            middleware_cpu_nodes: p
+                .middleware_cpu_nodes
+                .iter()
+                .map(|c| format!("{c:.4}"))
+                .collect::<Vec<_>>()
+                .join(" "),
             middleware_active_share: p.middleware_active_share.filter(|_| r.is_some()),
             middleware_first_active_s: p.middleware_first_active_s.filter(|_| r.is_some()),
             threads: r.map(|r| r.threads),

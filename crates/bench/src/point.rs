@@ -32,6 +32,10 @@ pub struct Point {
     /// it never did (or there is no middleware).
     #[serde(default)]
     pub middleware_first_active_s: Option<f64>,
+    /// With one middleware per node (a standalone cluster, `crate::cluster_job`): each node's
+    /// middleware CPU, in the order of the TaskManagers; `middleware_cpu` is their sum.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub middleware_cpu_nodes: Vec<f64>,
 }
 
 impl Point {

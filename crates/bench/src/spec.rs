@@ -207,6 +207,47 @@ pub struct Configuration {
     /// `--translator realtime`), [`MIDDLEWARE_ARGS`] only.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub schedule_args: Vec<String>,
+    /// Flink on a standalone cluster of this many TaskManagers, each in a network namespace of its
+    /// own (`flink:qs/cluster=standalone:2`, [`crate::cluster_job`]); `None`: a MiniCluster in the
+    /// job's JVM.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<usize>,
+}
+
+/// Most TaskManagers of a `/cluster=standalone:N` configuration (each a JVM of ~1 GB on this
+/// machine).
+pub const MAX_TASKMANAGERS: usize = 4;
+
+/// Takes `/cluster=standalone:N` out of a JVM configuration's `/NAME=VALUE` arguments, the only
+/// one such a configuration takes: `N` TaskManagers, Flink only.
+fn jvm_cluster(system: System, run_args: &[String]) -> Result<Option<usize>, String> {
+    let usage = "write /cluster=standalone:N (N TaskManagers, 1..=4, each in a network namespace of its own)";
+    match run_args {
+        [] => Ok(None),
+        [flag, value] if flag == "--cluster" => {
+            if !matches!(system, System::Flink | System::Flink2) {
+                return Err(format!("/cluster= runs Flink on a standalone cluster; {} has none", system.name()));
+            }
+            let n = value
+                .strip_prefix("standalone:")
+                .ok_or_else(|| format!("/cluster={value}: the only kind of cluster is standalone; {usage}"))?;
+            match n.parse::<usize>() {
+                Ok(n) if (1..=MAX_TASKMANAGERS).contains(&n) => Ok(Some(n)),
+                _ => Err(format!(
+                    "/cluster={value}: '{n}' is not a number of TaskManagers in 1..={MAX_TASKMANAGERS}; {usage}"
+                )),
+            }
+        }
+        _ => Err(format!(
+            "/NAME=VALUE arguments are for moirai's engine; pass the {} job's after --{}",
+            system.name(),
+            if matches!(system, System::Flink | System::Flink2) {
+                " (a Flink configuration takes only /cluster=standalone:N)"
+            } else {
+                ""
+            }
+        )),
+    }
 }
 
 impl Configuration {
@@ -268,12 +309,8 @@ impl Configuration {
                 system.name()
             )));
         }
-        if system.is_jvm() && !run_args.is_empty() {
-            return Err(bad(format!(
-                "/NAME=VALUE arguments are for moirai's engine; pass the {} job's after --",
-                system.name()
-            )));
-        }
+        let cluster = if system.is_jvm() { jvm_cluster(system, &run_args).map_err(&bad)? } else { None };
+        let run_args = if cluster.is_some() { Vec::new() } else { run_args };
         // `qs@policy:2`: the policy runs at the user level, in the engine's policy executor; no
         // middleware. `qs@policy` and `rr@policy` take the executor's defaults.
         if let Some(settings) = threading.as_deref().and_then(|th| th.strip_prefix("policy")) {
@@ -298,9 +335,10 @@ impl Configuration {
                 threading,
                 run_args,
                 schedule_args,
+                cluster: None,
             });
         }
-        Ok(Configuration { label: t.to_string(), system, scheduler, threading, run_args, schedule_args })
+        Ok(Configuration { label: t.to_string(), system, scheduler, threading, run_args, schedule_args, cluster })
     }
 
     /// The middleware policy, if the configuration runs one.
@@ -323,6 +361,18 @@ impl Configuration {
         // `moirai run` (moirai-microbatch), whose settings `moirai run` itself checks.
         if let Some(th) = self.threading.as_ref().filter(|th| !th.starts_with("micro-batch")) {
             th.parse::<moirai_engine::Threading>().map_err(|e| not(e.to_string()))?;
+        }
+        // A standalone cluster's TaskManagers run in network namespaces of their own.
+        if self.cluster.is_some() {
+            if crate::requires::on_path("ip").is_none() {
+                return Err(not("the cluster's network namespaces need `ip` (apt-get install iproute2)".into()));
+            }
+            if moirai_os::caps::euid() != 0 {
+                return Err(not(
+                    "the cluster's network namespaces need root (CAP_NET_ADMIN, CAP_SYS_ADMIN); run the lab as root"
+                        .into(),
+                ));
+            }
         }
         Ok(())
     }
@@ -552,6 +602,29 @@ mod tests {
         assert!(msg("os#").contains("#TAG"));
         assert!(msg("script:").contains("unknown scheduler 'script:'"));
         assert!(parse_configurations("os,,qs").unwrap_err().to_string().contains("empty"));
+    }
+
+    #[test]
+    fn flink_configurations_may_run_on_a_standalone_cluster() {
+        for (text, system) in
+            [("flink:qs/cluster=standalone:2", System::Flink), ("flink2:os/cluster=standalone:4", System::Flink2)]
+        {
+            let c = Configuration::parse(text).unwrap();
+            assert_eq!(c.system, system);
+            assert!(c.run_args.is_empty(), "{text}: not a workload argument");
+            assert_eq!(c.label, text);
+        }
+        assert_eq!(Configuration::parse("flink:qs/cluster=standalone:2").unwrap().cluster, Some(2));
+        assert_eq!(Configuration::parse("flink:qs").unwrap().cluster, None);
+        assert_eq!(Configuration::parse("flink:qs/cluster=standalone:1/translator=realtime").unwrap().cluster, Some(1));
+        let msg = |s: &str| Configuration::parse(s).unwrap_err().to_string();
+        assert!(msg("flink:qs/cluster=standalone:0").contains("'0' is not a number of TaskManagers in 1..=4"));
+        assert!(msg("flink:qs/cluster=standalone:5").contains("in 1..=4"));
+        assert!(msg("flink:qs/cluster=standalone").contains("the only kind of cluster is standalone"));
+        assert!(msg("flink:qs/cluster=yarn:2").contains("write /cluster=standalone:N"));
+        assert!(msg("storm:qs/cluster=standalone:2").contains("Storm has none"));
+        assert!(msg("flink:os/exchange=lbf").contains("takes only /cluster=standalone:N"));
+        assert!(msg("flink:os/cluster=standalone:2/exchange=lbf").contains("takes only /cluster=standalone:N"));
     }
 
     #[test]

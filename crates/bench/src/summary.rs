@@ -508,6 +508,7 @@ pub(crate) mod tests {
             middleware_cpu: None,
             middleware_active_share: None,
             middleware_first_active_s: None,
+            middleware_cpu_nodes: Vec::new(),
         }
     }
 

@@ -23,6 +23,9 @@
 //! stderr to `<out>/storm-logs/`; the lab waits until Storm reports a spout's emit count (up to
 //! [`FLINK_STARTUP`] as well), then starts the middleware with `--storm DIR`.
 //!
+//! A `flink:…/cluster=standalone:N` configuration runs the job on a standalone cluster started
+//! for the point, with one middleware per TaskManager ([`crate::cluster_job`]).
+//!
 //! A point that fails (non-zero exit, no JSON, a hang past the deadline, a middleware that
 //! dies) is recorded with the reason and the sweep goes on; only a usage error of the engine or
 //! the Flink job (exit code 2: it would repeat at every point) ends the sweep early.
@@ -33,11 +36,12 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::cluster_job::ClusterJob;
 use crate::jvm::JvmJobs;
 use crate::jvm_job::{JvmJob, NotRunning};
-use crate::mw_state::{self, Middleware, MwFailure};
+use crate::mw_state::{self, MwFailure};
 use crate::point::{Point, RunSummary};
-use crate::process::{describe, free_port, tail_lines, wait_for_port, Child, Outcome, POLL};
+use crate::process::{describe, file_tail, free_port, tail_lines, wait_for_port, Child, Outcome, POLL};
 use crate::progress::Progress;
 use crate::spec::{fmt_rate, Configuration, System};
 use crate::summary::Criteria;
@@ -365,6 +369,7 @@ fn run_point(
             middleware_cpu: None,
             middleware_active_share: None,
             middleware_first_active_s: None,
+            middleware_cpu_nodes: Vec::new(),
         };
         match attempt_point(spec, prepared, config, stop, &mut point) {
             Attempt::Measured => {}
@@ -433,6 +438,7 @@ pub fn flink_args(spec: &SweepSpec, rate: f64) -> Vec<String> {
 enum Spe {
     Engine(Child),
     Jvm(JvmJob),
+    Cluster(Box<ClusterJob>),
 }
 
 impl Spe {
@@ -440,6 +446,7 @@ impl Spe {
         match self {
             Spe::Engine(c) => c,
             Spe::Jvm(j) => j.child(),
+            Spe::Cluster(c) => c.child(),
         }
     }
 
@@ -450,6 +457,7 @@ impl Spe {
                 c.terminate(moirai_os::Signal::TERM, Duration::from_secs(2));
             }
             Spe::Jvm(j) => j.stop(),
+            Spe::Cluster(c) => c.stop(),
         }
     }
 
@@ -458,6 +466,7 @@ impl Spe {
         match self {
             Spe::Engine(_) => "the engine".to_string(),
             Spe::Jvm(j) => format!("the {} job", j.system().name),
+            Spe::Cluster(c) => format!("the {} job on a standalone cluster", c.system().name),
         }
     }
 
@@ -471,6 +480,7 @@ impl Spe {
                 j.complaint().unwrap_or_else(|| j.stderr_tail(lines)),
                 j.log_path().display()
             ),
+            Spe::Cluster(c) => format!("{} (full log: {})", file_tail(c.log_path(), lines), c.log_path().display()),
         }
     }
 
@@ -479,6 +489,7 @@ impl Spe {
         match self {
             Spe::Engine(_) => None,
             Spe::Jvm(j) => Some(j.system().module),
+            Spe::Cluster(c) => Some(c.system().module),
         }
     }
 }
@@ -492,6 +503,8 @@ struct Started {
     target: Vec<String>,
     /// Why the point already failed (the middleware cannot attach).
     failure: Option<String>,
+    /// A standalone cluster's TaskManagers: one middleware each (none: one middleware).
+    nodes: Vec<String>,
 }
 
 /// Starts the engine of a point; for a configuration with a policy, waits until its metrics
@@ -517,6 +530,7 @@ fn start_engine(spec: &SweepSpec, config: &Configuration, rate: f64, stop: &Atom
         t0,
         target: vec!["--engine".into(), format!("http://127.0.0.1:{port}")],
         failure,
+        nodes: Vec::new(),
     })
 }
 
@@ -545,11 +559,23 @@ fn start_jvm(
     let system = jobs.system();
     let workload = system.job_workload(&spec.workload).map_err(Attempt::Failed)?;
     let log = job_log(spec, point, &format!("{}-logs", system.module));
+    if let Some(taskmanagers) = config.cluster {
+        let mut job = ClusterJob::start(jobs, taskmanagers, workload, &flink_args(spec, point.rate), &log)
+            .map_err(Attempt::Failed)?;
+        return match job.wait_running(FLINK_STARTUP, stop) {
+            Ok(true) => {
+                let (target, nodes) = job.middleware_targets();
+                Ok(Started { spe: Spe::Cluster(Box::new(job)), t0: Instant::now(), target, failure: None, nodes })
+            }
+            Ok(false) => Err(Attempt::Interrupted),
+            Err(e) => Err(Attempt::Failed(e)),
+        };
+    }
     let mut job = JvmJob::start_logged(jobs, workload, &flink_args(spec, point.rate), &log).map_err(Attempt::Failed)?;
     match job.wait_running_unless(FLINK_STARTUP, stop) {
         Ok(_) => {
             let target = job.middleware_args();
-            Ok(Started { spe: Spe::Jvm(job), t0: Instant::now(), target, failure: None })
+            Ok(Started { spe: Spe::Jvm(job), t0: Instant::now(), target, failure: None, nodes: Vec::new() })
         }
         Err(NotRunning::Stopped) => Err(Attempt::Interrupted),
         Err(NotRunning::Exited { status, message }) => Err(if status.code() == Some(2) {
@@ -579,11 +605,11 @@ fn attempt_point(
         System::Moirai => start_engine(spec, config, point.rate, stop),
         System::Flink | System::Flink2 | System::Storm => start_jvm(spec, prepared, config, point, stop),
     };
-    let Started { mut spe, t0, target, mut failure } = match started {
+    let Started { mut spe, t0, target, mut failure, nodes } = match started {
         Ok(s) => s,
         Err(attempt) => return attempt,
     };
-    let mut middleware = None;
+    let mut middlewares = Vec::new();
     // The middleware could not listen on its port: another attempt may.
     let mut port_taken = false;
     if let (Some(policy), None) = (config.policy(), &failure) {
@@ -592,8 +618,8 @@ fn attempt_point(
             // middleware the user runs elsewhere on this machine.
             let state = spec.out_dir.join("schedule-state.json");
             let args = mw_state::schedule_args(config, policy, &target, &state, spec.policy_period);
-            match Middleware::spawn(&spec.exe, args) {
-                Ok(m) => middleware = Some(m),
+            match mw_state::spawn_per_node(&spec.exe, args, &state, &nodes) {
+                Ok(m) => middlewares = m,
                 Err(e) => {
                     failure = Some(e);
                     spe.stop();
@@ -617,7 +643,10 @@ fn attempt_point(
         if Instant::now() >= deadline {
             break Outcome::TimedOut;
         }
-        if let Some(Err(f)) = middleware.as_mut().map(|m| m.watch(window_start, window_end)) {
+        if let Spe::Cluster(c) = &mut spe {
+            c.watch(window_start, window_end);
+        }
+        if let Some(Err(f)) = middlewares.iter_mut().map(|m| m.watch(window_start, window_end)).find(Result::is_err) {
             port_taken = matches!(f, MwFailure::PortTaken(_));
             failure = Some(match f {
                 MwFailure::PortTaken(why) | MwFailure::Failed(why) => why,
@@ -631,10 +660,10 @@ fn attempt_point(
     }
 
     // Stop the middleware first thing after the SPE: SIGINT lets it restore what it steered.
-    if let Some(m) = middleware {
-        if let (Err(MwFailure::PortTaken(why) | MwFailure::Failed(why)), None) = (m.finish(t0, point), &failure) {
-            failure = Some(why);
-        }
+    if let (Err(MwFailure::PortTaken(why) | MwFailure::Failed(why)), None) =
+        (mw_state::finish_all(middlewares, t0, point), &failure)
+    {
+        failure = Some(why);
     }
 
     // The SPE has exited or was stopped; make sure (a Flink JVM is stopped by PID and reaped).
@@ -658,7 +687,11 @@ fn attempt_point(
                     jar.unwrap_or_default()
                 ))
             }
-            Ok(run) => {
+            Ok(mut run) => {
+                if let Spe::Cluster(c) = &mut spe {
+                    // The client cannot see the cluster's CPU; the lab measured it.
+                    run.cpu_cores = c.cpu_cores().unwrap_or(run.cpu_cores);
+                }
                 point.run = Some(run);
                 Attempt::Measured
             }
@@ -669,7 +702,9 @@ fn attempt_point(
             match &spe {
                 _ if status.code() == Some(2) => Attempt::Usage(match spe {
                     Spe::Engine(_) => format!("`moirai run {}` rejected its arguments: {tail}", spec.workload),
-                    Spe::Jvm(_) => format!("{who} `{}` rejected its arguments: {tail}", spec.workload),
+                    Spe::Jvm(_) | Spe::Cluster(_) => {
+                        format!("{who} `{}` rejected its arguments: {tail}", spec.workload)
+                    }
                 }),
                 Spe::Engine(_) if tail.contains("in use") => Attempt::PortTaken(format!(
                     "the engine could not listen on {}: {tail}",
@@ -683,6 +718,7 @@ fn attempt_point(
             spec.deadline(),
             match &spe {
                 Spe::Jvm(j) => format!(" of {}", j.system().running),
+                Spe::Cluster(c) => format!(" of {}", c.system().running),
                 Spe::Engine(_) => String::new(),
             },
             spec.duration,

@@ -21,7 +21,7 @@ use moirai_bench::{parse_configurations, parse_rates, vary, BenchError, Criteria
     middleware `moirai schedule --policy NAME`), script:EXPR (`moirai schedule --script EXPR`), os@dynamic (an engine threading model), qs@policy:2 (the policy at the \
     user level: the engine's policy executor with 2 workers, no middleware; also rr/qbs/rb@policy), flink:os / flink:qs (the \
     workload's Apache Flink job of integrations/flink, alone or steered by the middleware; syn, and linear-road \
-    with -- --shape lachesis), os/exchange=lbf (a workload argument of this configuration only, \
+    with -- --shape lachesis), flink:qs/cluster=standalone:2 (the same job on a standalone Flink cluster of 2     TaskManagers in network namespaces, one middleware per TaskManager; needs root), os/exchange=lbf (a workload argument of this configuration only, \
     --exchange lbf; --vary exchange=fifo,rr,lbf writes them for every configuration), os#b (a tag; repeats get \
     #2, #3 automatically, so `--compare os,os` is an A/A run).\n\n\
     A rate is sustainable when every repetition ran, median ingress >= 98 % of offered, and median \

@@ -7,17 +7,26 @@
 //! thread dumps taken here) and never one of the other's; killing one TaskManager leaves the
 //! other node's middleware scheduling the restarted job and the killed node's idle, saying so;
 //! the TaskManager started again is attached again, and the JobManager's end is reported.
+//! Node 2's TaskManager joins late: its middleware starts before it exists (idle, saying why),
+//! a short SYN job runs on node 1 alone (its client's summary has the counts and latencies the
+//! probes bring back), then node 2's TaskManager starts and the Linear Road job lands on both.
 //!
-//! One cluster for the whole binary (one test). Everything started here is stopped by its PID and
-//! the namespaces removed when the guards drop, also when a test fails. Needs root (namespaces,
-//! CAP_SYS_NICE) and a JDK with Maven; without them the test says so and skips.
+//! One cluster per Flink version (1.20 and 2.3, one test each, one after the other). Everything
+//! started here is stopped by its PID and the namespaces removed when the guards drop, also when a
+//! test fails. Needs root (namespaces, CAP_SYS_NICE) and a JDK with Maven; without them the test
+//! says so and skips.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
 use std::net::TcpListener;
+use std::sync::atomic::AtomicBool;
+use std::sync::Mutex;
+use std::time::Instant;
 
-use moirai_bench::flink_cluster::{ClusterSpec, FlinkCluster};
-use moirai_bench::process::file_tail;
+use moirai_bench::flink::{FLINK, FLINK2};
+use moirai_bench::flink_cluster::{ClusterSpec, FlinkCluster, HEARTBEAT_TIMEOUT};
+use moirai_bench::jvm::{JvmJobs, JvmSystem};
+use moirai_bench::process::{file_tail, Outcome};
 
 #[path = "common/spe.rs"]
 #[allow(dead_code)]
@@ -134,25 +143,115 @@ fn fail(mw: Proc, why: String) -> ! {
     panic!("{why}\nthe middleware's log:\n{err}");
 }
 
+/// One cluster at a time: the two versions' tests would otherwise start two clusters (six JVMs)
+/// at once on a 2-core machine.
+static ONE_CLUSTER: Mutex<()> = Mutex::new(());
+
 #[test]
-fn one_middleware_per_node_schedules_its_own_taskmanager_and_survives_the_others_loss() {
-    let test = "one_middleware_per_node_schedules_its_own_taskmanager_and_survives_the_others_loss";
-    let Some(jobs) = flink_jobs(test) else { return };
+fn flink_1_20_one_middleware_per_node_schedules_its_own_taskmanager_and_survives_the_others_loss() {
+    cluster_test(
+        &FLINK,
+        "flink_1_20_one_middleware_per_node_schedules_its_own_taskmanager_and_survives_the_others_loss",
+    );
+}
+
+#[test]
+fn flink_2_one_middleware_per_node_schedules_its_own_taskmanager_and_survives_the_others_loss() {
+    cluster_test(&FLINK2, "flink_2_one_middleware_per_node_schedules_its_own_taskmanager_and_survives_the_others_loss");
+}
+
+/// A short SYN job on the cluster (node 1 alone): its client's summary has what the probes
+/// counted and measured in the TaskManagers, and each probe shares the task of its source or sink.
+fn cluster_results(cluster: &FlinkCluster, jobs: &JvmJobs, dir: &std::path::Path) {
+    let args: Vec<String> = ["--ops", "2", "--rate", "2000", "--duration", "6s", "--parallelism", "2"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let log = dir.join("syn-client.log");
+    let mut client = cluster.submit(jobs, "syn", &args, &log).unwrap_or_else(|e| panic!("cannot submit: {e}"));
+    wait_for("the SYN job running", || {
+        cluster.running_job().map(|_| ()).map_err(|e| format!("{e}; the client's log: {}", file_tail(&log, 20)))
+    });
+    let job = cluster.running_job().unwrap();
+    let vertices: BTreeSet<String> = cluster.placement(&job).unwrap().into_iter().map(|p| p.0).collect();
+    let expected: BTreeSet<String> = [
+        "Source: syn0/source -> syn0/ingress-probe",
+        "syn0/op1",
+        "syn0/op2",
+        "syn0/latency-probe -> syn0/sink: Writer",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    assert_eq!(vertices, expected, "the probes chained to the source and the sink, nothing else chained");
+    let outcome = client.wait_until(Instant::now() + PATIENCE, &AtomicBool::new(false));
+    let (stdout, _) = client.output();
+    assert!(
+        matches!(outcome, Outcome::Exited(s) if s.success()),
+        "the client: {outcome:?}; its log: {}",
+        file_tail(&log, 30)
+    );
+    let line = stdout.lines().last().unwrap_or("");
+    let s: serde_json::Value =
+        serde_json::from_str(line).unwrap_or_else(|e| panic!("no summary ({e}): {stdout}\n{}", file_tail(&log, 30)));
+    let num = |k: &str| s[k].as_f64().unwrap_or_else(|| panic!("{k} is not a number: {s}"));
+    let (tuples_in, tuples_out) = (num("tuples_in"), num("tuples_out"));
+    // 2000 tuples/s for 6 s; the sources may lag a little behind schedule on a busy machine.
+    assert!((10_000.0..=12_100.0).contains(&tuples_in), "tuples_in: {s}");
+    assert_eq!(tuples_out, tuples_in, "selectivity 1, no failure: every tuple reaches a sink: {s}");
+    let ingress = num("ingress_tps");
+    assert!((1_600.0..=2_200.0).contains(&ingress), "ingress_tps near the offered 2000: {s}");
+    assert!(num("egress_tps") > 1_000.0, "{s}");
+    let e2e = &s["e2e_latency_ms"];
+    let measured = e2e["count"].as_f64().unwrap_or(0.0);
+    // The measured window is the last 80 % of the run (warm-up 0.2): about 9600 tuples.
+    assert!(measured > 0.5 * tuples_out && measured < tuples_out, "e2e latency of the measured tuples: {s}");
+    assert!(e2e["p99"].as_f64().is_some_and(|p| p > 0.0 && p < 5_000.0), "{s}");
+    assert!(s["latency_ms"]["count"].as_f64() == Some(measured), "{s}");
+    assert_eq!(num("threads"), 8.0, "4 tasks at parallelism 2: {s}");
+}
+
+fn cluster_test(system: &'static JvmSystem, test: &str) {
+    let _one = ONE_CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(jobs) = flink_jobs_of(system, test) else { return };
     let Some(()) = moirai_bench::requires::or_skip(
         test,
         moirai_bench::requires::on_path("ip").map(|_| ()).ok_or("needs `ip` (apt-get install iproute2)".to_string()),
     ) else {
         return;
     };
-    let spec = ClusterSpec { taskmanagers: 2, slots: 2, namespaces: true };
+    let started = Instant::now();
+    // Node 2's TaskManager joins late.
+    let spec =
+        ClusterSpec { taskmanagers: 2, slots: 2, namespaces: true, heartbeat_timeout: HEARTBEAT_TIMEOUT, deferred: 1 };
     let mut cluster = FlinkCluster::start(&jobs, &spec).unwrap_or_else(|e| panic!("the cluster did not start: {e}"));
     let url = cluster.rest_url();
-    let tms: Vec<(String, u32)> =
-        cluster.taskmanagers().iter().map(|t| (t.id.clone(), t.pid().expect("running"))).collect();
+    let ids: Vec<String> = cluster.taskmanagers().iter().map(|t| t.id.clone()).collect();
+    assert!(cluster.taskmanagers()[1].pid().is_none(), "node 2's TaskManager is not started yet");
     let tms_hosts: Vec<String> = cluster.taskmanagers().iter().map(|t| t.host.clone()).collect();
     let netns: BTreeSet<_> = cluster.taskmanagers().iter().filter_map(|t| t.netns.clone()).collect();
     assert_eq!(netns.len(), 2, "each TaskManager in a namespace of its own");
     let dir = temp_dir("cluster");
+    let ports = [free_port(), free_port(), free_port()];
+    // A middleware per node, node 2's before its TaskManager exists; and a node that never has one.
+    let mut mws: Vec<Option<Proc>> = (0..2).map(|k| Some(middleware(&url, &ids[k], &dir.0, ports[k]))).collect();
+    let stray = middleware(&url, "moirai-tm9", &dir.0, ports[2]);
+
+    cluster_results(&cluster, &jobs, &dir.0);
+    assert!(applied(ports[1], "qs").is_empty(), "node 2 has no TaskManager yet: nothing applied");
+
+    // Node 2's TaskManager joins.
+    cluster.start_taskmanager(1, &jobs).unwrap_or_else(|e| panic!("{e}"));
+    wait_for("node 2's TaskManager registered", || {
+        let r = cluster.registered()?;
+        if r.len() == 2 {
+            Ok(())
+        } else {
+            Err(format!("{r:?}"))
+        }
+    });
+    let tms: Vec<(String, u32)> =
+        cluster.taskmanagers().iter().map(|t| (t.id.clone(), t.pid().expect("running"))).collect();
     let args: Vec<String> =
         ["--rate", "3000", "--duration", "10m", "--parallelism", "2"].iter().map(|s| s.to_string()).collect();
     let _client = cluster
@@ -176,17 +275,15 @@ fn one_middleware_per_node_schedules_its_own_taskmanager_and_survives_the_others
         assert_eq!(on.len(), 2, "{vertex} runs on both TaskManagers: {placement:?}");
     }
 
+    // What the middlewares changed before this job (node 1's threads of the SYN job) is gone with
+    // that job's threads: the befores are the TaskManagers' threads now.
     let befores: Vec<BTreeMap<i32, i32>> = tms.iter().map(|(_, pid)| thread_nices(*pid)).collect();
-    let ports = [free_port(), free_port(), free_port()];
-    let mut mws: Vec<Option<Proc>> = (0..2).map(|k| Some(middleware(&url, &tms[k].0, &dir.0, ports[k]))).collect();
-    // A node without a TaskManager of the cluster: idle.
-    let stray = middleware(&url, "moirai-tm9", &dir.0, ports[2]);
     for k in 0..2 {
         let e = wait_exactly(&format!("middleware {} on its own subtasks", tms[k].0), ports[k], tms[k].1)
             .unwrap_or_else(|e| fail(mws[k].take().unwrap(), e));
-        // 9 subtasks per TaskManager, each with its task thread; the legacy source thread, and at
-        // least one output flusher per subtask but the sink: 9 + 1 + 8.
-        assert!(e.values().collect::<BTreeSet<_>>().len() == 9 && e.len() >= 18, "{}: {e:?}", tms[k].0);
+        // 9 subtasks per TaskManager, each with its task thread (the probes share their source's and
+        // sink's), and at least one output flusher per subtask but the sink: 9 + 8.
+        assert!(e.values().collect::<BTreeSet<_>>().len() == 9 && e.len() >= 17, "{}: {e:?}", tms[k].0);
         let a = applied(ports[k], "qs");
         assert_untouched(tms[k].1, &befores[k], &a);
     }
@@ -213,6 +310,13 @@ fn one_middleware_per_node_schedules_its_own_taskmanager_and_survives_the_others
     mw2.signal(libc::SIGTERM);
     let (code, err) = mw2.wait();
     assert_eq!(code, Some(0), "{err}");
+    // It started before its TaskManager existed, idle, and attached when it joined.
+    let idle = "no TaskManager 'moirai-tm2' in the cluster (registered: moirai-tm1); nothing to schedule on this node";
+    let attached = format!("TaskManager moirai-tm2 ({}:", tms_hosts[1]);
+    assert!(
+        err.find(idle).zip(err.find(&attached)).is_some_and(|(i, a)| i < a),
+        "node 2's middleware idle, then attached: {err}"
+    );
     assert_restored(pid2, &befores[1]);
     for (tid, nice) in thread_nices(pid2) {
         assert_eq!(nice, 0, "thread {tid} of the surviving TaskManager restored (new threads start at 0): {err}");
@@ -220,7 +324,7 @@ fn one_middleware_per_node_schedules_its_own_taskmanager_and_survives_the_others
 
     // Node 1 comes back (a TaskManager joining late): its middleware, idle meanwhile, attaches
     // again. (The running job stays where it is: Flink does not move running subtasks.)
-    cluster.restart_taskmanager(0, &jobs).unwrap_or_else(|e| panic!("{e}"));
+    cluster.start_taskmanager(0, &jobs).unwrap_or_else(|e| panic!("{e}"));
     wait_for("the restarted TaskManager registered", || {
         let r = cluster.registered()?;
         if r.contains(&tms[0].0) {
@@ -246,7 +350,8 @@ fn one_middleware_per_node_schedules_its_own_taskmanager_and_survives_the_others
             let attached = err.matches("is this node's: scheduling its subtasks only").count();
             assert_eq!(attached, 2, "attached at the start and when its TaskManager joined again: {err}");
         } else {
-            said("no TaskManager 'moirai-tm9' in the cluster (registered: moirai-tm1, moirai-tm2)");
+            // Said once, while node 1's TaskManager was the only one (said again only when it changes).
+            said("no TaskManager 'moirai-tm9' in the cluster (registered: moirai-tm1)");
         }
         said("unavailable: cannot reach Flink's REST API");
     }
@@ -261,6 +366,7 @@ fn one_middleware_per_node_schedules_its_own_taskmanager_and_survives_the_others
         .map(str::to_string)
         .collect();
     assert!(left.is_empty(), "namespaces left behind: {left:?}");
+    eprintln!("{test}: {:.0} s", started.elapsed().as_secs_f64());
 }
 
 #[test]
@@ -286,4 +392,47 @@ fn a_url_that_is_no_flink_jobmanager_is_named_and_the_middleware_waits() {
     let (code, err) = mw.wait();
     assert_eq!(code, Some(0), "it waited for the SPE, then stopped cleanly: {err}");
     assert!(err.contains("answered HTTP 404: is") && err.contains("the REST API of a Flink JobManager"), "{err}");
+}
+
+/// The lab's `flink:qs/cluster=standalone:2`: a point on a standalone cluster started for it, one
+/// middleware per TaskManager (each node's CPU reported), the cluster's CPU as the engine's, the
+/// client's counts in the results; nothing left behind.
+#[test]
+fn a_lab_point_on_a_standalone_cluster_runs_one_middleware_per_node() {
+    let test = "a_lab_point_on_a_standalone_cluster_runs_one_middleware_per_node";
+    let _one = ONE_CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(_jobs) = flink_jobs_of(&FLINK, test) else { return };
+    let dir = temp_dir("lab-cluster");
+    let out = dir.0.join("out");
+    let lab = std::process::Command::new(env!("CARGO_BIN_EXE_moirai"))
+        .args(["bench", "syn", "--rates", "2000", "--duration", "8s", "--reps", "1"])
+        .args(["--compare", "flink:qs/cluster=standalone:2", "--out"])
+        .arg(&out)
+        .args(["--", "--ops", "2", "--parallelism", "2"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lab_pid = lab.id();
+    let o = lab.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let p = &results["points"][0];
+    assert!(p["failure"].is_null(), "{p}");
+    let nodes: Vec<f64> = p["middleware_cpu_nodes"].as_array().unwrap().iter().filter_map(|v| v.as_f64()).collect();
+    assert_eq!(nodes.len(), 2, "one middleware per TaskManager: {p}");
+    assert!(nodes.iter().all(|c| *c > 0.0), "{p}");
+    let sum = p["middleware_cpu"].as_f64().unwrap();
+    assert!((sum - nodes.iter().sum::<f64>()).abs() < 1e-9, "{p}");
+    let run = &p["run"];
+    assert!(run["cpu_cores"].as_f64().is_some_and(|c| c > 0.05), "the cluster's CPU: {run}");
+    assert!(run["ingress_tps"].as_f64().is_some_and(|r| (1_600.0..=2_200.0).contains(&r)), "{run}");
+    assert!(run["e2e_latency_ms"]["count"].as_f64().is_some_and(|c| c > 0.0), "{run}");
+    // The lab's namespaces are named after it: moirai-<pid>x<n>-n<k>.
+    let namespaces = std::process::Command::new("ip").args(["netns", "list"]).output().unwrap();
+    let mine = format!("moirai-{lab_pid}x");
+    let left = String::from_utf8_lossy(&namespaces.stdout).lines().filter(|l| l.starts_with(&mine)).count();
+    assert_eq!(left, 0, "namespaces left behind: {}", String::from_utf8_lossy(&namespaces.stdout));
 }

@@ -140,6 +140,7 @@ pub fn run_points(
                     failure: None,
                     run: Some(cluster.summary),
                     middleware_cpu: None,
+                    middleware_cpu_nodes: Vec::new(),
                     middleware_active_share: None,
                     middleware_first_active_s: None,
                 };

@@ -49,6 +49,21 @@ public final class LatencyMeter {
         return e2eNs;
     }
 
+    /** Tuples received so far. */
+    public long received() {
+        return received;
+    }
+
+    /** Tuples received during the measured window. */
+    public long measured() {
+        return measured;
+    }
+
+    /** Its processing and end-to-end latency histograms (not copies). */
+    public Histogram[] histograms() {
+        return new Histogram[] {latency, e2e};
+    }
+
     /** Publishes the counts and merges the histograms into {@link Registry} (once). */
     public void close() {
         if (closed) {

@@ -1,10 +1,13 @@
 package moirai.flink;
 
+import org.apache.flink.api.common.accumulators.LongCounter;
+import org.apache.flink.api.common.accumulators.LongMaximum;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.functions.RichFlatMapFunction;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.DataStreamSink;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.operators.AbstractStreamOperator;
 import org.apache.flink.streaming.api.operators.BoundedOneInput;
@@ -45,16 +48,19 @@ final class LinearRoad {
     /** Prefix of the vertex names (moirai's query name). */
     static final String QUERY = "linear_road_lachesis/";
 
-    /** Adds the query to {@code env}. */
+    /** Adds the query to {@code env}; {@code results}, on a standalone cluster only (else null), adds its probes. */
     static void build(StreamExecutionEnvironment env, LrGenerator.Config traffic, Offered offered, long durationNs,
-            int parallelism) {
+            int parallelism, ClusterResults results) {
         int p = parallelism;
         DataStream<Line> lines = env
                 .fromSource(new Source(offered, durationNs, traffic), WatermarkStrategy.noWatermarks(), QUERY + "source",
                         TypeInformation.of(Line.class))
                 .setParallelism(p);
+        if (results != null) {
+            lines = results.ingress(lines, QUERY + "ingress-probe");
+        }
         DataStream<PositionReport> reports =
-                lines.rebalance().flatMap(new Dispatcher()).name(QUERY + "dispatcher").setParallelism(p);
+                lines.rebalance().flatMap(new Dispatcher(results != null)).name(QUERY + "dispatcher").setParallelism(p);
         DataStream<Notification> las = reports.rebalance()
                 .transform(QUERY + "average_speed", TypeInformation.of(AvgVehicleSpeed.class), new AverageSpeed())
                 .setParallelism(p)
@@ -78,7 +84,14 @@ final class LinearRoad {
                 .flatMap(new TollNotificationPos())
                 .name(QUERY + "toll_notification_pos")
                 .setParallelism(p);
-        pos.rebalance().union(cv.rebalance(), las.rebalance()).sinkTo(new Sink()).name(QUERY + "sink").setParallelism(p);
+        DataStream<Notification> out = pos.rebalance().union(cv.rebalance(), las.rebalance());
+        if (results != null) {
+            out = results.latency(out, new Probe(results.durationNs, results.warmup), QUERY + "latency-probe", p);
+        }
+        DataStreamSink<Notification> sink = out.sinkTo(new Sink()).name(QUERY + "sink").setParallelism(p);
+        if (results != null) {
+            results.sink(sink);
+        }
     }
 
     /** The generated lines, at the offered rate. */
@@ -110,13 +123,41 @@ final class LinearRoad {
         }
     }
 
-    /** dispatcher ({@link LrOperators#dispatch}). */
+    /**
+     * dispatcher ({@link LrOperators#dispatch}); on a standalone cluster ({@code count}) it also
+     * counts the lines and position reports of its own subtask, for the job's accumulators.
+     */
     static final class Dispatcher extends Function<Line, PositionReport> {
         private static final long serialVersionUID = 1L;
 
+        private final boolean count;
+        private transient long lines;
+        private transient long reports;
+
+        Dispatcher(boolean count) {
+            this.count = count;
+        }
+
         @Override
         public void flatMap(Line l, Collector<PositionReport> out) {
-            LrOperators.dispatch(l, out::collect);
+            if (count) {
+                lines++;
+                LrOperators.dispatch(l, r -> {
+                    reports++;
+                    out.collect(r);
+                });
+            } else {
+                LrOperators.dispatch(l, out::collect);
+            }
+        }
+
+        @Override
+        public void close() throws Exception {
+            if (count) {
+                getRuntimeContext().addAccumulator(ClusterResults.POSITION_REPORTS, new LongCounter(reports));
+                getRuntimeContext().addAccumulator(ClusterResults.OTHER_RECORDS, new LongCounter(lines - reports));
+            }
+            super.close();
         }
     }
 
@@ -234,6 +275,44 @@ final class LinearRoad {
         @Override
         public void flatMap(PositionReport p, Collector<Notification> out) {
             op.process(p, out::collect);
+        }
+    }
+
+    /**
+     * The latency probe in front of the sink on a standalone cluster: notifications per branch,
+     * deadline misses and the largest end-to-end latency of its subtask, as the sink counts them.
+     */
+    static final class Probe extends LatencyProbe<Notification> {
+        private static final long serialVersionUID = 1L;
+
+        private transient long[] branches;
+        private transient long misses;
+        private transient long maxE2eNs;
+
+        Probe(long durationNs, double warmup) {
+            super(durationNs, warmup);
+        }
+
+        @Override
+        void accept(Notification n, long e2eNs) {
+            if (branches == null) {
+                branches = new long[3];
+            }
+            branches[n.branch]++;
+            if (e2eNs > LrOperators.DEADLINE_NS) {
+                misses++;
+            }
+            maxE2eNs = Math.max(maxE2eNs, e2eNs);
+        }
+
+        @Override
+        void report() {
+            for (int b = 0; b < 3; b++) {
+                getRuntimeContext().addAccumulator(ClusterResults.NOTIFICATIONS + b,
+                        new LongCounter(branches == null ? 0 : branches[b]));
+            }
+            getRuntimeContext().addAccumulator(ClusterResults.DEADLINE_MISSES, new LongCounter(misses));
+            getRuntimeContext().addAccumulator(ClusterResults.MAX_E2E_NS, new LongMaximum(maxE2eNs));
         }
     }
 

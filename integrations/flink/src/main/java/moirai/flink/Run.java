@@ -221,7 +221,11 @@ public final class Run {
                 ? StandaloneCluster.environment(o.jobmanager, flinkConfiguration(o, jobName))
                 : StreamExecutionEnvironment.createLocalEnvironmentWithWebUI(flinkConfiguration(o, jobName));
         env.setParallelism(o.parallelism);
-        env.disableOperatorChaining();
+        // On a cluster the probes chain to their sources and sinks, nothing else chains (ClusterResults).
+        ClusterResults results = remote ? new ClusterResults(o.durationNs, o.warmup) : null;
+        if (!remote) {
+            env.disableOperatorChaining();
+        }
         env.setBufferTimeout(o.bufferTimeoutMs);
 
         double durationS = o.durationNs / 1e9;
@@ -229,13 +233,16 @@ public final class Run {
                 ? Offered.unlimited()
                 : o.rampTo != null ? Offered.ramp(o.rate, o.rampTo, durationS) : Offered.constant(o.rate);
         if (syn) {
-            Syn.build(env, o.syn, synParams, offered, o.durationNs, o.parallelism);
+            Syn.build(env, o.syn, synParams, offered, o.durationNs, o.parallelism, results);
         } else {
-            LinearRoad.build(env, o.traffic, offered, o.durationNs, o.parallelism);
+            LinearRoad.build(env, o.traffic, offered, o.durationNs, o.parallelism, results);
+        }
+        if (remote) {
+            results.chain(env);
         }
 
         long jvmStartMs = ManagementFactory.getRuntimeMXBean().getStartTime();
-        int subtasks = StandaloneCluster.subtasks(env);
+        int subtasks = remote ? StandaloneCluster.subtasks(env) - results.probeSubtasks() : 0;
         JobClient client = env.executeAsync(jobName);
         System.err.printf("moirai-flink: job %s (%s) submitted; REST API and web UI on http://%s%s%n",
                 client.getJobID(), jobName, remote ? o.jobmanager : "127.0.0.1:" + o.restPort,
@@ -317,7 +324,11 @@ public final class Run {
         }
 
         double measuredS = o.durationNs * (1 - o.warmup) / 1e9;
-        Histogram[] latencies = remote ? null : Registry.latencies();
+        // On a cluster the probes' accumulators, put into this JVM's Registry; here, the tasks' own.
+        long[] counts = remote
+                ? ClusterResults.collect(done)
+                : new long[] {Registry.emitted(), Registry.emittedMeasured(), Registry.received(), Registry.receivedMeasured()};
+        Histogram[] latencies = Registry.latencies();
         Map<String, Object> s = Json.object();
         s.put("workload", o.workload);
         s.put("system", "flink");
@@ -330,24 +341,12 @@ public final class Run {
         }
         s.put("duration_s", durationS);
         s.put("measured_s", measuredS);
-        if (remote) {
-            // The tasks ran in the cluster's TaskManagers, and neither a FLIP-27 source reader nor
-            // a Sink v2 writer can hand an accumulator to the job's result: what they counted and
-            // measured stays there. Null, never a made-up 0.
-            System.err.println("moirai-flink: counts and latencies of a job on a standalone cluster are not brought "
-                    + "back to the client (see integrations/flink/README.md); the summary has null there");
-            s.put("ingress_tps", null);
-            s.put("egress_tps", null);
-            s.put("tuples_in", null);
-            s.put("tuples_out", null);
-        } else {
-            s.put("ingress_tps", Registry.emittedMeasured() / measuredS);
-            s.put("egress_tps", Registry.receivedMeasured() / measuredS);
-            s.put("tuples_in", Registry.emitted());
-            s.put("tuples_out", Registry.received());
-        }
-        s.put("latency_ms", latencies == null ? null : Summary.latency(latencies[0]));
-        s.put("e2e_latency_ms", latencies == null ? null : Summary.latency(latencies[1]));
+        s.put("ingress_tps", counts[1] / measuredS);
+        s.put("egress_tps", counts[3] / measuredS);
+        s.put("tuples_in", counts[0]);
+        s.put("tuples_out", counts[2]);
+        s.put("latency_ms", Summary.latency(latencies[0]));
+        s.put("e2e_latency_ms", Summary.latency(latencies[1]));
         s.put("threads", remote ? subtasks : Registry.SUBTASKS.get());
         // A cluster's CPU is its TaskManagers', which this client cannot see: 0.
         s.put("cpu_cores", remote ? 0.0 : Math.max(0, cpu1 - cpu0) / 1e9 / Math.max((t1 - t0) / 1e9, 1e-9));

@@ -5,6 +5,7 @@ import java.net.URISyntaxException;
 import java.time.Duration;
 
 import org.apache.flink.configuration.Configuration;
+import org.apache.flink.configuration.PipelineOptions;
 import org.apache.flink.configuration.RestartStrategyOptions;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.graph.StreamNode;
@@ -13,8 +14,8 @@ import org.apache.flink.streaming.api.graph.StreamNode;
  * A job submitted to a running standalone session cluster ({@code --jobmanager HOST:PORT}, the
  * JobManager's REST address) as a client submits it: a remote environment that ships this jar with
  * the job, so that the TaskManagers load the job's classes (and {@link moirai.jobs.Registry}'s
- * statics) in a class loader of the job's own. What the tasks count and measure stays in the
- * TaskManagers (see {@link Run}).
+ * statics) in a class loader of the job's own. What the tasks count and measure comes back as
+ * accumulators ({@link ClusterResults}).
  */
 final class StandaloneCluster {
     private StandaloneCluster() {}
@@ -28,6 +29,9 @@ final class StandaloneCluster {
         conf.set(RestartStrategyOptions.RESTART_STRATEGY, "fixed-delay");
         conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_ATTEMPTS, 5);
         conf.set(RestartStrategyOptions.RESTART_STRATEGY_FIXED_DELAY_DELAY, Duration.ofSeconds(2));
+        // Chaining on, so that the probes can chain to their sources and sinks; ClusterResults.chain
+        // keeps every other operator in a task thread of its own.
+        conf.set(PipelineOptions.OPERATOR_CHAINING, true);
         return StreamExecutionEnvironment.createRemoteEnvironment(host, port, conf, jar());
     }
 

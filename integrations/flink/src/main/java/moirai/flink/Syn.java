@@ -7,6 +7,7 @@ import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.functions.RichFlatMapFunction;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.DataStreamSink;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.util.Collector;
 
@@ -29,9 +30,12 @@ import moirai.jobs.SynTuple;
 final class Syn {
     private Syn() {}
 
-    /** Adds the queries to {@code env}; {@code offered} is the schedule of all queries together. */
+    /**
+     * Adds the queries to {@code env}; {@code offered} is the schedule of all queries together;
+     * {@code results}, on a standalone cluster only (else null), adds its probes.
+     */
     static void build(StreamExecutionEnvironment env, SynConfig c, List<SynDraw.QueryParams> params, Offered offered,
-            long durationNs, int parallelism) {
+            long durationNs, int parallelism, ClusterResults results) {
         Offered perQuery = offered.split(c.queries);
         for (int q = 0; q < c.queries; q++) {
             String query = "syn" + q;
@@ -40,13 +44,25 @@ final class Syn {
                     .fromSource(new Source(perQuery, durationNs), WatermarkStrategy.noWatermarks(), query + "/source",
                             TypeInformation.of(SynTuple.class))
                     .setParallelism(parallelism);
+            if (results != null) {
+                stream = results.ingress(stream, query + "/ingress-probe");
+            }
             for (int i = 1; i <= c.ops; i++) {
                 stream = stream.flatMap(new Operator(c, p.operators.get(i - 1), q, i))
                         .name(query + "/op" + i)
                         .uid(query + "/op" + i)
                         .setParallelism(parallelism);
             }
-            stream.sinkTo(new Sink(p.sinkCostNs)).name(query + "/sink").uid(query + "/sink").setParallelism(parallelism);
+            if (results != null) {
+                stream = results.latency(stream, results.probe(), query + "/latency-probe", parallelism);
+            }
+            DataStreamSink<SynTuple> sink = stream.sinkTo(new Sink(p.sinkCostNs))
+                    .name(query + "/sink")
+                    .uid(query + "/sink")
+                    .setParallelism(parallelism);
+            if (results != null) {
+                results.sink(sink);
+            }
         }
     }
 

@@ -112,9 +112,9 @@ impl ClusterJob {
 
     /// The middleware's target (`--flink URL`) and each TaskManager's id, for one middleware per
     /// node (`--flink-taskmanager ID`).
-    pub fn middleware_targets(&self) -> ([String; 2], Vec<String>) {
+    pub fn middleware_targets(&self) -> (Vec<String>, Vec<String>) {
         let ids = self.cluster.taskmanagers().iter().map(|t| t.id.clone()).collect();
-        (["--flink".to_string(), self.cluster.rest_url()], ids)
+        (vec!["--flink".to_string(), self.cluster.rest_url()], ids)
     }
 
     /// The client (its exit ends the point; its stdout has the summary).

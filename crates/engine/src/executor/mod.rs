@@ -171,3 +171,31 @@ fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "non-string panic payload".into())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_wait_for_the_end_wakes_as_the_last_thread_ends_and_times_out_otherwise() {
+        let ended = Arc::new(Ended::default());
+        let threads: Vec<_> = (0..2)
+            .map(|i| {
+                let ended = ended.clone();
+                std::thread::spawn(move || {
+                    std::thread::sleep(Duration::from_millis(20 * (i + 1)));
+                    ended.thread_ended();
+                })
+            })
+            .collect();
+        let start = Instant::now();
+        assert!(ended.wait(2, Duration::from_secs(120)));
+        // Woken by the last thread: a lost wake-up would sleep out the whole two minutes.
+        assert!(start.elapsed() < Duration::from_secs(60), "{:?}", start.elapsed());
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert!(!ended.wait(3, Duration::from_millis(30)), "a third thread never ends");
+    }
+}

@@ -107,10 +107,16 @@ impl<T: Data> Router<T> {
         Router { routes, fanout, batch_size: batch_size.max(1), metrics, last_watermark: 0 }
     }
 
-    fn send(sender: &Out<T>, buffer: &mut Vec<Tuple<T>>) {
+    /// Sends `buffer` as a batch. Without a vector given back by the consumer, a full batch's
+    /// buffer is replaced by one of `refill` tuples' capacity (more full batches are likely to
+    /// follow), a partial one's by an unallocated vector (a low rate: it may hold one tuple).
+    fn send(sender: &Out<T>, buffer: &mut Vec<Tuple<T>>, refill: usize) {
         // A closed channel means the engine is aborting; the task stops on the abort flag, and
         // what it was sending is dropped with it.
         let _ = sender.send_batch(buffer);
+        if buffer.capacity() < refill {
+            buffer.reserve_exact(refill);
+        }
     }
 
     #[inline]
@@ -119,7 +125,7 @@ impl<T: Data> Router<T> {
             for i in 0..route.senders.len() {
                 route.buffers[i].push(t.clone());
                 if route.buffers[i].len() >= batch_size {
-                    Self::send(&route.senders[i], &mut route.buffers[i]);
+                    Self::send(&route.senders[i], &mut route.buffers[i], batch_size);
                 }
             }
             return;
@@ -128,7 +134,7 @@ impl<T: Data> Router<T> {
         let buffer = &mut route.buffers[i];
         buffer.push(t);
         if buffer.len() >= batch_size {
-            Self::send(&route.senders[i], buffer);
+            Self::send(&route.senders[i], buffer, batch_size);
         }
     }
 
@@ -136,7 +142,7 @@ impl<T: Data> Router<T> {
         for route in &mut self.routes {
             for (sender, buffer) in route.senders.iter().zip(&mut route.buffers) {
                 if !buffer.is_empty() {
-                    Self::send(sender, buffer);
+                    Self::send(sender, buffer, 0);
                 }
             }
         }
@@ -159,7 +165,7 @@ impl<T: Data> Input<T> for Router<T> {
         let (last, others) = self.routes.split_last_mut().expect("a router has a route");
         // Fast path: a single forward route with an empty buffer takes the whole batch as it is.
         if others.is_empty() && last.senders.len() == 1 && last.buffers[0].is_empty() && batch.len() >= batch_size {
-            let _ = last.senders[0].send_batch(batch);
+            Self::send(&last.senders[0], batch, batch_size);
             return;
         }
         for t in batch.drain(..) {
@@ -187,5 +193,31 @@ impl<T: Data> Control for Router<T> {
     }
     fn finish(&mut self) {
         self.send_all(|| Message::End);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sync::channel::channel;
+    use crate::sync::Signal;
+
+    #[test]
+    fn a_full_batch_is_refilled_with_room_for_the_next_and_a_partial_one_is_not() {
+        let (tx, rx) = channel::<u64>(1 << 12, Arc::new(Signal::default()), Arc::new(Signal::default()));
+        let route = Route::new(Partitioning::Forward, None, vec![tx]);
+        let mut router = Router::new(vec![route], 4, Arc::new(OperatorMetrics::default()));
+        // Four tuples fill a batch: sent, and the buffer (nothing came back yet) is made ready for
+        // the next four instead of growing from nothing.
+        let mut batch: Vec<Tuple<u64>> = (0..4).map(|i| Tuple::at(0, i)).collect();
+        router.push_batch(&mut batch);
+        assert!(batch.is_empty() && batch.capacity() >= 4, "the fast path's buffer: {}", batch.capacity());
+        let Some(Message::Batch(first)) = rx.try_recv() else { panic!("a batch") };
+        assert_eq!(first.len(), 4);
+        // One tuple, then a flush: a partial batch goes on, and the buffer stays unallocated.
+        router.push_batch(&mut vec![Tuple::at(0, 9)]);
+        router.flush();
+        assert!(router.routes[0].buffers[0].is_empty() && router.routes[0].buffers[0].capacity() == 0);
+        assert!(matches!(rx.try_recv(), Some(Message::Batch(b)) if b.len() == 1 && b[0].data == 9));
     }
 }

@@ -318,9 +318,10 @@ fn cluster_test(system: &'static JvmSystem, test: &str) {
         "node 2's middleware idle, then attached: {err}"
     );
     assert_restored(pid2, &befores[1]);
-    for (tid, nice) in thread_nices(pid2) {
-        assert_eq!(nice, 0, "thread {tid} of the surviving TaskManager restored (new threads start at 0): {err}");
-    }
+    // Not asserted: that every thread of the TaskManager is back at 0. A thread that a reniced
+    // task thread creates while the middleware runs inherits its creator's nice value, and the
+    // middleware records what it first sees as that thread's original (a known gap: see
+    // docs/flink-cluster.md, "When TaskManagers come and go").
 
     // Node 1 comes back (a TaskManager joining late): its middleware, idle meanwhile, attaches
     // again. (The running job stays where it is: Flink does not move running subtasks.)

@@ -3,7 +3,8 @@
 //! TaskManagers, each in a network namespace of its own), submits the job to it as a client does
 //! (`moirai.flink.Run <workload> … --jobmanager HOST:PORT`), and, for a policy, runs one
 //! `moirai schedule` per TaskManager (`--flink URL --flink-taskmanager ID`, each with a state file
-//! of its own), whose CPU the lab sums into the point's middleware column.
+//! of its own, reading its TaskManager's Prometheus reporter: `--flink-prometheus URL`), whose
+//! CPU the lab sums into the point's middleware column.
 //!
 //! One cluster per point, not per sweep: the sweep interleaves configurations (A B A B …), so a
 //! cluster kept for a configuration would sit beside the other configurations' points, its JVMs
@@ -24,6 +25,7 @@ use moirai_os::Signal;
 
 use crate::flink_cluster::{ClusterSpec, FlinkCluster, LAB_HEARTBEAT_TIMEOUT};
 use crate::jvm::{JvmJobs, JvmSystem};
+use crate::mw_state::NodeTarget;
 use crate::process::{describe, file_tail, Child};
 
 /// The job's parallelism among the sweep's job arguments (`--parallelism P`, 1 by default): each
@@ -69,6 +71,7 @@ impl ClusterJob {
             namespaces: true,
             heartbeat_timeout: LAB_HEARTBEAT_TIMEOUT,
             deferred: 0,
+            reporter: true,
         };
         let cluster = FlinkCluster::start(jobs, &spec)?;
         if let Some(dir) = log.parent() {
@@ -110,11 +113,16 @@ impl ClusterJob {
         }
     }
 
-    /// The middleware's target (`--flink URL`) and each TaskManager's id, for one middleware per
-    /// node (`--flink-taskmanager ID`).
-    pub fn middleware_targets(&self) -> (Vec<String>, Vec<String>) {
-        let ids = self.cluster.taskmanagers().iter().map(|t| t.id.clone()).collect();
-        (vec!["--flink".to_string(), self.cluster.rest_url()], ids)
+    /// The middleware's target (`--flink URL`) and each node's TaskManager with its Prometheus
+    /// reporter, for one middleware per node (`--flink-taskmanager ID --flink-prometheus URL`).
+    pub fn middleware_targets(&self) -> (Vec<String>, Vec<NodeTarget>) {
+        let nodes = self
+            .cluster
+            .taskmanagers()
+            .iter()
+            .map(|t| NodeTarget { taskmanager: t.id.clone(), prometheus: t.metrics_url.clone() })
+            .collect();
+        (vec!["--flink".to_string(), self.cluster.rest_url()], nodes)
     }
 
     /// The client (its exit ends the point; its stdout has the summary).

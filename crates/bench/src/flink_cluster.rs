@@ -67,6 +67,9 @@ pub struct ClusterSpec {
     /// The last `deferred` TaskManagers are configured (node, address, configuration) but not
     /// started: nodes whose TaskManager joins late ([`FlinkCluster::start_taskmanager`]).
     pub deferred: usize,
+    /// Each TaskManager serves its subtasks' counters by Flink's Prometheus reporter
+    /// ([`crate::flink_reporter`], [`TaskManager::metrics_url`]).
+    pub reporter: bool,
 }
 
 /// One TaskManager of the cluster.
@@ -77,6 +80,8 @@ pub struct TaskManager {
     pub host: String,
     /// Its network namespace, if it has one.
     pub netns: Option<String>,
+    /// Its Prometheus reporter (`http://HOST:PORT/metrics`), when the cluster has reporters.
+    pub metrics_url: Option<String>,
     child: Option<Child>,
     log: PathBuf,
     /// Its configuration, to start it again.
@@ -134,13 +139,16 @@ fn conf_text(entries: &[(&str, String)]) -> String {
 }
 
 /// The settings both kinds of process share: where the JobManager is, and failure detection
-/// ([`ClusterSpec::heartbeat_timeout`]).
+/// ([`ClusterSpec::heartbeat_timeout`]). RPCs (a task's deployment among them) may take as long
+/// as a heartbeat: past saturation, TaskManagers starved of CPU did not answer a deployment
+/// within Flink's default `pekko.ask.timeout` of 10 s and the job failed.
 fn common_conf(jm_host: &str, rpc_port: u16, heartbeat_timeout: Duration) -> Vec<(&'static str, String)> {
     vec![
         ("jobmanager.rpc.address", jm_host.to_string()),
         ("jobmanager.rpc.port", rpc_port.to_string()),
         ("heartbeat.interval", "1000".into()),
         ("heartbeat.timeout", heartbeat_timeout.as_millis().to_string()),
+        ("pekko.ask.timeout", format!("{} ms", heartbeat_timeout.as_millis())),
     ]
 }
 
@@ -224,6 +232,13 @@ impl FlinkCluster {
                 ("taskmanager.memory.jvm-overhead.max", "192m".into()),
                 ("io.tmp.dirs", cluster.dir.join(format!("{id}-tmp")).display().to_string()),
             ]);
+            let metrics_url = if spec.reporter {
+                let reporter_port = port()?;
+                tm.extend(crate::flink_reporter::reporter_conf(reporter_port));
+                Some(format!("http://{tm_host}:{reporter_port}/metrics"))
+            } else {
+                None
+            };
             let child = if k < spec.taskmanagers - spec.deferred {
                 Some(cluster.spawn(&id, netns.as_deref(), &tm, TASKMANAGER_MAIN, &TM_FLAGS, jobs)?)
             } else {
@@ -234,6 +249,7 @@ impl FlinkCluster {
                 id,
                 host: tm_host,
                 netns,
+                metrics_url,
                 child,
                 conf: tm,
             });

@@ -302,21 +302,32 @@ impl Middleware {
     }
 }
 
+/// One node of a standalone cluster, as its middleware is told it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeTarget {
+    /// The node's TaskManager (`--flink-taskmanager ID`).
+    pub taskmanager: String,
+    /// Its Prometheus reporter (`--flink-prometheus URL`), if it has one.
+    pub prometheus: Option<String>,
+}
+
 /// Starts the middlewares of a point: one (`nodes` empty), with the state file `state`; or one per
 /// node of a standalone cluster, each told its node's TaskManager (`--flink-taskmanager ID`) and
-/// with a state file of its own (`state` with `-ID` before the extension).
+/// reporter (`--flink-prometheus URL`), with a state file of its own (`state` with `-ID` before
+/// the extension).
 pub fn spawn_per_node(
     exe: &Path,
     args: Vec<String>,
     state: &Path,
-    nodes: &[String],
+    nodes: &[NodeTarget],
 ) -> Result<Vec<Middleware>, String> {
     if nodes.is_empty() {
         return Ok(vec![Middleware::spawn(exe, args)?]);
     }
     let own = state.display().to_string();
     let mut out = Vec::new();
-    for id in nodes {
+    for node in nodes {
+        let id = &node.taskmanager;
         let node_state = state.with_file_name(format!(
             "{}-{id}.json",
             state.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
@@ -324,6 +335,9 @@ pub fn spawn_per_node(
         let mut a: Vec<String> =
             args.iter().map(|x| if *x == own { node_state.display().to_string() } else { x.clone() }).collect();
         a.extend(["--flink-taskmanager".to_string(), id.clone()]);
+        if let Some(url) = &node.prometheus {
+            a.extend(["--flink-prometheus".to_string(), url.clone()]);
+        }
         // On an error the ones started are dropped, which stops them.
         out.push(Middleware::spawn(exe, a)?);
     }

@@ -504,7 +504,7 @@ struct Started {
     /// Why the point already failed (the middleware cannot attach).
     failure: Option<String>,
     /// A standalone cluster's TaskManagers: one middleware each (none: one middleware).
-    nodes: Vec<String>,
+    nodes: Vec<mw_state::NodeTarget>,
 }
 
 /// Starts the engine of a point; for a configuration with a policy, waits until its metrics

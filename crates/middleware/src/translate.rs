@@ -36,13 +36,28 @@ pub struct Target {
     pub priority: f64,
 }
 
-/// The threads of a schedule with their priorities, in a stable order.
+/// The threads of a schedule with their priorities, in a stable order, each thread once. A
+/// thread that runs several operators (a Flink chain split into its operators, whose task
+/// thread runs them all) takes the highest priority among them, with that operator's name and
+/// group: one thread has one nice value and one cgroup, and a thread that carries an urgent
+/// operator must run.
 pub fn targets(schedule: &Schedule, cluster: &Cluster) -> Vec<Target> {
-    let mut out = Vec::new();
+    let mut out: Vec<Target> = Vec::new();
+    let mut seen: HashMap<(u32, Tid), usize> = HashMap::new();
     let mut add = |op: OpRef, group: String, priority: f64| {
         let spe = cluster.spe(op.spe);
         let p = cluster.physical(op);
         for t in cluster.threads(op) {
+            let key = (spe.topology().pid, t.tid);
+            if let Some(&i) = seen.get(&key) {
+                if priority > out[i].priority {
+                    out[i].priority = priority;
+                    out[i].operator = p.name.clone();
+                    out[i].group = group.clone();
+                }
+                continue;
+            }
+            seen.insert(key, out.len());
             out.push(Target {
                 pid: spe.topology().pid,
                 tid: t.tid,
@@ -358,6 +373,46 @@ mod tests {
             operator: format!("op{tid}"),
             group: String::new(),
             priority,
+        }
+    }
+
+    /// A Flink source chain split into its two operators (`source`, `probe`), both run by task
+    /// thread 10, which also runs nothing else; thread 11 is the probe's alone.
+    fn split_chain() -> Cluster {
+        use moirai_sched::{LogicalOperator, OpKind, PhysicalOperator, SpeTopology, ThreadRef};
+        let logical = |name: &str, kind| LogicalOperator { name: name.into(), query: "q".into(), kind };
+        let physical = |name: &str, l: usize, tids: &[Tid]| PhysicalOperator {
+            name: name.into(),
+            query: "q".into(),
+            logical: vec![l],
+            instance: 0,
+            threads: tids.iter().map(|&tid| ThreadRef { tid, start_ticks: 7 }).collect(),
+        };
+        Cluster::new(vec![SpeTopology {
+            name: "flink".into(),
+            pid: 1,
+            queries: vec!["q".into()],
+            logical: vec![logical("source", OpKind::Source), logical("probe", OpKind::Sink)],
+            logical_edges: vec![(0, 1)],
+            physical: vec![physical("source (1/1)", 0, &[10]), physical("probe (1/1)", 1, &[10, 11])],
+            physical_edges: vec![(0, 1)],
+        }])
+        .unwrap()
+    }
+
+    #[test]
+    fn a_thread_of_several_operators_is_one_target_with_their_highest_priority() {
+        let cluster = split_chain();
+        let (source, probe) = (OpRef { spe: 0, op: 0 }, OpRef { spe: 0, op: 1 });
+        for (ps, pp) in [(1.0, 5.0), (5.0, 1.0)] {
+            let schedule = Schedule::Single([(source, ps), (probe, pp)].into_iter().collect());
+            let t = targets(&schedule, &cluster);
+            let by_tid: Vec<(Tid, &str, f64)> = t.iter().map(|t| (t.tid, t.operator.as_str(), t.priority)).collect();
+            let top = if ps > pp { "source (1/1)" } else { "probe (1/1)" };
+            assert_eq!(by_tid, [(10, top, ps.max(pp)), (11, "probe (1/1)", pp)], "priorities {ps}, {pp}");
+            // So each thread gets one nice value, whatever the order of the operators.
+            let nices = nice_values(&schedule, &cluster, Normalization::Linear, NiceRange::default());
+            assert_eq!(nices.len(), 2);
         }
     }
 

@@ -131,11 +131,11 @@ pub fn jvm_threads(pid: u32) -> BTreeMap<String, i32> {
         .collect()
 }
 
+/// The nice value of thread `tid` of `pid` now (the thread must exist).
 pub fn nice(pid: u32, tid: i32) -> i32 {
     thread_stat(pid, tid).unwrap().nice
 }
 
-/// What the middleware says policy `policy` applied, from its own /metrics: tid → (operator
 /// The nice value of every thread of `pid` now: tid → nice.
 pub fn thread_nices(pid: u32) -> BTreeMap<i32, i32> {
     moirai_os::proc::threads(pid).unwrap().into_iter().map(|t| (t.tid, t.nice)).collect()
@@ -160,6 +160,7 @@ pub fn assert_restored(pid: u32, before: &BTreeMap<i32, i32>) {
     }
 }
 
+/// What the middleware says policy `policy` applied, from its own /metrics: tid → (operator
 /// label, value).
 pub fn applied(port: u16, policy: &str) -> BTreeMap<i32, (String, i64)> {
     let Ok(resp) = ureq::get(&format!("http://127.0.0.1:{port}/metrics")).call() else { return BTreeMap::new() };

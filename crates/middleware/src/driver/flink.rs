@@ -80,7 +80,13 @@ struct ThreadMap {
     signature: Vec<(String, String, usize)>,
     threads: SubtaskThreads,
     taken: Instant,
+    /// A subtask's helper thread was born after the dump: the next dump maps it.
+    unmapped_helpers: bool,
 }
+
+/// How the names of a subtask's helper threads begin in `/proc` (`comm`, 15 bytes at most):
+/// `OutputFlusher for …`, `System Time Trigger for …`, `Time Trigger for …`, `Legacy Source Thread - …`.
+const HELPER_PREFIXES: [&str; 4] = ["OutputFlusher f", "System Time Tri", "Time Trigger fo", "Legacy Source T"];
 
 fn signature(jobs: &[Job]) -> Vec<(String, String, usize)> {
     jobs.iter().flat_map(|j| j.vertices.iter().map(|v| (j.id.clone(), v.id.clone(), v.parallelism))).collect()
@@ -251,11 +257,22 @@ impl FlinkDriver {
         // looked for (one stat per mapped thread) only when the JVM's thread set changed.
         let changed = self.census.refresh(map.pid);
         let gone = changed && any_gone(map.pid, map.threads.values().flatten());
+        // A subtask's helper threads start after its task thread, some only when first needed
+        // (a timer thread at the first timer): a dump taken in between lacks them. One born
+        // since is looked up by its name in /proc (cut to 15 bytes, but the helpers' prefixes
+        // fit).
+        let helper_born = changed
+            && self.census.born().iter().any(|&tid| {
+                moirai_os::proc::thread_stat(map.pid, tid)
+                    .is_ok_and(|t| HELPER_PREFIXES.iter().any(|p| t.name.starts_with(p)))
+            });
         let missing = jobs.iter().flat_map(|j| j.vertices.iter()).any(|v| {
             (0..v.parallelism)
                 .any(|s| self.is_mine(v, s) && !map.threads.contains_key(&(v.name.clone(), s, v.parallelism)))
         });
-        gone || (missing && map.taken.elapsed() >= DUMP_RETRY)
+        let Some(map) = self.map.as_mut() else { return true };
+        map.unmapped_helpers |= helper_born;
+        gone || ((missing || map.unmapped_helpers) && map.taken.elapsed() >= DUMP_RETRY)
     }
 
     /// Takes the thread map again. When that fails (no JVM found, jcmd refused), the subtasks
@@ -269,7 +286,13 @@ impl FlinkDriver {
                 (self.map.as_ref().map_or(0, |m| m.pid), SubtaskThreads::new())
             }
         };
-        self.map = Some(ThreadMap { pid, signature: signature(jobs), threads, taken: Instant::now() });
+        self.map = Some(ThreadMap {
+            pid,
+            signature: signature(jobs),
+            threads,
+            taken: Instant::now(),
+            unmapped_helpers: false,
+        });
     }
 
     fn take_map(&mut self, jobs: &[Job]) -> Result<(u32, SubtaskThreads), String> {

@@ -18,6 +18,8 @@ use moirai_os::Tid;
 pub struct ThreadCensus {
     pid: u32,
     tids: Vec<Tid>,
+    /// The ids listed at the last refresh that the one before did not list.
+    born: Vec<Tid>,
     start: HashMap<Tid, u64>,
     /// A read that failed for lack of descriptors since the last [`ThreadCensus::take_shortage`].
     shortage: Option<std::io::Error>,
@@ -48,11 +50,19 @@ impl ThreadCensus {
         }
         if pid != self.pid {
             self.start.clear();
+            self.tids.clear();
         }
+        self.born = tids.iter().copied().filter(|t| self.tids.binary_search(t).is_err()).collect();
         self.start.retain(|tid, _| tids.binary_search(tid).is_ok());
         self.pid = pid;
         self.tids = tids;
         true
+    }
+
+    /// The threads the last [`ThreadCensus::refresh`] that saw a change found and the one before
+    /// did not (every thread, at the first listing of a process).
+    pub fn born(&self) -> &[Tid] {
+        &self.born
     }
 
     /// Whether `tid` was a thread of the process at the last [`ThreadCensus::refresh`].
@@ -118,10 +128,12 @@ mod tests {
         });
         let tid = tid_rx.recv().unwrap();
         assert!(census.refresh(me), "a thread was born");
+        assert!(census.born().contains(&tid), "{:?}", census.born());
         assert!(census.start_ticks(me, tid).is_some());
         drop(tx);
         t.join().unwrap();
         assert!(census.refresh(me), "a thread ended");
+        assert!(!census.born().contains(&tid));
         assert_eq!(census.start_ticks(me, tid), None);
         assert_eq!(census.start_ticks(u32::MAX / 2, 1), None, "no such process");
     }

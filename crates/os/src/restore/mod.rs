@@ -35,6 +35,7 @@
 //! # Ok(()) }
 //! ```
 
+mod heirs;
 mod state;
 mod undo;
 
@@ -186,6 +187,8 @@ impl RestoreLog {
     fn record_nice(&mut self, pid: u32, tid: Tid, nice: i32) -> Result<(), OsError> {
         validate_nice(nice as i64)?;
         let stat = thread_stat(pid, tid).map_err(|_| OsError::ThreadGone { tid })?;
+        let noted = self.state.note_nice_set(pid, nice)?;
+        self.dirty |= noted;
         if let Some(i) = self.state.nice.iter().position(|r| r.pid == pid && r.tid == tid) {
             if self.state.nice[i].start_ticks == stat.start_ticks {
                 return Ok(());
@@ -193,7 +196,9 @@ impl RestoreLog {
             // The recorded thread ended and the tid was reused: the old record is moot.
             self.state.nice.remove(i);
         }
-        let original = get_nice(tid)?;
+        // A thread born of one moirai reniced starts at moirai's value: its original is its
+        // process's (see `heirs`).
+        let original = self.state.original_nice_of(pid, &stat, get_nice(tid)?);
         self.state.nice.push(NiceRecord { pid, tid, start_ticks: stat.start_ticks, nice: original });
         self.dirty = true;
         Ok(())
@@ -287,12 +292,14 @@ impl RestoreLog {
         (part.nice, self.state.nice) = self.state.nice.drain(..).partition(|r| mine(&r.pid));
         (part.sched, self.state.sched) = self.state.sched.drain(..).partition(|r| mine(&r.pid));
         (part.threads, self.state.threads) = self.state.threads.drain(..).partition(|r| mine(&r.pid));
+        (part.heirs, self.state.heirs) = self.state.heirs.drain(..).partition(|r| mine(&r.pid));
         // Process records are the homes of the process's threads; they stay recorded.
         part.processes = self.state.processes.iter().filter(|r| mine(&r.pid)).cloned().collect();
         let mut report = undo::undo_threads_of(&mut part, &*self.fs);
         self.state.nice.append(&mut part.nice);
         self.state.sched.append(&mut part.sched);
         self.state.threads.append(&mut part.threads);
+        self.state.heirs.append(&mut part.heirs);
         self.dirty = true;
         if let Err(e) = self.commit() {
             report.failures.push(e.to_string());

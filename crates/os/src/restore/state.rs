@@ -84,6 +84,10 @@ pub(crate) struct State {
     /// Session groups (absent in files of older moirai versions).
     #[serde(default)]
     pub(crate) autogroups: Vec<AutogroupRecord>,
+    /// Per process reniced: what threads born later may have inherited (absent in files of
+    /// older moirai versions).
+    #[serde(default)]
+    pub(crate) heirs: Vec<super::heirs::HeirRecord>,
     /// The cpu hierarchy the cgroup records refer to.
     pub(crate) cgroup: Option<Hierarchy>,
     /// The instance directory (`<mount>/moirai/<instance>`).
@@ -101,6 +105,7 @@ impl State {
         self.nice.is_empty()
             && self.sched.is_empty()
             && self.autogroups.is_empty()
+            && self.heirs.is_empty()
             && self.processes.is_empty()
             && self.threads.is_empty()
             && self.groups.is_empty()

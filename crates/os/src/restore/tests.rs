@@ -534,3 +534,88 @@ fn a_session_group_that_ended_is_skipped() {
     fs::write(&path, old.to_string()).unwrap();
     assert_eq!(RestoreLog::restore_from(&path).unwrap(), RestoreReport::default());
 }
+
+/// A thread that starts threads on request: Linux starts each at its nice value.
+struct Parent {
+    tid: Tid,
+    ask: Option<std::sync::mpsc::Sender<std::sync::mpsc::Sender<Sleeper>>>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Parent {
+    fn spawn() -> Parent {
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+        let (ask, asked) = std::sync::mpsc::channel::<std::sync::mpsc::Sender<Sleeper>>();
+        let handle = std::thread::spawn(move || {
+            tid_tx.send(crate::proc::current_tid()).unwrap();
+            for reply in asked {
+                reply.send(Sleeper::spawn()).unwrap();
+            }
+        });
+        Parent { tid: tid_rx.recv().unwrap(), ask: Some(ask), handle: Some(handle) }
+    }
+
+    fn child(&self) -> Sleeper {
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.ask.as_ref().unwrap().send(tx).unwrap();
+        rx.recv().unwrap()
+    }
+}
+
+impl Drop for Parent {
+    fn drop(&mut self) {
+        drop(self.ask.take());
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+#[test]
+fn threads_born_of_a_reniced_thread_get_their_process_value_back_after_a_crash_too() {
+    if skip_unless_root("threads_born_of_a_reniced_thread_get_their_process_value_back_after_a_crash_too") {
+        return;
+    }
+    // Values no other test of this process sets through a log: the sweep looks at every thread
+    // of the process.
+    let (raised, lowered) = (-6, 8);
+    let dir = TempDir::new("heirs");
+    let pid = std::process::id();
+    let baseline = thread_stat(pid, pid as Tid).unwrap().nice;
+    let parent = Parent::spawn();
+    let older = Sleeper::spawn();
+    let older_nice = get_nice(older.tid).unwrap();
+    // `older` starts at least a clock tick before the first change.
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    let mut log = RestoreLog::create(state_path(&dir)).unwrap();
+    log.set_nice(pid, parent.tid, raised).unwrap();
+    let (changed, untouched) = (parent.child(), parent.child());
+    assert_eq!(get_nice(untouched.tid).unwrap(), raised, "Linux starts a thread at its creator's value");
+    // Someone else gives a thread older than moirai's first change moirai's value: no heir.
+    crate::nice::set_nice(older.tid, raised).unwrap();
+    log.set_nice(pid, changed.tid, lowered).unwrap();
+    assert_eq!(log.original_nice(pid, changed.tid), Some(baseline), "an heir's original is its process's value");
+    let on_disk = read_state(log.path());
+    assert_eq!(on_disk.heirs.len(), 1);
+    assert_eq!((on_disk.heirs[0].baseline, &on_disk.heirs[0].values), (baseline, &vec![raised, lowered]));
+
+    // The middleware is killed: the next start restores from the file.
+    let path = log.path().to_path_buf();
+    std::mem::forget(log);
+    let report = RestoreLog::restore_from(&path).unwrap();
+    assert!(report.is_clean(), "{report}");
+    assert_eq!((report.nice_restored, report.heirs_restored), (2, 1), "{report}");
+    assert!(report.to_string().contains("3 nice values (1 of threads born at a value moirai set)"), "{report}");
+    for (what, tid) in
+        [("the reniced thread", parent.tid), ("its changed heir", changed.tid), ("its untouched heir", untouched.tid)]
+    {
+        assert_eq!(get_nice(tid).unwrap(), baseline, "{what}");
+    }
+    assert_eq!(
+        get_nice(older.tid).unwrap(),
+        raised,
+        "a thread moirai never touched and did not father keeps its value"
+    );
+    crate::nice::set_nice(older.tid, older_nice).unwrap();
+    assert!(!path.exists());
+}

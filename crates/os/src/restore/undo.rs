@@ -4,6 +4,7 @@
 //! Every step checks that the thing still exists and is still the recorded one; what ended is
 //! skipped, what was reused is skipped, what failed stays in the state for a later attempt.
 
+use std::collections::HashSet;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -17,6 +18,7 @@ use crate::nice::set_nice;
 use crate::proc::Tid;
 use crate::realtime::set_sched_class;
 
+use super::heirs::undo_heirs;
 use super::{identity, Identity, State};
 
 /// What [`super::RestoreLog::restore`] did.
@@ -26,6 +28,9 @@ pub struct RestoreReport {
     pub classes_restored: usize,
     /// Threads whose original nice value was set again.
     pub nice_restored: usize,
+    /// Threads moirai never changed, born at a value it set on another thread of their process
+    /// (Linux starts a thread at its creator's value), set back to their process's value.
+    pub heirs_restored: usize,
     /// Session groups whose original nice value was set again.
     pub autogroups_restored: usize,
     /// Threads moved back to their original cgroup one by one (v1, or v2 threads that had a
@@ -61,10 +66,11 @@ impl fmt::Display for RestoreReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} classes, {} nice values and {} session groups restored, {} threads and {} processes moved back, {} strays moved, {} groups removed, \
-             {} controllers disabled, {} skipped (ended), {} skipped (tid reused)",
+            "{} classes, {} nice values ({} of threads born at a value moirai set) and {} session groups restored, {} threads and {} processes \
+             moved back, {} strays moved, {} groups removed, {} controllers disabled, {} skipped (ended), {} skipped (tid reused)",
             self.classes_restored,
-            self.nice_restored,
+            self.nice_restored + self.heirs_restored,
+            self.heirs_restored,
             self.autogroups_restored,
             self.threads_moved_back,
             self.processes_moved_back,
@@ -139,7 +145,7 @@ pub(crate) fn undo(state: &mut State, fs: &dyn CgroupFs) -> RestoreReport {
     let mut report = RestoreReport::default();
     // Classes first: a thread back in SCHED_OTHER can then move to any cgroup.
     undo_sched(state, &mut report);
-    undo_nice(state, &mut report);
+    undo_nice_and_heirs(state, &mut report);
     undo_autogroups(state, &mut report);
     if let Some(h) = state.cgroup.clone() {
         match h.version {
@@ -166,7 +172,7 @@ pub(crate) fn undo(state: &mut State, fs: &dyn CgroupFs) -> RestoreReport {
 pub(crate) fn undo_threads_of(state: &mut State, fs: &dyn CgroupFs) -> RestoreReport {
     let mut report = RestoreReport::default();
     undo_sched(state, &mut report);
-    undo_nice(state, &mut report);
+    undo_nice_and_heirs(state, &mut report);
     if let Some(h) = state.cgroup.clone() {
         match h.version {
             CgroupVersion::V1 => undo_v1_threads(state, fs, &h, &mut report),
@@ -224,6 +230,13 @@ fn undo_sched(state: &mut State, report: &mut RestoreReport) {
         |r| format!("class of thread {} (pid {}) back to {}", r.tid, r.pid, r.class),
         |report| &mut report.classes_restored,
     );
+}
+
+/// Nice values: the recorded threads', then those of the threads born of them (see `heirs`).
+fn undo_nice_and_heirs(state: &mut State, report: &mut RestoreReport) {
+    let recorded: HashSet<(u32, Tid)> = state.nice.iter().map(|r| (r.pid, r.tid)).collect();
+    undo_nice(state, report);
+    undo_heirs(state, &recorded, report);
 }
 
 fn undo_nice(state: &mut State, report: &mut RestoreReport) {

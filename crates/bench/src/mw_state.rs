@@ -23,13 +23,13 @@
 //! it acted.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use moirai_os::Signal;
 
 use crate::point::Point;
-use crate::process::{describe, free_port, tail_lines, Child};
+use crate::process::{describe, file_tail, free_port, Child};
 use crate::spec::Configuration;
 
 /// How long the middleware may take to stop after SIGINT (it restores the threads it steered).
@@ -178,25 +178,41 @@ pub struct Middleware {
     state: [Option<(Instant, MwState)>; 2],
     /// Why the last scrape failed, while none has answered at that end of the window.
     scrape_error: Option<String>,
+    /// Where its stderr goes (what it says: attached, active, warnings, the restore).
+    log: PathBuf,
 }
 
 impl Middleware {
-    /// Starts `moirai schedule <args> --metrics-addr 127.0.0.1:PORT` on a free port.
-    pub fn spawn(exe: &Path, mut args: Vec<String>) -> Result<Middleware, String> {
+    /// Starts `moirai schedule <args> --metrics-addr 127.0.0.1:PORT` on a free port, its stderr
+    /// written to `log` (its directory is made).
+    pub fn spawn(exe: &Path, mut args: Vec<String>, log: &Path) -> Result<Middleware, String> {
         let port = free_port()
             .map_err(|e| format!("no free TCP port on 127.0.0.1 for the middleware's metrics endpoint: {e}"))?;
         args.extend(["--metrics-addr".to_string(), format!("127.0.0.1:{port}")]);
-        let child = Child::spawn(exe, &args).map_err(|e| format!("cannot start the middleware: {e}"))?;
+        if let Some(dir) = log.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        let file = std::fs::File::create(log).map_err(|e| format!("cannot create {}: {e}", log.display()))?;
+        let mut cmd = std::process::Command::new(exe);
+        cmd.args(&args);
+        let child = Child::spawn_logged(cmd, file).map_err(|e| format!("cannot start the middleware: {e}"))?;
         let agent = ureq::AgentBuilder::new().timeout(SCRAPE_TIMEOUT).build();
-        Ok(Middleware { child, port, agent, cpu: [None, None], state: [None, None], scrape_error: None })
+        Ok(Middleware {
+            child,
+            port,
+            agent,
+            cpu: [None, None],
+            state: [None, None],
+            scrape_error: None,
+            log: log.to_path_buf(),
+        })
     }
 
     /// Watches it at one poll of the point, sampling at the window's `start` and `end`; says why
     /// the point fails when it exited.
     pub fn watch(&mut self, start: Instant, end: Instant) -> Result<(), MwFailure> {
         if let Some(status) = self.child.try_wait() {
-            let (_, err) = self.child.output();
-            let tail = tail_lines(&err, 5);
+            let tail = file_tail(&self.log, 5);
             let what = format!("the middleware exited during the run ({}): {tail}", describe(status));
             return Err(if tail.contains("cannot serve metrics") && tail.contains("in use") {
                 MwFailure::PortTaken(what)
@@ -287,7 +303,7 @@ impl Middleware {
                 return Err(MwFailure::Failed(format!(
                     "the middleware failed on SIGINT ({}): {}",
                     describe(s),
-                    tail_lines(&self.child.output().1, 5)
+                    file_tail(&self.log, 5)
                 )))
             }
             _ => {}
@@ -311,27 +327,26 @@ pub struct NodeTarget {
     pub prometheus: Option<String>,
 }
 
-/// Starts the middlewares of a point: one (`nodes` empty), with the state file `state`; or one per
-/// node of a standalone cluster, each told its node's TaskManager (`--flink-taskmanager ID`) and
-/// reporter (`--flink-prometheus URL`), with a state file of its own (`state` with `-ID` before
-/// the extension).
+/// Starts the middlewares of a point: one (`nodes` empty), with the state file `state` and the
+/// log `log`; or one per node of a standalone cluster, each told its node's TaskManager
+/// (`--flink-taskmanager ID`) and reporter (`--flink-prometheus URL`), with a state file and a log
+/// of its own (`state` and `log` with `-ID` before the extension).
 pub fn spawn_per_node(
     exe: &Path,
     args: Vec<String>,
     state: &Path,
+    log: &Path,
     nodes: &[NodeTarget],
 ) -> Result<Vec<Middleware>, String> {
     if nodes.is_empty() {
-        return Ok(vec![Middleware::spawn(exe, args)?]);
+        return Ok(vec![Middleware::spawn(exe, args, log)?]);
     }
     let own = state.display().to_string();
     let mut out = Vec::new();
     for node in nodes {
         let id = &node.taskmanager;
-        let node_state = state.with_file_name(format!(
-            "{}-{id}.json",
-            state.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
-        ));
+        let node_state = with_node(state, id, "json");
+        let node_log = with_node(log, id, "log");
         let mut a: Vec<String> =
             args.iter().map(|x| if *x == own { node_state.display().to_string() } else { x.clone() }).collect();
         a.extend(["--flink-taskmanager".to_string(), id.clone()]);
@@ -339,9 +354,15 @@ pub fn spawn_per_node(
             a.extend(["--flink-prometheus".to_string(), url.clone()]);
         }
         // On an error the ones started are dropped, which stops them.
-        out.push(Middleware::spawn(exe, a)?);
+        out.push(Middleware::spawn(exe, a, &node_log)?);
     }
     Ok(out)
+}
+
+/// `dir/name.ext` → `dir/name-ID.ext`.
+fn with_node(path: &Path, id: &str, ext: &str) -> PathBuf {
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    path.with_file_name(format!("{stem}-{id}.{ext}"))
 }
 
 /// [`Middleware::finish`] for every middleware of a point: with one per node, the point's CPU is

@@ -618,7 +618,8 @@ fn attempt_point(
             // middleware the user runs elsewhere on this machine.
             let state = spec.out_dir.join("schedule-state.json");
             let args = mw_state::schedule_args(config, policy, &target, &state, spec.policy_period);
-            match mw_state::spawn_per_node(&spec.exe, args, &state, &nodes) {
+            let log = job_log(spec, point, "middleware-logs");
+            match mw_state::spawn_per_node(&spec.exe, args, &state, &log, &nodes) {
                 Ok(m) => middlewares = m,
                 Err(e) => {
                     failure = Some(e);

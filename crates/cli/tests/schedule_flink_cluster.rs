@@ -483,6 +483,12 @@ fn a_lab_point_on_a_standalone_cluster_runs_one_middleware_per_node() {
     assert!(run["cpu_cores"].as_f64().is_some_and(|c| c > 0.05), "the cluster's CPU: {run}");
     assert!(run["ingress_tps"].as_f64().is_some_and(|r| (1_600.0..=2_200.0).contains(&r)), "{run}");
     assert!(run["e2e_latency_ms"]["count"].as_f64().is_some_and(|c| c > 0.0), "{run}");
+    // What each node's middleware said is kept, one log per node.
+    for tm in ["moirai-tm1", "moirai-tm2"] {
+        let log = out.join("middleware-logs").join(format!("flink_qs_cluster_standalone_2-2k-rep1-{tm}.log"));
+        let said = std::fs::read_to_string(&log).unwrap_or_else(|e| panic!("{}: {e}", log.display()));
+        assert!(said.contains(&format!("TaskManager {tm} (")) && said.contains("is this node's"), "{said}");
+    }
     // The lab's namespaces are named after it: moirai-<pid>x<n>-n<k>.
     let namespaces = std::process::Command::new("ip").args(["netns", "list"]).output().unwrap();
     let mine = format!("moirai-{lab_pid}x");

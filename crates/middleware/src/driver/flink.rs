@@ -205,7 +205,12 @@ impl FlinkDriver {
         if let Some(node) = self.node.as_mut() {
             let name = &self.name;
             let mut say = |line: String| eprintln!("moirai schedule: SPE '{name}': {line}");
-            if let NodeState::Absent = node.refresh(&self.rest, &jobs, &mut say).map_err(DriverError::Interface)? {
+            // With this node's reporter, the subtasks it reports are this node's.
+            let reported = scraped.map(|s| move |j: &str, v: &str, i: usize| s.has_subtask(j, v, i));
+            let reported = reported.as_ref().map(|f| f as &dyn Fn(&str, &str, usize) -> bool);
+            if let NodeState::Absent =
+                node.refresh(&self.rest, &jobs, reported, &mut say).map_err(DriverError::Interface)?
+            {
                 // No TaskManager of this node: nothing here to schedule.
                 jobs.clear();
             }

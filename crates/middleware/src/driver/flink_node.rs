@@ -130,11 +130,15 @@ impl Node {
     }
 
     /// Looks for the TaskManager and, when needed, where the jobs' subtasks run; `say` gets a
-    /// line whenever the TaskManager comes or goes.
+    /// line whenever the TaskManager comes or goes. `reported` (job id, vertex id, subtask):
+    /// whether this node's TaskManager's Prometheus reporter reports the subtask — then the
+    /// placement is read off the scrape, not by one REST request per job vertex (a job of 100
+    /// vertices took 100 requests, seconds on a JobManager starved past saturation).
     pub fn refresh(
         &mut self,
         rest: &FlinkRest,
         jobs: &[Job],
+        reported: Option<&dyn Fn(&str, &str, usize) -> bool>,
         say: &mut dyn FnMut(String),
     ) -> Result<NodeState, String> {
         let tms = rest.taskmanagers()?;
@@ -166,6 +170,11 @@ impl Node {
             self.presence = Presence::Registered(tm.id.clone());
         }
         self.tm = Some(tm.clone());
+        if let Some(reported) = reported {
+            self.mine = placement_reported(jobs, reported);
+            self.read_for = None;
+            return Ok(NodeState::Present);
+        }
         let job_ids: Vec<String> = jobs.iter().map(|j| j.id.clone()).collect();
         let fresh = self
             .read_for
@@ -215,6 +224,20 @@ impl Node {
     pub fn retain<T>(&self, threads: &mut HashMap<(String, usize, usize), T>) {
         threads.retain(|k, _| self.mine.contains(k));
     }
+}
+
+/// The subtasks of `jobs` that `reported` (job id, vertex id, subtask) says this node's reporter
+/// reports, keyed as threads are: (vertex name, subtask, parallelism).
+fn placement_reported(jobs: &[Job], reported: &dyn Fn(&str, &str, usize) -> bool) -> HashSet<(String, usize, usize)> {
+    let mut mine = HashSet::new();
+    for job in jobs {
+        for v in &job.vertices {
+            for s in (0..v.parallelism).filter(|&s| reported(&job.id, &v.id, s)) {
+                mine.insert((v.name.clone(), s, v.parallelism));
+            }
+        }
+    }
+    mine
 }
 
 /// Whether process `pid` holds a TCP socket listening on `port` (on `host` or every address), as
@@ -311,5 +334,17 @@ mod tests {
         node.retain(&mut threads);
         assert_eq!(threads.into_keys().collect::<Vec<_>>(), vec![("op".to_string(), 0, 2)]);
         assert!(node.hosts("op", 0, 2) && !node.hosts("op", 1, 2));
+    }
+
+    #[test]
+    fn a_reporters_subtasks_are_its_nodes() {
+        use super::super::flink_rest::Vertex;
+        let vertex = |id: &str, name: &str| Vertex { id: id.into(), name: name.into(), parallelism: 2, inputs: vec![] };
+        let jobs = [Job { id: "j".into(), name: "q".into(), vertices: vec![vertex("v1", "src"), vertex("v2", "map")] }];
+        // This node's reporter has subtask 1 of the source and subtask 0 of the map.
+        let reported = |j: &str, v: &str, s: usize| j == "j" && matches!((v, s), ("v1", 1) | ("v2", 0));
+        let mine = placement_reported(&jobs, &reported);
+        let expected: HashSet<(String, usize, usize)> = [("src".into(), 1, 2), ("map".into(), 0, 2)].into();
+        assert_eq!(mine, expected);
     }
 }

@@ -162,6 +162,11 @@ impl<'a> Scrape<'a> {
             .collect()
     }
 
+    /// Whether the scrape has subtask `index` of vertex `vertex` of job `job`.
+    pub fn has_subtask(&self, job: &str, vertex: &str, index: usize) -> bool {
+        self.subtasks.contains_key(&(Cow::Borrowed(job), Cow::Borrowed(vertex), index))
+    }
+
     /// Whether the scrape has any subtask of vertex `vertex` of job `job`.
     pub fn has_vertex(&self, job: &str, vertex: &str) -> bool {
         self.subtasks.keys().any(|(j, v, _)| j == job && v == vertex)

@@ -88,6 +88,7 @@ fn execute(workload: &dyn Workload, threading: Threading) -> i32 {
         metrics_addr: args.metrics_addr,
         ramp: args.ramp_to.zip(args.ramp_over.or(duration)).map(|(to, over)| (to / args.rate, over)),
         verbose: args.verbose,
+        source_slack: args.source_slack,
     };
     let pid = std::process::id();
     let rss_start = moirai_os::proc::process_rss_bytes(pid).unwrap_or(0);

@@ -51,6 +51,8 @@ pub(crate) struct InstanceContext {
     /// The common start of the instances of this physical operator's head, when it is a source
     /// of parallelism > 1 (one cell per logical operator).
     pub(crate) source_start: Option<Arc<std::sync::atomic::AtomicU64>>,
+    /// A source's timer slack ([`crate::slack`]), ns.
+    pub(crate) source_slack_ns: u64,
 }
 
 /// The code of a logical operator, with its types erased.
@@ -230,6 +232,7 @@ impl<T: Data> NodeCode for SourceCode<T> {
             down::<T>(d),
             ctx.batch_size,
             ctx.source_start.clone(),
+            ctx.source_slack_ns,
             ctx.stop.clone(),
             ctx.signal.clone(),
             ctx.metrics.clone(),

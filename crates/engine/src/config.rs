@@ -24,6 +24,9 @@ pub struct EngineConfig {
     /// Report the threading model's decisions (the elastic level), at `info` level through
     /// `tracing` (the CLI prints them on stderr).
     pub verbose: bool,
+    /// How much later than a tuple's due time a rate-limited source may wake for it, so that one
+    /// wake-up carries several tuples at low rates ([`crate::slack`]); zero: wake for each.
+    pub source_slack: std::time::Duration,
 }
 
 impl Default for EngineConfig {
@@ -36,6 +39,7 @@ impl Default for EngineConfig {
             metrics_addr: None,
             ramp: None,
             verbose: false,
+            source_slack: crate::slack::DEFAULT_SOURCE_SLACK,
         }
     }
 }

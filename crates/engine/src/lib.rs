@@ -68,6 +68,7 @@ pub mod query;
 pub mod ready;
 pub mod router;
 pub mod sink;
+pub mod slack;
 pub mod source;
 pub mod stages;
 pub mod sync;

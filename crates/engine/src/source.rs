@@ -26,6 +26,7 @@ pub use crate::offered::{Offered, Share, MAX_RATE};
 
 use crate::metrics::OperatorMetrics;
 use crate::operator::Input;
+use crate::slack;
 use crate::sync::Signal;
 use crate::task::{Step, StopFlag, Task};
 use crate::tuple::{now_ns, Tuple};
@@ -164,6 +165,8 @@ pub(crate) struct SourceTask<T> {
     /// A tuple drawn from the generator but not yet due, when replaying.
     peeked: Option<T>,
     exhausted: bool,
+    /// How much later than a tuple's due time the source may wake for it ([`crate::slack`]).
+    slack_ns: u64,
     stop: Arc<StopFlag>,
     signal: Arc<Signal>,
     metrics: Arc<OperatorMetrics>,
@@ -178,6 +181,7 @@ impl<T: Send + 'static> SourceTask<T> {
         head: Box<dyn Input<T>>,
         batch_size: usize,
         common_start: Option<Arc<AtomicU64>>,
+        slack_ns: u64,
         stop: Arc<StopFlag>,
         signal: Arc<Signal>,
         metrics: Arc<OperatorMetrics>,
@@ -202,6 +206,7 @@ impl<T: Send + 'static> SourceTask<T> {
             replay_origin: None,
             peeked: None,
             exhausted: false,
+            slack_ns,
             stop,
             signal,
             metrics,
@@ -298,7 +303,7 @@ impl<T: Send + 'static> Task for SourceTask<T> {
             if self.signal.is_blocked() {
                 return Step::Blocked;
             }
-            let next = self.intended(self.emitted).max(now + MIN_SLEEP_NS);
+            let next = slack::wake_at(&self.offered, self.start_ns, self.emitted, now, self.slack_ns, MIN_SLEEP_NS);
             return Step::Idle { until: Some(self.head.next_timer().map_or(next, |t| t.min(next))) };
         }
         for _ in 0..due {

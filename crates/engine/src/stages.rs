@@ -92,6 +92,7 @@ fn context(instance: usize, parallelism: usize, sink: bool) -> InstanceContext {
         stop: Arc::new(StopFlag::default()),
         ramp: None,
         source_start: None,
+        source_slack_ns: 0,
     }
 }
 

@@ -74,6 +74,11 @@ pub struct EngineArgs {
     /// Tuples per channel batch (at most the channel capacity and 65536).
     #[arg(long, default_value_t = EngineConfig::default().batch_size)]
     pub(crate) batch_size: usize,
+    /// A rate-limited source may wake up to this much after a tuple is due (never before), so that
+    /// one wake-up carries the tuples due meanwhile (at most 8): fewer wake-ups at low rates, at
+    /// most this much more latency (e.g. 500us; 0 wakes for each tuple; at most 1s).
+    #[arg(long, default_value = "1ms", value_parser = humantime::parse_duration)]
+    pub(crate) source_slack: Duration,
     /// Serve /metrics and /topology on this address while running (e.g. 127.0.0.1:9464).
     #[arg(long)]
     pub(crate) metrics_addr: Option<SocketAddr>,
@@ -226,6 +231,12 @@ fn check_engine_args(args: &EngineArgs, duration: Option<Duration>) -> Result<()
                 humantime::format_duration(over)
             ));
         }
+    }
+    if args.source_slack > moirai_engine::slack::MAX_SOURCE_SLACK {
+        return Err(format!(
+            "--source-slack {} must be at most 1s (e.g. 1ms, 500us, or 0 to wake for each tuple)",
+            humantime::format_duration(args.source_slack)
+        ));
     }
     if !(0.0..0.9).contains(&args.warmup) {
         return Err(format!("--warmup {} must be a share of the run in [0, 0.9)", args.warmup));

@@ -42,6 +42,14 @@ pub(super) fn validate(config: &EngineConfig, queries: Vec<BuiltQuery>) -> Resul
         ))
         .into());
     }
+    if config.source_slack > crate::slack::MAX_SOURCE_SLACK {
+        return Err(BuildError::Config(format!(
+            "source slack {:?} must be at most {:?} (a timer's slack, not a schedule)",
+            config.source_slack,
+            crate::slack::MAX_SOURCE_SLACK
+        ))
+        .into());
+    }
     if queries.is_empty() {
         return Err(BuildError::Config("no query to run".into()).into());
     }

@@ -167,6 +167,7 @@ pub(super) fn wire(config: &EngineConfig, v: &Validated) -> Wired {
             stop: stop.clone(),
             ramp: config.ramp,
             source_start: source_starts[op.logical[0]].clone(),
+            source_slack_ns: config.source_slack.as_nanos() as u64,
         };
         // The router, over this instance's channels of each outgoing logical edge.
         let mut down: Option<AnyBox> = None;

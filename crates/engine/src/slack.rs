@@ -18,9 +18,12 @@ use std::time::Duration;
 use crate::offered::Share;
 
 /// The slack a source's timer gets unless the engine is configured otherwise
-/// ([`crate::EngineConfig::source_slack`], `--source-slack`): chosen by measurement
-/// (`docs/results/2026-11-26/idle2/`).
-pub const DEFAULT_SOURCE_SLACK: Duration = Duration::from_millis(1);
+/// ([`crate::EngineConfig::source_slack`], `--source-slack`): none. A slack is opted into: at
+/// 1 000 tuples/s, 1 ms of it cuts the 7-operator SYN's CPU under `dynamic:2` from ~0.022 to
+/// ~0.014 cores but moves its e2e p50 from ~0.08 to ~1.07 ms (`docs/results/2026-11-26/idle2/`),
+/// and an engine that adds a millisecond to every slow stream unasked is not what a user who
+/// measures latency expects.
+pub const DEFAULT_SOURCE_SLACK: Duration = Duration::ZERO;
 
 /// The longest a source's timer slack may be (`--source-slack`): beyond a second it is no longer
 /// slack but a different schedule.

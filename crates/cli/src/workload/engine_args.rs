@@ -76,8 +76,8 @@ pub struct EngineArgs {
     pub(crate) batch_size: usize,
     /// A rate-limited source may wake up to this much after a tuple is due (never before), so that
     /// one wake-up carries the tuples due meanwhile (at most 8): fewer wake-ups at low rates, at
-    /// most this much more latency (e.g. 500us; 0 wakes for each tuple; at most 1s).
-    #[arg(long, default_value = "1ms", value_parser = humantime::parse_duration)]
+    /// most this much more latency (e.g. 1ms; 0, the default, wakes for each tuple; at most 1s).
+    #[arg(long, default_value = "0s", value_parser = humantime::parse_duration)]
     pub(crate) source_slack: Duration,
     /// Serve /metrics and /topology on this address while running (e.g. 127.0.0.1:9464).
     #[arg(long)]

@@ -397,7 +397,7 @@ pub struct ExecutorCounters {
 pub fn executor_counters(
     files: &[(PathBuf, MetricFile)],
     own: &[usize],
-    value: impl Fn(usize) -> Option<f64>,
+    mut value: impl FnMut(usize) -> Option<f64>,
 ) -> ExecutorCounters {
     let mut c = ExecutorCounters::default();
     for &k in own {
@@ -481,7 +481,8 @@ impl Driver for StormDriver {
         let mut samples = Vec::new();
         let mut sources = SourceLoad::default();
         for (op, own) in task_files.iter().enumerate() {
-            let c = executor_counters(&files, own, |k| self.dir.value(k));
+            let dir = &mut self.dir;
+            let c = executor_counters(&files, own, |k| dir.value(k));
             let kind = topology.logical[topology.physical[op].logical[0]].kind;
             if kind == OpKind::Source {
                 sources.add(c.pending, c.emitted);

@@ -4,6 +4,7 @@
 //! and go — and samples the primitive metrics it can provide.
 
 pub mod cpu_clocks;
+pub mod csv_tail;
 pub mod flink;
 pub mod flink_node;
 pub mod flink_prometheus;

@@ -38,6 +38,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use moirai_sched::{LogicalOperator, Metric, OpKind, PhysicalOperator, SpeTopology, ThreadRef};
@@ -147,6 +148,17 @@ pub struct StormDriver {
     census: ThreadCensus,
     /// The mapped threads' CPU clocks, kept open.
     clocks: CpuClocks,
+    /// The topology last built from the executor map and the listing.
+    built: Option<Built>,
+}
+
+/// An [`SpeTopology`] built from the executor map taken at `taken` and the listing `files`, and
+/// per physical operator its tasks' files.
+struct Built {
+    taken: Instant,
+    files: Arc<LiveFiles>,
+    topology: SpeTopology,
+    task_files: Vec<Vec<usize>>,
 }
 
 impl StormDriver {
@@ -169,6 +181,7 @@ impl StormDriver {
             sources: None,
             census: ThreadCensus::new(),
             clocks: CpuClocks::new(),
+            built: None,
         })
     }
 
@@ -397,7 +410,7 @@ pub struct ExecutorCounters {
 pub fn executor_counters(
     files: &[(PathBuf, MetricFile)],
     own: &[usize],
-    value: impl Fn(usize) -> Option<f64>,
+    mut value: impl FnMut(usize) -> Option<f64>,
 ) -> ExecutorCounters {
     let mut c = ExecutorCounters::default();
     for &k in own {
@@ -473,15 +486,23 @@ impl Driver for StormDriver {
             self.map = Some(ExecutorMap { pid, executors, topologies, taken: Instant::now(), idle });
         }
         let map = self.map.as_ref().expect("set above");
-        let (pid, executors) = (map.pid, map.executors.clone());
-        let (topology, task_files, ambiguous) = to_spe_topology(&self.name, pid, &executors, &files);
-        for w in ambiguous {
-            self.warn_once(w);
+        let pid = map.pid;
+        // Built again only when the dump or the listing is new (the same listing is the same Arc).
+        let reuse = self.built.as_ref().is_some_and(|b| b.taken == map.taken && Arc::ptr_eq(&b.files, &files));
+        if !reuse {
+            let (topology, task_files, ambiguous) = to_spe_topology(&self.name, pid, &map.executors, &files);
+            self.built = Some(Built { taken: map.taken, files: Arc::clone(&files), topology, task_files });
+            for w in ambiguous {
+                self.warn_once(w);
+            }
         }
+        let built = self.built.as_ref().expect("set above");
+        let (topology, task_files) = (built.topology.clone(), &built.task_files);
         let mut samples = Vec::new();
         let mut sources = SourceLoad::default();
         for (op, own) in task_files.iter().enumerate() {
-            let c = executor_counters(&files, own, |k| self.dir.value(k));
+            let dir = &mut self.dir;
+            let c = executor_counters(&files, own, |k| dir.value(k));
             let kind = topology.logical[topology.physical[op].logical[0]].kind;
             if kind == OpKind::Source {
                 sources.add(c.pending, c.emitted);

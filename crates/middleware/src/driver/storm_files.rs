@@ -11,17 +11,24 @@
 //! thread of the worker came or went), and every [`RELIST`] — so that a topology whose files
 //! stopped being written is dropped at most [`LIVE`] + [`RELIST`] after its last write.
 //!
-//! A listing also keeps its files open (up to [`HELD`] of them): a value is then one seek and one
-//! read, where opening the file by its name each round walked the path through a directory of
-//! thousands of entries.
+//! A listing also keeps its files open (up to [`HELD`] of them) as [`CsvTail`]s: a value is then
+//! one `pread` of what the reporter appended since the last round, where opening the file by its
+//! name each round walked the path through a directory of thousands of entries, and reading its
+//! end took five system calls. A new listing keeps the open files of the last one that are still
+//! the same files (same name, same inode), and with them how far they were read.
+//!
+//! A listing reads the metadata (one `statx`) only of the files it needs: the metric files of the
+//! components asked for, and of the other files of a topology (Storm writes some 35 metrics per
+//! executor, the driver reads 2–3) only until one shows the topology live.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fs::DirEntry;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
+
+use super::csv_tail::CsvTail;
 
 /// A metric file counts as live when written this recently (its topology runs).
 pub const LIVE: Duration = Duration::from_secs(10);
@@ -109,23 +116,10 @@ pub fn parse_metric_file<'a>(file: &str, components: impl IntoIterator<Item = &'
     Some(MetricFile { topology: topology.to_string(), component: component.to_string(), task, metric })
 }
 
-/// The last value of a CSV file of the reporter (`t,value` lines), read from its end (its last
-/// 256 bytes, or all of a shorter file) without touching its access time.
+/// The last value of a CSV file of the reporter (`t,value` lines: its last complete line), read
+/// from its end (its last 256 bytes, or all of a shorter file) without touching its access time.
 pub fn last_value(path: &Path) -> Option<f64> {
-    tail_value(&moirai_os::file::open_without_atime(path).ok()?)
-}
-
-/// The last value of an open CSV file of the reporter: a seek to 256 bytes before its end (or to
-/// its start) and one read.
-fn tail_value(mut file: &File) -> Option<f64> {
-    const TAIL: u64 = 256;
-    if file.seek(SeekFrom::End(-(TAIL as i64))).is_err() {
-        file.seek(SeekFrom::Start(0)).ok()?;
-    }
-    let mut tail = String::new();
-    file.take(TAIL).read_to_string(&mut tail).ok()?;
-    let line = tail.lines().rev().find(|l| !l.trim().is_empty())?;
-    line.rsplit(',').next()?.trim().parse().ok().filter(|v: &f64| v.is_finite())
+    CsvTail::open(path).ok()?.value()
 }
 
 /// The longest time a listing is used without the directory changing.
@@ -145,8 +139,10 @@ struct Listing {
     taken: Instant,
     topologies: BTreeSet<String>,
     files: Arc<LiveFiles>,
-    /// `files`' open handles, by index (`None` beyond [`HELD`] or where opening failed).
-    handles: Vec<Option<File>>,
+    /// `files`' inodes, by index.
+    inodes: Vec<u64>,
+    /// `files` kept open, by index (`None` beyond [`HELD`] or where opening failed).
+    tails: Vec<Option<CsvTail>>,
 }
 
 /// One metrics directory and its last listing; see the [module docs](self).
@@ -192,12 +188,30 @@ impl MetricDir {
                 && l.components.iter().zip(components).all(|(a, b)| a == b)
         });
         if !fresh {
-            let (topologies, files) = self.list(owner, components)?;
-            let handles = files
-                .iter()
-                .enumerate()
-                .map(|(k, (path, _))| (k < HELD).then(|| moirai_os::file::open_without_atime(path).ok()).flatten())
-                .collect();
+            let (topologies, found) = self.list(owner, components)?;
+            // The files still open from the last listing that are the same files.
+            let mut open: HashMap<PathBuf, (u64, CsvTail)> = match self.listing.take() {
+                Some(l) => l
+                    .files
+                    .iter()
+                    .zip(l.inodes)
+                    .zip(l.tails)
+                    .filter_map(|(((path, _), ino), tail)| Some((path.clone(), (ino, tail?))))
+                    .collect(),
+                None => HashMap::new(),
+            };
+            let mut files = Vec::with_capacity(found.len());
+            let mut inodes = Vec::with_capacity(found.len());
+            let mut tails = Vec::with_capacity(found.len());
+            for (k, (path, parsed, ino)) in found.into_iter().enumerate() {
+                let tail = match open.remove(&path) {
+                    Some((was, tail)) if was == ino && k < HELD => Some(tail),
+                    _ => (k < HELD).then(|| CsvTail::open(&path).ok()).flatten(),
+                };
+                files.push((path, parsed));
+                inodes.push(ino);
+                tails.push(tail);
+            }
             self.listing = Some(Listing {
                 owner,
                 modified,
@@ -205,7 +219,8 @@ impl MetricDir {
                 taken: Instant::now(),
                 topologies,
                 files: Arc::new(files),
-                handles,
+                inodes,
+                tails,
             });
         }
         let l = self.listing.as_ref().expect("set above");
@@ -213,48 +228,66 @@ impl MetricDir {
     }
 
     /// The last value of file `k` of the last listing ([`MetricDir::live`]'s files).
-    pub fn value(&self, k: usize) -> Option<f64> {
-        let listing = self.listing.as_ref()?;
-        match listing.handles.get(k) {
-            Some(Some(file)) => tail_value(file),
+    pub fn value(&mut self, k: usize) -> Option<f64> {
+        let listing = self.listing.as_mut()?;
+        match listing.tails.get_mut(k) {
+            Some(Some(tail)) => tail.value(),
             _ => last_value(&listing.files.get(k)?.0),
         }
     }
 
-    /// Lists the directory: every file's metadata is read.
-    fn list(&self, owner: u32, components: &BTreeSet<&str>) -> Result<(BTreeSet<String>, LiveFiles), String> {
+    /// Lists the directory: the metadata of the metric files of `components`, and of a
+    /// topology's other files until one shows it live.
+    fn list(
+        &self,
+        owner: u32,
+        components: &BTreeSet<&str>,
+    ) -> Result<(BTreeSet<String>, Vec<(PathBuf, MetricFile, u64)>), String> {
         let now = SystemTime::now();
         let entries = std::fs::read_dir(&self.dir)
             .map_err(|e| format!("cannot list the metrics directory {}: {e}", self.dir.display()))?;
-        let mut newest: BTreeMap<(String, String, i64, StormMetric), (SystemTime, PathBuf, MetricFile)> =
+        // The entry's modification time and inode when it is a live file of `owner`.
+        let live = |entry: &DirEntry| -> Option<(SystemTime, u64)> {
+            let meta = entry.metadata().ok()?;
+            let written = meta.modified().ok()?;
+            let live = meta.uid() == owner && meta.is_file() && now.duration_since(written).unwrap_or_default() <= LIVE;
+            live.then_some((written, meta.ino()))
+        };
+        let mut newest: BTreeMap<(String, String, i64, StormMetric), (SystemTime, PathBuf, MetricFile, u64)> =
             BTreeMap::new();
         let mut topologies = BTreeSet::new();
+        let mut others: BTreeMap<String, Vec<DirEntry>> = BTreeMap::new();
         for entry in entries.flatten() {
             let name = entry.file_name();
             let Some(name) = name.to_str() else { continue };
             // Storm's topology ids have no dots: the id is the name's third part.
             let rest = name.strip_prefix("storm.worker.").or_else(|| name.strip_prefix("storm.topology."));
             let Some((topology, _)) = rest.and_then(|r| r.split_once('.')) else { continue };
-            let Ok(meta) = entry.metadata() else { continue };
-            let Ok(written) = meta.modified() else { continue };
-            if meta.uid() != owner || !meta.is_file() || now.duration_since(written).unwrap_or_default() > LIVE {
+            let Some(parsed) = parse_metric_file(name, components.iter().copied()) else {
+                others.entry(topology.to_string()).or_default().push(entry);
                 continue;
-            }
+            };
+            let Some((written, ino)) = live(&entry) else { continue };
             topologies.insert(topology.to_string());
-            let Some(parsed) = parse_metric_file(name, components.iter().copied()) else { continue };
             let key = (parsed.topology.clone(), parsed.component.clone(), parsed.task, parsed.metric.clone());
-            let keep = newest.get(&key).is_none_or(|(t, _, _)| written > *t);
+            let keep = newest.get(&key).is_none_or(|(t, _, _, _)| written > *t);
             if keep {
-                newest.insert(key, (written, entry.path(), parsed));
+                newest.insert(key, (written, entry.path(), parsed, ino));
             }
         }
-        Ok((topologies, newest.into_values().map(|(_, path, parsed)| (path, parsed)).collect()))
+        for (topology, entries) in others {
+            if !topologies.contains(&topology) && entries.iter().any(|e| live(e).is_some()) {
+                topologies.insert(topology);
+            }
+        }
+        Ok((topologies, newest.into_values().map(|(_, path, parsed, ino)| (path, parsed, ino)).collect()))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
     fn scratch(tag: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("moirai-storm-files-{tag}-{}", std::process::id()));
@@ -299,6 +332,58 @@ mod tests {
         assert!(!Arc::ptr_eq(&second, &forced));
         let (_, none) = files.live(files.owner().unwrap(), &["other"].into(), false).unwrap();
         assert!(none.is_empty(), "no file of component `other`");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_new_listing_reads_on_from_the_same_files_and_anew_from_replaced_ones() {
+        let dir = scratch("keep");
+        let mut files = MetricDir::new(&dir);
+        let ops: BTreeSet<&str> = ["op"].into();
+        let (a, b) = (queue_file(&dir, "t-1-1", 1), queue_file(&dir, "t-1-1", 2));
+        let (_, listed) = files.live(files.owner().unwrap(), &ops, false).unwrap();
+        assert_eq!(listed.iter().map(|f| &f.0).collect::<Vec<_>>(), [&a, &b]);
+        assert_eq!((files.value(0), files.value(1)), (Some(3.0), Some(3.0)));
+        // `a` appended to; `b` replaced by another file (a new inode) with a shorter history.
+        std::fs::OpenOptions::new().append(true).open(&a).unwrap().write_all(b"2,8\n").unwrap();
+        let moved = dir.join("b.old");
+        std::fs::rename(&b, &moved).unwrap();
+        std::fs::write(&b, "t,value\n9,1\n").unwrap();
+        std::fs::remove_file(&moved).unwrap();
+        let (_, again) = files.live(files.owner().unwrap(), &ops, true).unwrap();
+        assert_eq!(again.len(), 2);
+        assert_eq!(files.value(0), Some(8.0), "the file kept open reads on");
+        assert_eq!(files.value(1), Some(1.0), "the replaced file is opened anew");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_topology_is_live_by_any_recent_file_of_its_owner() {
+        let dir = scratch("liveness");
+        let mut files = MetricDir::new(&dir);
+        let ops: BTreeSet<&str> = ["op"].into();
+        let old = SystemTime::now() - 2 * LIVE;
+        let write = |name: String, recent: bool| {
+            let path = dir.join(name);
+            std::fs::write(&path, "t,value\n1,3\n").unwrap();
+            if !recent {
+                std::fs::File::options().write(true).open(&path).unwrap().set_modified(old).unwrap();
+            }
+        };
+        // t-1-1: only files the driver does not read are recent.
+        write("storm.worker.t-1-1.host.op.1.6700-receive-queue-population.csv".into(), false);
+        write("storm.worker.t-1-1.host.op.1.6700-receive-queue-pct_full.csv".into(), true);
+        // t-2-2: nothing recent; t-3-3: a file the driver reads is recent.
+        write("storm.worker.t-2-2.host.op.1.6700-receive-queue-pct_full.csv".into(), false);
+        write("storm.worker.t-2-2.host.op.1.6700-receive-queue-population.csv".into(), false);
+        write("storm.worker.t-3-3.host.op.1.6700-receive-queue-population.csv".into(), true);
+        let (topologies, live) = files.live(files.owner().unwrap(), &ops, false).unwrap();
+        assert_eq!(topologies, ["t-1-1".to_string(), "t-3-3".to_string()].into());
+        assert_eq!(live.iter().map(|f| f.1.topology.as_str()).collect::<Vec<_>>(), ["t-3-3"]);
+        // Before any component is known, nothing is read, but the topologies are live all the same.
+        let (topologies, live) = files.live(files.owner().unwrap(), &BTreeSet::new(), false).unwrap();
+        assert_eq!(topologies.len(), 2);
+        assert!(live.is_empty());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -187,18 +187,19 @@ impl RestoreLog {
     fn record_nice(&mut self, pid: u32, tid: Tid, nice: i32) -> Result<(), OsError> {
         validate_nice(nice as i64)?;
         let stat = thread_stat(pid, tid).map_err(|_| OsError::ThreadGone { tid })?;
-        let noted = self.state.note_nice_set(pid, nice)?;
-        self.dirty |= noted;
         if let Some(i) = self.state.nice.iter().position(|r| r.pid == pid && r.tid == tid) {
             if self.state.nice[i].start_ticks == stat.start_ticks {
+                self.dirty |= self.state.note_nice_set(pid, nice)?;
                 return Ok(());
             }
             // The recorded thread ended and the tid was reused: the old record is moot.
             self.state.nice.remove(i);
         }
         // A thread born of one moirai reniced starts at moirai's value: its original is its
-        // process's (see `heirs`).
+        // process's (see `heirs`). Judged before `nice` joins the values set there: a thread
+        // already at a value moirai is only about to set did not inherit it.
         let original = self.state.original_nice_of(pid, &stat, get_nice(tid)?);
+        self.state.note_nice_set(pid, nice)?;
         self.state.nice.push(NiceRecord { pid, tid, start_ticks: stat.start_ticks, nice: original });
         self.dirty = true;
         Ok(())

@@ -595,17 +595,24 @@ fn threads_born_of_a_reniced_thread_get_their_process_value_back_after_a_crash_t
     crate::nice::set_nice(older.tid, raised).unwrap();
     log.set_nice(pid, changed.tid, lowered).unwrap();
     assert_eq!(log.original_nice(pid, changed.tid), Some(baseline), "an heir's original is its process's value");
+    // A thread born after the first change, at a value of its own that moirai then sets for the
+    // first time, inherited nothing: its original is its own.
+    let (own, own_value) = (Sleeper::spawn(), 12);
+    crate::nice::set_nice(own.tid, own_value).unwrap();
+    log.set_nice(pid, own.tid, own_value).unwrap();
+    assert_eq!(log.original_nice(pid, own.tid), Some(own_value));
     let on_disk = read_state(log.path());
     assert_eq!(on_disk.heirs.len(), 1);
-    assert_eq!((on_disk.heirs[0].baseline, &on_disk.heirs[0].values), (baseline, &vec![raised, lowered]));
+    assert_eq!((on_disk.heirs[0].baseline, &on_disk.heirs[0].values), (baseline, &vec![raised, lowered, own_value]));
 
     // The middleware is killed: the next start restores from the file.
     let path = log.path().to_path_buf();
     std::mem::forget(log);
     let report = RestoreLog::restore_from(&path).unwrap();
     assert!(report.is_clean(), "{report}");
-    assert_eq!((report.nice_restored, report.heirs_restored), (2, 1), "{report}");
-    assert!(report.to_string().contains("3 nice values (1 of threads born at a value moirai set)"), "{report}");
+    assert_eq!((report.nice_restored, report.heirs_restored), (3, 1), "{report}");
+    assert!(report.to_string().contains("4 nice values (1 of threads born at a value moirai set)"), "{report}");
+    assert_eq!(get_nice(own.tid).unwrap(), own_value, "its own value back");
     for (what, tid) in
         [("the reniced thread", parent.tid), ("its changed heir", changed.tid), ("its untouched heir", untouched.tid)]
     {

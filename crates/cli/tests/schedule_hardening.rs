@@ -334,15 +334,17 @@ fn sigterm_restores_and_exits_even_while_a_policy_is_stuck() {
     let dir = TempDir::new("stuck");
     let (eng, port) = engine();
     let before = nices(eng.pid());
-    // QS renices first; then a script with every limit raised out of reach hangs the round.
+    // A policy that always tells the source from the rest renices first (QS could find every
+    // queue empty in its first round, give all one priority and change nothing, and the round
+    // never ends); then a script with every limit raised out of reach hangs the round.
     let policies = format!(
-        "[[policy]]\nname = \"qs\"\ntype = \"qs\"\ntranslator = \"nice\"\nperiod = \"100ms\"\n\n\
+        "[[policy]]\nname = \"first\"\ntype = \"script\"\nscript = \"if kind == \\\"source\\\" {{ 100 }} else {{ 1 }}\"\ntranslator = \"nice\"\nperiod = \"100ms\"\n\n\
          [[policy]]\nname = \"stuck\"\ntype = \"script\"\nscript = {RUNAWAY:?}\nmax_operations = 9000000000000000000\n\
          time_limit_ms = 3600000\ntranslator = \"nice\"\nperiod = \"100ms\"\n"
     );
     let config = config_file(&dir.0, port, &dir.0.join("state.json"), &policies);
     let mw = Proc::moirai(&["schedule", "--config", &config.display().to_string()]);
-    wait_until("QS applied", || nices(eng.pid()).iter().any(|&(_, n)| n != 0));
+    wait_until("the first policy applied", || nices(eng.pid()).iter().any(|&(_, n)| n != 0));
     std::thread::sleep(Duration::from_millis(300));
     mw.signal(libc::SIGTERM);
     let (code, err) = mw.wait();
@@ -387,7 +389,7 @@ fn restore_only_without_privilege_exits_1_and_keeps_the_state() {
     let (eng, port) = engine();
     let before = nices(eng.pid());
     let mw = schedule(port, &state, &[]);
-    wait_until("QS applied", || nices(eng.pid()).iter().any(|&(_, n)| n != 0));
+    wait_until("the first policy applied", || nices(eng.pid()).iter().any(|&(_, n)| n != 0));
     mw.signal(libc::SIGKILL);
     let _ = mw.wait();
     std::fs::set_permissions(&state, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
@@ -432,7 +434,7 @@ fn restore_only_right_after_kill_9_treats_the_unreaped_middleware_as_gone() {
     let state = dir.0.join("state.json");
     let (eng, port) = engine();
     let mw = schedule(port, &state, &[]);
-    wait_until("QS applied", || nices(eng.pid()).iter().any(|&(_, n)| n != 0));
+    wait_until("the first policy applied", || nices(eng.pid()).iter().any(|&(_, n)| n != 0));
     mw.signal(libc::SIGKILL);
     // Not reaped: a zombie until `mw` is waited for.
     let zombie = mw.pid();

@@ -68,7 +68,7 @@ pub struct ClusterSpec {
     /// started: nodes whose TaskManager joins late ([`FlinkCluster::start_taskmanager`]).
     pub deferred: usize,
     /// Each TaskManager serves its subtasks' counters by Flink's Prometheus reporter
-    /// ([`crate::flink_reporter`], [`TaskManager::metrics_url`]).
+    /// (`moirai_middleware::driver::flink_prometheus::reporter_conf`, [`TaskManager::metrics_url`]).
     pub reporter: bool,
 }
 
@@ -234,7 +234,7 @@ impl FlinkCluster {
             ]);
             let metrics_url = if spec.reporter {
                 let reporter_port = port()?;
-                tm.extend(crate::flink_reporter::reporter_conf(reporter_port));
+                tm.extend(moirai_middleware::driver::flink_prometheus::reporter_conf(reporter_port));
                 Some(format!("http://{tm_host}:{reporter_port}/metrics"))
             } else {
                 None

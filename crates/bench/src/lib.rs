@@ -36,7 +36,6 @@
 pub mod cluster_job;
 pub mod flink;
 pub mod flink_cluster;
-pub mod flink_reporter;
 pub mod jvm;
 pub mod jvm_job;
 pub mod mw_state;

@@ -64,8 +64,12 @@ pub fn schedule_args(
     };
     let mut args: Vec<String> = std::iter::once("schedule".to_string())
         .chain(target.iter().cloned())
-        .chain([flag, policy, "--state-file", &state.display().to_string(), "--quiet"].iter().map(|s| s.to_string()))
+        .chain([flag, policy, "--state-file", &state.display().to_string()].iter().map(|s| s.to_string()))
         .collect();
+    // Errors only, unless the configuration asks for every decision (`qs/verbose`).
+    if !config.schedule_args.iter().any(|a| a == "--verbose") {
+        args.push("--quiet".to_string());
+    }
     // `qs/translator=realtime`: the configuration's own middleware flags; a `/period=` of its own
     // replaces the sweep's period, and without either the middleware's default for the SPE's
     // kind applies.
@@ -470,5 +474,8 @@ mod tests {
         let args = schedule_args(&c, "script:queue_len", &target, state, Some(Duration::from_millis(500))).join(" ");
         assert!(args.contains("--script queue_len"), "{args}");
         assert!(args.ends_with("--quiet --activation always --period 2s"), "{args}");
+        let c = Configuration::parse("qs/verbose").unwrap();
+        let args = schedule_args(&c, "qs", &target, state, None).join(" ");
+        assert!(args.ends_with("--state-file /tmp/s.json --verbose"), "every decision logged, not --quiet: {args}");
     }
 }

@@ -33,6 +33,8 @@ pub const MIDDLEWARE_ARGS: &[&str] = &[
     "activation",
     "activation-threshold",
     "smoothing",
+    // `qs/verbose`: every decision in the point's middleware log (`<out>/middleware-logs/`).
+    "verbose",
 ];
 
 /// Parses the offered rates of a sweep, in tuples/s, into an ascending list.

@@ -22,6 +22,9 @@ impl Signal {
     pub const KILL: Signal = Signal(libc::SIGKILL);
     /// `SIGTERM`: asks the process to stop.
     pub const TERM: Signal = Signal(libc::SIGTERM);
+    /// `SIGQUIT`: a JVM's cue to look for an attach request (or, without one, to print a
+    /// thread dump); the default action of a process that does not handle it is a core dump.
+    pub const QUIT: Signal = Signal(libc::SIGQUIT);
     /// `SIGSTOP`: stops the process until `SIGCONT`; cannot be caught.
     pub const STOP: Signal = Signal(libc::SIGSTOP);
     /// `SIGCONT`: resumes a stopped process.

@@ -1,5 +1,5 @@
 //! What the JVM drivers (Flink, Storm) share: the Linux thread of every Java thread from a thread
-//! dump (`jcmd <pid> Thread.print`, taken as the JVM's owner), and the JVM on this machine that
+//! dump (`Thread.print` over the JVM's attach socket, or by `jcmd`), and the JVM on this machine that
 //! runs an SPE's operators, found by its threads' names in `/proc`.
 
 use std::io::Read;
@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use moirai_sched::ThreadRef;
 
-/// How long a thread dump may take before jcmd is killed.
+use super::hotspot_attach;
+
+/// How long a thread dump may take (before jcmd is killed).
 const DUMP_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Threads of a thread dump (`jcmd <pid> Thread.print` / `jstack`): (name, Linux tid).
@@ -40,10 +42,21 @@ fn jcmd_for(pid: u32) -> PathBuf {
     beside.into_iter().chain(home).find(|p| p.is_file()).unwrap_or_else(|| PathBuf::from("jcmd"))
 }
 
-/// Takes a thread dump of JVM `pid` with `jcmd <pid> Thread.print`. The attach API only talks to
-/// a JVM of the same effective user, so when run as root for another user's JVM, jcmd runs as
-/// that user.
+/// Takes a thread dump of JVM `pid`: `Thread.print` over the JVM's attach socket
+/// ([`hotspot_attach`]), or, where that cannot connect (a JVM whose socket this process cannot
+/// reach), with `jcmd <pid> Thread.print`.
 pub fn thread_dump(pid: u32) -> Result<String, String> {
+    match hotspot_attach::jcmd(pid, "Thread.print", DUMP_TIMEOUT) {
+        Ok(dump) if dump.contains("nid=") => Ok(dump),
+        Ok(dump) => Err(format!("JVM {pid}'s Thread.print has no native thread ids: {:.300}", dump.trim())),
+        Err(e) if e.connected => Err(e.message),
+        Err(e) => jcmd_thread_dump(pid).map_err(|jcmd| format!("{}; and {jcmd}", e.message)),
+    }
+}
+
+/// [`thread_dump`] by `jcmd <pid> Thread.print`. The attach API only talks to a JVM of the same
+/// effective user (or root), so when run as root for another user's JVM, jcmd runs as that user.
+fn jcmd_thread_dump(pid: u32) -> Result<String, String> {
     let jcmd = jcmd_for(pid);
     let mut cmd = Command::new(&jcmd);
     cmd.args([pid.to_string().as_str(), "Thread.print"])

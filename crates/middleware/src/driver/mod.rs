@@ -11,6 +11,7 @@ pub mod flink_prometheus;
 pub mod flink_rest;
 pub mod flink_threads;
 pub mod flink_topology;
+pub mod hotspot_attach;
 pub mod jvm;
 pub mod moirai;
 pub mod storm;

@@ -8,12 +8,14 @@
 //!
 //! Every change goes through the [`RestoreLog`], which records the original first.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use moirai_os::cgroup::{sanitize_group_name, CgroupTree, CgroupVersion, Hierarchy};
 use moirai_os::{OsError, RestoreLog, Tid};
 use moirai_sched::normalize::{to_nice, to_weights, NiceRange, Normalization, WeightRange};
 use moirai_sched::{Cluster, OpRef, Schedule};
+
+use crate::driver::threads::ThreadCensus;
 
 /// One thread a schedule reaches.
 #[derive(Clone, Debug, PartialEq)]
@@ -146,12 +148,21 @@ pub struct NiceTranslator {
     smoothed: HashMap<(u32, Tid), (u64, f64)>,
     /// What was last set: (pid, tid) → (start ticks, nice).
     applied: HashMap<(u32, Tid), (u64, i32)>,
+    /// The threads of each process it sets values in, to see new ones (heirs).
+    censuses: HashMap<u32, ThreadCensus>,
 }
 
 impl NiceTranslator {
     /// A translator normalising with `normalization` into `range`.
     pub fn new(normalization: Normalization, range: NiceRange) -> Self {
-        NiceTranslator { normalization, range, smoothing: 1.0, smoothed: HashMap::new(), applied: HashMap::new() }
+        NiceTranslator {
+            normalization,
+            range,
+            smoothing: 1.0,
+            smoothed: HashMap::new(),
+            applied: HashMap::new(),
+            censuses: HashMap::new(),
+        }
     }
 
     /// Smooths each thread's priority over rounds before normalising: `s × newest + (1 − s) ×
@@ -178,7 +189,7 @@ impl NiceTranslator {
             self.smoothed.insert(key, (t.start_ticks, p));
             t.priority = p;
         }
-        let live: std::collections::HashSet<(u32, Tid)> = targets.iter().map(|t| (t.pid, t.tid)).collect();
+        let live: HashSet<(u32, Tid)> = targets.iter().map(|t| (t.pid, t.tid)).collect();
         self.smoothed.retain(|k, _| live.contains(k));
         targets
     }
@@ -188,9 +199,13 @@ impl NiceTranslator {
     pub fn forget(&mut self, pid: u32) {
         self.applied.retain(|(p, _), _| *p != pid);
         self.smoothed.retain(|(p, _), _| *p != pid);
+        self.censuses.remove(&pid);
     }
 
-    /// Sets the nice values `schedule` asks for.
+    /// Sets the nice values `schedule` asks for. A thread that appeared in one of the processes
+    /// since the last round, which the schedule does not name and which started at a value set
+    /// here (born of a reniced thread: an SPE's pool or network thread), gets its process's value
+    /// back at once ([`RestoreLog::reset_heirs`]) instead of keeping an operator's.
     pub fn apply(&mut self, schedule: &Schedule, cluster: &Cluster, log: &mut RestoreLog) -> Applied {
         let targets = self.smooth(targets(schedule, cluster));
         let priorities: Vec<f64> = targets.iter().map(|t| t.priority).collect();
@@ -223,9 +238,28 @@ impl NiceTranslator {
         }
         // Forget threads that are no longer scheduled by this policy (they keep their value
         // until restore; a thread that ended must not match a reused tid later).
-        let live: std::collections::HashSet<(u32, Tid)> = values.iter().map(|(t, _)| (t.pid, t.tid)).collect();
+        let live: HashSet<(u32, Tid)> = values.iter().map(|(t, _)| (t.pid, t.tid)).collect();
         self.applied.retain(|k, _| live.contains(k));
+        self.reset_heirs(&live, log, &mut applied);
         applied
+    }
+
+    /// The heirs among the threads born since the last round that `scheduled` does not name,
+    /// back to their process's value (see [`NiceTranslator::apply`]).
+    fn reset_heirs(&mut self, scheduled: &HashSet<(u32, Tid)>, log: &mut RestoreLog, applied: &mut Applied) {
+        let pids: HashSet<u32> = scheduled.iter().map(|&(pid, _)| pid).filter(|&pid| log.follows_heirs(pid)).collect();
+        self.censuses.retain(|pid, _| pids.contains(pid));
+        for pid in pids {
+            let census = self.censuses.entry(pid).or_default();
+            if !census.refresh(pid) {
+                continue;
+            }
+            let born: Vec<Tid> =
+                census.born().iter().copied().filter(|&tid| !scheduled.contains(&(pid, tid))).collect();
+            let (reset, failures) = log.reset_heirs(pid, &born);
+            applied.changed += reset;
+            applied.errors.extend(failures);
+        }
     }
 }
 
@@ -414,6 +448,121 @@ mod tests {
             let nices = nice_values(&schedule, &cluster, Normalization::Linear, NiceRange::default());
             assert_eq!(nices.len(), 2);
         }
+    }
+
+    /// A thread of this process that starts a sleeping thread on request (Linux starts it at
+    /// the creator's nice value) and sleeps until dropped.
+    struct Spawner {
+        tid: Tid,
+        ask: Option<std::sync::mpsc::Sender<std::sync::mpsc::Sender<Tid>>>,
+        handle: Option<std::thread::JoinHandle<()>>,
+    }
+
+    impl Spawner {
+        fn spawn() -> Spawner {
+            let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+            let (ask, asked) = std::sync::mpsc::channel::<std::sync::mpsc::Sender<Tid>>();
+            let handle = std::thread::spawn(move || {
+                tid_tx.send(moirai_os::proc::current_tid()).unwrap();
+                let mut children = Vec::new();
+                for reply in asked {
+                    let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+                    let reply2 = reply.clone();
+                    children.push((
+                        stop_tx,
+                        std::thread::spawn(move || {
+                            reply2.send(moirai_os::proc::current_tid()).unwrap();
+                            let _ = stop_rx.recv();
+                        }),
+                    ));
+                }
+                for (stop, child) in children {
+                    drop(stop);
+                    let _ = child.join();
+                }
+            });
+            Spawner { tid: tid_rx.recv().unwrap(), ask: Some(ask), handle: Some(handle) }
+        }
+
+        fn child(&self) -> Tid {
+            let (tx, rx) = std::sync::mpsc::channel();
+            self.ask.as_ref().unwrap().send(tx).unwrap();
+            rx.recv().unwrap()
+        }
+    }
+
+    impl Drop for Spawner {
+        fn drop(&mut self) {
+            drop(self.ask.take());
+            if let Some(h) = self.handle.take() {
+                let _ = h.join();
+            }
+        }
+    }
+
+    /// An operator thread set to a raised value starts a pool thread, which the schedule does not
+    /// name: the next round hands it its process's value.
+    #[test]
+    fn a_thread_born_of_a_reniced_operator_thread_gets_its_process_value_at_the_next_round() {
+        if !moirai_os::is_root() {
+            eprintln!("skipped: raising a nice value needs root (CAP_SYS_NICE)");
+            return;
+        }
+        use moirai_sched::{LogicalOperator, OpKind, PhysicalOperator, SpeTopology, ThreadRef};
+        let pid = std::process::id();
+        let baseline = moirai_os::proc::thread_stat(pid, pid as Tid).unwrap().nice;
+        let (source, sink) = (Spawner::spawn(), Spawner::spawn());
+        let thread =
+            |tid: Tid| ThreadRef { tid, start_ticks: moirai_os::proc::thread_stat(pid, tid).unwrap().start_ticks };
+        let cluster = Cluster::new(vec![SpeTopology {
+            name: "e".into(),
+            pid,
+            queries: vec!["q".into()],
+            logical: vec![
+                LogicalOperator { name: "source".into(), query: "q".into(), kind: OpKind::Source },
+                LogicalOperator { name: "sink".into(), query: "q".into(), kind: OpKind::Sink },
+            ],
+            logical_edges: vec![(0, 1)],
+            physical: [("source", &source), ("sink", &sink)]
+                .iter()
+                .enumerate()
+                .map(|(l, (name, s))| PhysicalOperator {
+                    name: name.to_string(),
+                    query: "q".into(),
+                    logical: vec![l],
+                    instance: 0,
+                    threads: vec![thread(s.tid)],
+                })
+                .collect(),
+            physical_edges: vec![(0, 1)],
+        }])
+        .unwrap();
+        let schedule =
+            Schedule::Single([(OpRef { spe: 0, op: 0 }, 9.0), (OpRef { spe: 0, op: 1 }, 1.0)].into_iter().collect());
+        let dir = std::env::temp_dir().join(format!("moirai-translate-heirs-{pid}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut log = RestoreLog::create(dir.join("state.json")).unwrap();
+        // A range of raised values only, so that both threads differ from the baseline.
+        let range = if baseline < -2 { NiceRange { best: 3, worst: 9 } } else { NiceRange { best: -9, worst: -3 } };
+        let mut translator = NiceTranslator::new(Normalization::Linear, range);
+        let first = translator.apply(&schedule, &cluster, &mut log);
+        assert!(first.errors.is_empty(), "{:?}", first.errors);
+        let sink_nice = moirai_os::nice::get_nice(sink.tid).unwrap();
+        assert_ne!(sink_nice, baseline);
+        let pool = sink.child();
+        assert_eq!(moirai_os::nice::get_nice(pool).unwrap(), sink_nice, "born at its creator's value");
+        let second = translator.apply(&schedule, &cluster, &mut log);
+        assert!(second.errors.is_empty(), "{:?}", second.errors);
+        assert_eq!(second.changed, 1, "only the heir changed");
+        assert_eq!(moirai_os::nice::get_nice(pool).unwrap(), baseline, "the heir has its process's value");
+        assert_eq!(moirai_os::nice::get_nice(sink.tid).unwrap(), sink_nice, "the operator keeps its own");
+        let report = log.restore();
+        assert!(report.is_clean(), "{report}");
+        for tid in [source.tid, sink.tid, pool] {
+            assert_eq!(moirai_os::nice::get_nice(tid).unwrap(), baseline);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -9,7 +9,11 @@
 //! is an heir:
 //!
 //! - when moirai changes an heir, the original it records is the baseline, not the inherited value;
-//! - when the process is restored, every heir moirai never changed is set back to the baseline.
+//! - when the process is restored, every heir moirai never changed is set back to the baseline;
+//! - while moirai runs, a caller that sees new threads of the process may hand the heirs among
+//!   them that it does not schedule their baseline at once ([`super::RestoreLog::reset_heirs`]):
+//!   an SPE's pool or network thread that a reniced operator thread happened to start would
+//!   otherwise run at that operator's value all along.
 //!
 //! Assumed, and documented for users: nobody else sets one of moirai's values on a thread of the
 //! process while moirai runs, and the process's threads start at its main thread's value (true
@@ -98,6 +102,32 @@ impl State {
         });
         Ok(true)
     }
+}
+
+/// Sets the heirs among threads `tids` of process `pid` that moirai never changed back to the
+/// process's baseline; returns how many, and a line per failure (a thread that ended meanwhile
+/// is none).
+pub(crate) fn reset_heirs(state: &State, pid: u32, tids: &[Tid]) -> (usize, Vec<String>) {
+    let Some(r) = state.heirs_of(pid) else { return (0, Vec::new()) };
+    let (mut reset, mut failures) = (0, Vec::new());
+    for &tid in tids {
+        if state.nice.iter().any(|n| n.pid == pid && n.tid == tid) {
+            continue;
+        }
+        let Ok(stat) = thread_stat(pid, tid) else { continue };
+        if !r.inherited(stat.start_ticks, stat.nice) {
+            continue;
+        }
+        match set_nice(tid, r.baseline) {
+            Ok(()) => reset += 1,
+            Err(OsError::ThreadGone { .. }) => {}
+            Err(e) => failures.push(format!(
+                "nice of thread {tid} (pid {pid}), born at a value moirai set, back to {}: {e}",
+                r.baseline
+            )),
+        }
+    }
+    (reset, failures)
 }
 
 /// Sets every heir moirai never changed (not in `recorded`: the threads whose nice records

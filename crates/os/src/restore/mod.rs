@@ -205,6 +205,21 @@ impl RestoreLog {
         Ok(())
     }
 
+    /// Whether process `pid` has threads moirai reniced, so that threads born there since may
+    /// carry a value of moirai's ([`RestoreLog::reset_heirs`] has work to do).
+    pub fn follows_heirs(&self, pid: u32) -> bool {
+        self.state.heirs.iter().any(|r| r.pid == pid)
+    }
+
+    /// Hands the heirs among threads `tids` of process `pid` (new threads a caller saw appear)
+    /// that moirai never changed their process's value at once, rather than at restore: threads
+    /// born of a thread moirai reniced, which started at moirai's value (see `heirs`). Nothing
+    /// is recorded (their original is their process's value, which they now have). Returns how
+    /// many were set, and one line per failure.
+    pub fn reset_heirs(&mut self, pid: u32, tids: &[Tid]) -> (usize, Vec<String>) {
+        heirs::reset_heirs(&self.state, pid, tids)
+    }
+
     /// Sets the scheduling class of thread `tid` of process `pid` (the real-time translator;
     /// see [`crate::realtime`] for the safety net), recording its original class first.
     pub fn set_sched_class(&mut self, pid: u32, tid: Tid, class: SchedClass) -> Result<(), OsError> {

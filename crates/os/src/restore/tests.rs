@@ -626,3 +626,37 @@ fn threads_born_of_a_reniced_thread_get_their_process_value_back_after_a_crash_t
     crate::nice::set_nice(older.tid, older_nice).unwrap();
     assert!(!path.exists());
 }
+
+#[test]
+fn threads_born_of_a_reniced_thread_can_get_their_process_value_back_while_moirai_runs() {
+    if skip_unless_root("threads_born_of_a_reniced_thread_can_get_their_process_value_back_while_moirai_runs") {
+        return;
+    }
+    // A value no other test of this process sets through a log.
+    let raised = -7;
+    let dir = TempDir::new("heirs-live");
+    let pid = std::process::id();
+    let baseline = thread_stat(pid, pid as Tid).unwrap().nice;
+    let parent = Parent::spawn();
+    let mut log = RestoreLog::create(state_path(&dir)).unwrap();
+    assert!(!log.follows_heirs(pid));
+    log.set_nice(pid, parent.tid, raised).unwrap();
+    assert!(log.follows_heirs(pid));
+    let (heir, scheduled) = (parent.child(), parent.child());
+    log.set_nice(pid, scheduled.tid, raised).unwrap();
+    assert_eq!(get_nice(heir.tid).unwrap(), raised, "Linux starts a thread at its creator's value");
+    // Every candidate: the reniced thread and the scheduled heir are moirai's, the other heir is
+    // set back, a thread that ended is passed over.
+    let gone = { Sleeper::spawn().tid };
+    let (reset, failures) = log.reset_heirs(pid, &[parent.tid, heir.tid, scheduled.tid, gone]);
+    assert_eq!((reset, failures), (1, Vec::<String>::new()));
+    assert_eq!(get_nice(heir.tid).unwrap(), baseline, "the unscheduled heir has its process's value");
+    assert_eq!(get_nice(parent.tid).unwrap(), raised);
+    assert_eq!(get_nice(scheduled.tid).unwrap(), raised);
+    assert_eq!(log.reset_heirs(pid, &[heir.tid]).0, 0, "done once");
+    let report = log.restore();
+    assert!(report.is_clean(), "{report}");
+    for tid in [parent.tid, heir.tid, scheduled.tid] {
+        assert_eq!(get_nice(tid).unwrap(), baseline);
+    }
+}

@@ -1,5 +1,6 @@
 //! The attach protocol against a real JVM: a thread dump without jcmd, the first one starting
-//! the JVM's attach listener, the next ones over the listener already running.
+//! the JVM's attach listener (past a stale socket file at its pid), the next ones over the
+//! listener already running.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -49,6 +50,12 @@ fn a_thread_dump_over_the_attach_socket_names_the_jvms_threads() {
     std::fs::create_dir_all(&dir).unwrap();
     let jvm = start_jvm(&dir);
     let pid = jvm.0.id();
+    // A killed JVM's socket file at this pid, nobody listening on it (pids are reused): the first
+    // dump must not take it for this JVM's listener.
+    let socket = format!("/tmp/.java_pid{pid}");
+    assert!(!Path::new(&socket).exists(), "{socket} exists before the test");
+    drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
+    assert!(Path::new(&socket).exists());
     for round in 0..2 {
         let start = Instant::now();
         let dump = hotspot_attach::jcmd(pid, "Thread.print", Duration::from_secs(30))
@@ -68,4 +75,6 @@ fn a_thread_dump_over_the_attach_socket_names_the_jvms_threads() {
     assert!(e.connected && e.message.contains("No.such.command"), "{e:?}");
     drop(jvm);
     let _ = std::fs::remove_dir_all(&dir);
+    // A killed JVM leaves its socket behind; so does this one.
+    let _ = std::fs::remove_file(&socket);
 }

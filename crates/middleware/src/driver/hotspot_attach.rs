@@ -9,7 +9,8 @@
 //! only prints a thread dump to the JVM's stdout. A client writes `1`, the command and three
 //! arguments, each ended by a NUL byte; the JVM answers a status line (`0`: done) and the
 //! command's output, then closes the connection. It accepts a client of its own effective user
-//! and group, or root. `<ns pid>` is the JVM's pid in its own pid namespace (the last `NSpid` of
+//! and group, or root. A JVM that is killed leaves its socket file behind; one that later gets the
+//! same pid finds that file without a listener, which is then removed and the listener started. `<ns pid>` is the JVM's pid in its own pid namespace (the last `NSpid` of
 //! `/proc/<pid>/status`); its `/tmp` is `/proc/<pid>/root/tmp` from here.
 
 use std::io::{Read, Write};
@@ -51,9 +52,21 @@ pub fn jcmd(pid: u32, command: &str, timeout: Duration) -> Result<String, Attach
     if !is_socket(&socket) {
         start_listener(pid, ns_pid, &tmp, &socket, deadline.min(Instant::now() + LISTENER_START))?;
     }
-    let mut stream = UnixStream::connect(&socket).map_err(|e| {
+    let cannot = |e: std::io::Error| {
         AttachError::before(format!("cannot connect to JVM {pid}'s attach socket {}: {e}", socket.display()))
-    })?;
+    };
+    let mut stream = match UnixStream::connect(&socket) {
+        Ok(stream) => stream,
+        // A socket file nobody listens on: left by a JVM that was killed (it removes its socket
+        // only when it exits normally) and whose pid this one has now. Removed, and the listener
+        // started as for a JVM without one.
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+            let _ = std::fs::remove_file(&socket);
+            start_listener(pid, ns_pid, &tmp, &socket, deadline.min(Instant::now() + LISTENER_START))?;
+            UnixStream::connect(&socket).map_err(cannot)?
+        }
+        Err(e) => return Err(cannot(e)),
+    };
     let failed = |what: &str, e: std::io::Error| AttachError {
         connected: true,
         message: format!("JVM {pid} over its attach socket: {what}: {e}"),

@@ -9,13 +9,15 @@ use std::time::{Duration, Instant};
 use moirai_middleware::driver::hotspot_attach;
 use moirai_middleware::driver::jvm::parse_thread_dump;
 
-/// A JVM that names one thread and sleeps; killed by its pid when dropped.
+/// A JVM that names one thread and sleeps; killed by its pid when dropped, and its attach socket
+/// (which a killed JVM leaves behind) removed, also when the test fails.
 struct Jvm(Child);
 
 impl Drop for Jvm {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
+        let _ = std::fs::remove_file(format!("/tmp/.java_pid{}", self.0.id()));
     }
 }
 
@@ -74,7 +76,6 @@ fn a_thread_dump_over_the_attach_socket_names_the_jvms_threads() {
     let e = hotspot_attach::jcmd(pid, "No.such.command", Duration::from_secs(30)).unwrap_err();
     assert!(e.connected && e.message.contains("No.such.command"), "{e:?}");
     drop(jvm);
+    assert!(!Path::new(&socket).exists());
     let _ = std::fs::remove_dir_all(&dir);
-    // A killed JVM leaves its socket behind; so does this one.
-    let _ = std::fs::remove_file(&socket);
 }

@@ -18,9 +18,18 @@
 //!   window — and the backlog did not shrink over the window. Both together mean
 //!   that the SPE uses all the CPU it can get and still falls behind: what it gets must be
 //!   shared better. A burst that the SPE drains within the window does not count.
+//! - **Idle → active** also when the SPE **loses ground** with some CPU left idle: over the last
+//!   [`losing_ground`](ActivationConfig::losing_ground) window the machine was busy on average
+//!   at or above the threshold minus [`LOSING_GROUND_MARGIN`], the SPE was behind in every
+//!   round, and its backlog grew by at least another `lag` of input. This is where the Linux scheduler leaves room: a
+//!   pipeline whose bottleneck runs dry while the operators that feed it wait for the CPU behind
+//!   lighter ones keeps the machine 85–87 % busy and falls further behind every second (measured
+//!   on Flink: queue-size priorities took it from 85 % to 93 % of its CPU bound). A single
+//!   bottleneck thread on an otherwise idle machine stays below the margin: nice cannot help it.
 //! - **Active → idle** when it has been active for at least [`release`](ActivationConfig::release)
 //!   and, over the last `release` window, the sources were never behind *and* there was room:
-//!   the machine below the CPU threshold in every round, or the sources' input below
+//!   the machine below the losing-ground level (the threshold minus [`LOSING_GROUND_MARGIN`],
+//!   minus [`CPU_HYSTERESIS`]) in every round, or the sources' input below
 //!   [`RATE_MARGIN`] of the rate at which they fell behind when it activated (the rate has
 //!   fallen back; an SPE whose idle threads spin keeps the CPU busy at any rate, so CPU alone
 //!   cannot tell). A scheduler that works keeps the sources up to date, so "not behind" alone
@@ -89,6 +98,9 @@ pub struct ActivationConfig {
     pub release: Duration,
     /// How much input waiting at the sources counts as behind, in time at their input rate.
     pub lag: Duration,
+    /// How long an SPE must lose ground (behind in every round, the backlog growing by at least
+    /// another `lag` of input) before the rule acts on a machine that is not quite saturated.
+    pub losing_ground: Duration,
 }
 
 /// The accepted range of [`ActivationConfig::cpu_threshold`]: below half the machine, an SPE is
@@ -103,6 +115,12 @@ pub const RATE_MARGIN: f64 = 0.9;
 /// threshold does not count as both saturated and free).
 pub const CPU_HYSTERESIS: f64 = 0.05;
 
+/// How far below the CPU threshold the machine may be, on average, while an SPE that keeps
+/// losing ground still counts as short of CPU (0.75 with the default threshold 0.9): Flink with
+/// one bottleneck operator fell behind at 85–87 % busy under the Linux scheduler, while one
+/// bottleneck thread on a 2-core machine leaves it about 55 % busy.
+pub const LOSING_GROUND_MARGIN: f64 = 0.15;
+
 impl Default for ActivationConfig {
     /// Measured on this project's 2-core machine (docs/schedule.md, "When it acts").
     fn default() -> Self {
@@ -111,6 +129,8 @@ impl Default for ActivationConfig {
             confirm: Duration::from_secs(1),
             release: Duration::from_secs(10),
             lag: Duration::from_millis(100),
+            // Longer than `confirm`: a growing backlog is the only sign then.
+            losing_ground: Duration::from_secs(3),
         }
     }
 }
@@ -127,8 +147,8 @@ impl ActivationConfig {
                 CPU_THRESHOLD_RANGE.end()
             ));
         }
-        if self.confirm.is_zero() || self.release.is_zero() {
-            return Err("the activation windows (confirm, release) must be positive".into());
+        if self.confirm.is_zero() || self.release.is_zero() || self.losing_ground.is_zero() {
+            return Err("the activation windows (confirm, release, losing_ground) must be positive".into());
         }
         Ok(())
     }
@@ -143,7 +163,8 @@ pub enum Reason {
     CpuRoom {
         /// Mean busy share.
         busy: f64,
-        /// The threshold.
+        /// The level it was below: the CPU threshold when idle, the losing-ground level minus
+        /// the hysteresis when it let go.
         threshold: f64,
     },
     /// Idle: the SPE keeps up (the largest backlog of the window, in time at its input rate).
@@ -166,6 +187,15 @@ pub enum Reason {
         /// Smallest lag of the window (`None`: no backlog reported).
         lag: Option<Duration>,
     },
+    /// Active: the SPE keeps losing ground while the machine is nearly saturated.
+    LosingGround {
+        /// Mean busy share of the window.
+        busy: f64,
+        /// How much the backlog grew over the window, in time at its input rate.
+        growth: Duration,
+        /// The window.
+        window: Duration,
+    },
     /// Active, and staying so: no sign of room yet.
     Holding {
         /// Why it cannot let go yet.
@@ -175,7 +205,7 @@ pub enum Reason {
 
 impl Reason {
     /// A short, stable name of the kind of reason, for metric labels: `starting`, `cpu_room`,
-    /// `keeping_up`, `rate_fell_back`, `behind`, `holding`.
+    /// `keeping_up`, `rate_fell_back`, `behind`, `losing_ground`, `holding`.
     pub fn code(&self) -> &'static str {
         match self {
             Reason::Starting => "starting",
@@ -183,6 +213,7 @@ impl Reason {
             Reason::KeepingUp { .. } => "keeping_up",
             Reason::RateFellBack { .. } => "rate_fell_back",
             Reason::Behind { .. } => "behind",
+            Reason::LosingGround { .. } => "losing_ground",
             Reason::Holding { .. } => "holding",
         }
     }
@@ -221,6 +252,13 @@ impl fmt::Display for Reason {
                 }
                 Ok(())
             }
+            Reason::LosingGround { busy, growth, window } => write!(
+                f,
+                "the SPE loses ground (its backlog grew by {} of input over {}) while the machine is {:.0} % busy",
+                seconds(*growth),
+                seconds(*window),
+                busy * 100.0
+            ),
             Reason::Holding { why } => write!(f, "still needed: {why}"),
         }
     }
@@ -245,7 +283,7 @@ pub struct Activation {
     reason: Reason,
     /// The input rate over the window that activated it, tuples/s.
     behind_at: f64,
-    /// The samples of the last `max(confirm, release)` and one before.
+    /// The samples of the longest window (release, or the losing-ground window) and one before.
     samples: VecDeque<LoadSample>,
     /// State changes so far.
     transitions: u64,
@@ -257,7 +295,7 @@ struct Window {
     busy_mean: Option<f64>,
     /// Whether every sample that has one is at or above the threshold (`None`: none has one).
     all_busy: Option<bool>,
-    /// Whether every sample that has one is below the threshold minus the hysteresis.
+    /// Whether every sample that has one is below the losing-ground level minus the hysteresis.
     all_room: Option<bool>,
     /// Input rate over the window, tuples/s.
     rate: Option<f64>,
@@ -313,7 +351,7 @@ impl Activation {
             return None;
         }
         self.samples.push_back(sample);
-        let keep = self.config.confirm.max(self.config.release);
+        let keep = self.config.confirm.max(self.config.release).max(self.config.losing_ground);
         // Keep one sample at or before `now - keep`: the start of the longest window.
         while self.samples.len() > 2 && self.samples[1].at + keep <= sample.at {
             self.samples.pop_front();
@@ -338,7 +376,8 @@ impl Activation {
         let busy: Vec<f64> = inside.iter().filter_map(|s| s.cpu_busy).collect();
         let busy_mean = (!busy.is_empty()).then(|| busy.iter().sum::<f64>() / busy.len() as f64);
         let all_busy = (!busy.is_empty()).then(|| busy.iter().all(|&b| b >= threshold));
-        let all_room = (!busy.is_empty()).then(|| busy.iter().all(|&b| b < threshold - CPU_HYSTERESIS));
+        let room = threshold - LOSING_GROUND_MARGIN - CPU_HYSTERESIS;
+        let all_room = (!busy.is_empty()).then(|| busy.iter().all(|&b| b < room));
         let rate = match (opening.ingested, last.ingested) {
             (Some(a), Some(b)) if last.at > opening.at => {
                 Some(((b - a) / (last.at - opening.at).as_secs_f64()).max(0.0))
@@ -395,6 +434,9 @@ impl Activation {
             let lag = w.lag.map(|(min, _)| duration(min));
             return self.change(now, true, Reason::Behind { busy: w.busy_mean, lag });
         }
+        if let Some(reason) = self.losing_ground(now) {
+            return self.change(now, true, reason);
+        }
         // Not both: say what is missing — room on the machine first (then priorities cannot
         // help whatever the backlog), else that the SPE keeps up.
         let reason = match (busy, w.busy_mean) {
@@ -402,6 +444,23 @@ impl Activation {
             _ => Reason::KeepingUp { lag: duration(w.lag.map_or(0.0, |(_, max)| max)) },
         };
         self.change(now, false, reason)
+    }
+
+    /// The second way in: behind in every round of the longer window, the backlog grown by at
+    /// least another `lag` of input, and the machine nearly saturated on average. Sets
+    /// `behind_at` when it holds.
+    fn losing_ground(&mut self, now: Duration) -> Option<Reason> {
+        let span = self.config.losing_ground;
+        let w = self.window(now, span)?;
+        let (busy, rate, (min_lag, _), growth) = (w.busy_mean?, w.rate?, w.lag?, w.growth?);
+        let lag_on = self.config.lag.as_secs_f64();
+        let nearly_saturated = busy >= self.config.cpu_threshold - LOSING_GROUND_MARGIN;
+        let grew = rate > 0.0 && growth / rate >= lag_on;
+        if !(nearly_saturated && min_lag >= lag_on && grew) {
+            return None;
+        }
+        self.behind_at = rate;
+        Some(Reason::LosingGround { busy, growth: duration(growth / rate), window: span })
     }
 
     fn consider_release(&mut self, now: Duration) -> Option<Transition> {
@@ -420,7 +479,8 @@ impl Activation {
             return None;
         }
         if w.all_room == Some(true) {
-            let reason = Reason::CpuRoom { busy: w.busy_mean.unwrap_or(0.0), threshold: self.config.cpu_threshold };
+            let room = self.config.cpu_threshold - LOSING_GROUND_MARGIN - CPU_HYSTERESIS;
+            let reason = Reason::CpuRoom { busy: w.busy_mean.unwrap_or(0.0), threshold: room };
             return self.change(now, false, reason);
         }
         // The rate can only tell when there is a backlog figure (an SPE that reports none is

@@ -114,6 +114,57 @@ fn a_backlog_with_cpu_to_spare_is_not_the_schedulers_to_fix() {
 }
 
 #[test]
+fn an_spe_that_loses_ground_with_some_cpu_idle_is_acted_on_and_kept_so() {
+    let mut r = rule();
+    let mut n = 0.0;
+    // Flink with one bottleneck operator under Linux alone: the machine 85-87 % busy, 38k
+    // tuples/s taken in, the backlog growing by 2k tuples/s. 100 ms of input is 3 800 tuples
+    // (from 1.9 s on); the backlog must stay above it for 3 s and grow by another 3 800.
+    let changes = feed(&mut r, &mut n, 0.0, 10.0, |t| load(0.85 + 0.02 * (t * 5.0).sin(), 2_000.0 * t, 38_000.0));
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    let (at, active, reason) = &changes[0];
+    assert!(*active);
+    assert!((4.8..=5.4).contains(at), "activated at {at} s");
+    assert!(matches!(reason, Reason::LosingGround { window, .. } if *window == Duration::from_secs(3)), "{reason}");
+    assert_eq!(reason.code(), "losing_ground");
+    assert!(reason.to_string().contains("loses ground") && reason.to_string().contains("% busy"), "{reason}");
+    // Scheduling helps: the SPE keeps up, the machine busier; and where it keeps up at the
+    // same CPU as before, letting go would only let it fall behind again.
+    let changes = feed(&mut r, &mut n, 10.2, 60.0, |_| load(0.93, 0.0, 40_000.0));
+    assert!(changes.is_empty(), "{changes:?}");
+    let changes = feed(&mut r, &mut n, 60.2, 120.0, |_| load(0.84, 0.0, 40_000.0));
+    assert!(changes.is_empty(), "{changes:?}");
+    assert!(r.is_active());
+    // The rate falls back to half: it lets go.
+    let changes = feed(&mut r, &mut n, 120.2, 140.0, |_| load(0.84, 0.0, 20_000.0));
+    assert_eq!(changes.iter().map(|c| c.1).collect::<Vec<_>>(), [false], "{changes:?}");
+}
+
+#[test]
+fn losing_ground_needs_a_nearly_saturated_machine_and_a_backlog_that_grows() {
+    // The same growth at 74 % busy, just below the level (0.9 - 0.15): not the scheduler's.
+    let mut r = rule();
+    let mut n = 0.0;
+    let changes = feed(&mut r, &mut n, 0.0, 60.0, |t| load(0.74, 2_000.0 * t, 38_000.0));
+    assert!(changes.is_empty(), "{changes:?}");
+    // At 87 % busy a backlog that stays above 100 ms of input but only wavers (between 4 000
+    // and 7 000 tuples, in no order) is a steady queue, not lost ground.
+    let mut r = rule();
+    let mut n = 0.0;
+    let changes = feed(&mut r, &mut n, 0.0, 300.0, |t| {
+        let round = (t / PERIOD.as_secs_f64()).round() as u64;
+        let jitter = (round.wrapping_mul(2_654_435_761) % 1_000) as f64 / 1_000.0;
+        load(0.87, 4_000.0 + 3_000.0 * jitter, 38_000.0)
+    });
+    assert!(changes.is_empty(), "{changes:?}");
+    // A backlog that grows but drains to 0 once every 2 s is not behind in every round.
+    let mut r = rule();
+    let mut n = 0.0;
+    let changes = feed(&mut r, &mut n, 0.0, 300.0, |t| load(0.87, 6_000.0 * (t % 2.0), 38_000.0));
+    assert!(changes.is_empty(), "{changes:?}");
+}
+
+#[test]
 fn while_it_keeps_the_sources_up_to_date_it_stays_active() {
     let mut r = rule();
     let mut n = 0.0;

@@ -102,12 +102,13 @@ pub struct ScheduleArgs {
     #[arg(long)]
     ui_public: bool,
     /// When the policies' schedules are enforced on an SPE: auto (only while the machine's CPU is
-    /// saturated and the SPE falls behind: tuples wait at its sources or in its queues; its
+    /// saturated and the SPE falls behind: tuples wait at its sources or in its queues; or while
+    /// the CPU is nearly saturated, 0.15 below the threshold, and its backlog keeps growing; its
     /// threads get their original values back when that ends) or always.
     #[arg(long, value_name = "auto|always", value_parser = |s: &str| s.parse::<ActivationMode>())]
     activation: Option<ActivationMode>,
     /// The share of the machine's CPU (0.5 to 1.0) at or above which it counts as fully used, for
-    /// --activation auto.
+    /// --activation auto [default: 0.9].
     #[arg(long, value_name = "SHARE")]
     activation_threshold: Option<f64>,
     /// Stop after this many rounds (then restore), instead of running until SIGINT/SIGTERM.

@@ -21,11 +21,12 @@
 //! - **Idle → active** also when the SPE **loses ground** with some CPU left idle: over the last
 //!   [`losing_ground`](ActivationConfig::losing_ground) window the machine was busy on average
 //!   at or above the threshold minus [`LOSING_GROUND_MARGIN`], the SPE was behind in every
-//!   round, and its backlog grew by at least another `lag` of input. This is where the Linux scheduler leaves room: a
-//!   pipeline whose bottleneck runs dry while the operators that feed it wait for the CPU behind
-//!   lighter ones keeps the machine 85–87 % busy and falls further behind every second (measured
-//!   on Flink: queue-size priorities took it from 85 % to 93 % of its CPU bound). A single
-//!   bottleneck thread on an otherwise idle machine stays below the margin: nice cannot help it.
+//!   round, and its backlog grew by at least another `lag` of input. This is where the Linux
+//!   scheduler leaves room: a pipeline whose bottleneck runs dry while the operators that feed it
+//!   wait for the CPU behind lighter ones keeps the machine 85–87 % busy and falls further behind
+//!   every second (measured on Flink: queue-size priorities took it from 84 % to 93 % of its CPU
+//!   bound). A single bottleneck thread on an otherwise idle machine stays below the level: nice
+//!   cannot help it.
 //! - **Active → idle** when it has been active for at least [`release`](ActivationConfig::release)
 //!   and, over the last `release` window, the sources were never behind *and* there was room:
 //!   the machine below the losing-ground level (the threshold minus [`LOSING_GROUND_MARGIN`],

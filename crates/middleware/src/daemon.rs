@@ -319,13 +319,16 @@ impl Daemon {
         ));
         match self.activity.mode() {
             ActivationMode::Auto => {
-                let threshold = self.activity.cpu_threshold();
+                let rule = moirai_sched::ActivationConfig {
+                    cpu_threshold: self.activity.cpu_threshold(),
+                    ..moirai_sched::ActivationConfig::default()
+                };
                 self.out.info(format!(
                     "acting on an SPE only while scheduling can help: the machine's CPU at least {:.0} % busy and the \
                      SPE falling behind (tuples waiting at its sources or in its queues), or at least {:.0} % busy \
                      and the SPE losing ground (its backlog growing) (--activation always acts from the start)",
-                    threshold * 100.0,
-                    (threshold - moirai_sched::activation::LOSING_GROUND_MARGIN) * 100.0
+                    rule.cpu_threshold * 100.0,
+                    rule.losing_ground_level() * 100.0
                 ))
             }
             ActivationMode::Always => self.out.info("acting on every SPE from the first round (--activation always)"),

@@ -137,6 +137,18 @@ impl Default for ActivationConfig {
 }
 
 impl ActivationConfig {
+    /// The mean busy share at or above which an SPE that loses ground counts as short of CPU:
+    /// the threshold minus [`LOSING_GROUND_MARGIN`].
+    pub fn losing_ground_level(&self) -> f64 {
+        self.cpu_threshold - LOSING_GROUND_MARGIN
+    }
+
+    /// The busy share below which every round must stay for the machine to count as having
+    /// room again: the losing-ground level minus [`CPU_HYSTERESIS`].
+    pub fn room_level(&self) -> f64 {
+        self.losing_ground_level() - CPU_HYSTERESIS
+    }
+
     /// Checks the values: the CPU threshold within [`CPU_THRESHOLD_RANGE`], positive windows.
     pub fn validate(&self) -> Result<(), String> {
         if !CPU_THRESHOLD_RANGE.contains(&self.cpu_threshold) {
@@ -377,7 +389,7 @@ impl Activation {
         let busy: Vec<f64> = inside.iter().filter_map(|s| s.cpu_busy).collect();
         let busy_mean = (!busy.is_empty()).then(|| busy.iter().sum::<f64>() / busy.len() as f64);
         let all_busy = (!busy.is_empty()).then(|| busy.iter().all(|&b| b >= threshold));
-        let room = threshold - LOSING_GROUND_MARGIN - CPU_HYSTERESIS;
+        let room = self.config.room_level();
         let all_room = (!busy.is_empty()).then(|| busy.iter().all(|&b| b < room));
         let rate = match (opening.ingested, last.ingested) {
             (Some(a), Some(b)) if last.at > opening.at => {
@@ -455,7 +467,7 @@ impl Activation {
         let w = self.window(now, span)?;
         let (busy, rate, (min_lag, _), growth) = (w.busy_mean?, w.rate?, w.lag?, w.growth?);
         let lag_on = self.config.lag.as_secs_f64();
-        let nearly_saturated = busy >= self.config.cpu_threshold - LOSING_GROUND_MARGIN;
+        let nearly_saturated = busy >= self.config.losing_ground_level();
         let grew = rate > 0.0 && growth / rate >= lag_on;
         if !(nearly_saturated && min_lag >= lag_on && grew) {
             return None;
@@ -480,8 +492,7 @@ impl Activation {
             return None;
         }
         if w.all_room == Some(true) {
-            let room = self.config.cpu_threshold - LOSING_GROUND_MARGIN - CPU_HYSTERESIS;
-            let reason = Reason::CpuRoom { busy: w.busy_mean.unwrap_or(0.0), threshold: room };
+            let reason = Reason::CpuRoom { busy: w.busy_mean.unwrap_or(0.0), threshold: self.config.room_level() };
             return self.change(now, false, reason);
         }
         // The rate can only tell when there is a backlog figure (an SPE that reports none is

@@ -165,6 +165,15 @@ impl<F: Fifo> ReadyQueue<F> {
     }
 }
 
+impl ReadyDiscipline {
+    /// Whether an operator that a worker readies during its turn, while nothing else is queued,
+    /// waits as that worker's next instead of on the queue ([`wakes_a_worker`]): only with one
+    /// level and no source interval, where no operator may come before it by priority.
+    pub fn keeps_next(&self) -> bool {
+        self.levels == 1 && self.source_every.is_none()
+    }
+}
+
 /// Whether queueing an operator must wake an idle worker: not when a worker readies it during
 /// its own turn while nothing else waits — that worker takes it itself when its turn ends, so a
 /// tuple passing down a pipeline at a low rate costs no wake-up and no context switch per hop (at

@@ -2,7 +2,7 @@
 //!
 //! One [`Route`] per outgoing logical edge; each keeps a batch buffer per target channel and
 //! sends it when it holds `batch_size` tuples, when the producer goes idle ([`Control::flush`]),
-//! before a watermark and at the end of the stream.
+//! before a watermark (which travels in the same send) and at the end of the stream.
 
 use std::sync::Arc;
 
@@ -44,9 +44,18 @@ impl<T: Send> Out<T> {
     /// Sends `buffer`'s tuples as one batch and leaves an empty vector in it: one the consumer
     /// gave back where the channel has one ([`Sender::send_batch`]).
     pub fn send_batch(&self, buffer: &mut Vec<Tuple<T>>) -> Result<(), Closed> {
+        self.send_batch_then(buffer, None)
+    }
+
+    /// [`Out::send_batch`], then `watermark` if given: in one send into a channel
+    /// ([`Sender::send_batch_then`]).
+    pub fn send_batch_then(&self, buffer: &mut Vec<Tuple<T>>, watermark: Option<u64>) -> Result<(), Closed> {
         match self {
-            Out::Channel(s) => s.send_batch(buffer),
-            Out::Link(s) => s.send(Message::Batch(std::mem::take(buffer))),
+            Out::Channel(s) => s.send_batch_then(buffer, watermark),
+            Out::Link(s) => {
+                s.send(Message::Batch(std::mem::take(buffer)))?;
+                watermark.map_or(Ok(()), |w| s.send(Message::Watermark(w)))
+            }
         }
     }
 }
@@ -111,9 +120,14 @@ impl<T: Data> Router<T> {
     /// buffer is replaced by one of `refill` tuples' capacity (more full batches are likely to
     /// follow), a partial one's by an unallocated vector (a low rate: it may hold one tuple).
     fn send(sender: &Out<T>, buffer: &mut Vec<Tuple<T>>, refill: usize) {
+        Self::send_then(sender, buffer, refill, None);
+    }
+
+    /// [`Router::send`], then `watermark` if given, in one send.
+    fn send_then(sender: &Out<T>, buffer: &mut Vec<Tuple<T>>, refill: usize, watermark: Option<u64>) {
         // A closed channel means the engine is aborting; the task stops on the abort flag, and
         // what it was sending is dropped with it.
-        let _ = sender.send_batch(buffer);
+        let _ = sender.send_batch_then(buffer, watermark);
         if buffer.capacity() < refill {
             buffer.reserve_exact(refill);
         }
@@ -138,21 +152,25 @@ impl<T: Data> Router<T> {
         }
     }
 
-    fn send_partial(&mut self) {
+    /// Sends every partial batch, each followed by `watermark` if given (which goes alone where
+    /// no batch is waiting).
+    fn send_partial(&mut self, watermark: Option<u64>) {
         for route in &mut self.routes {
             for (sender, buffer) in route.senders.iter().zip(&mut route.buffers) {
                 if !buffer.is_empty() {
-                    Self::send(sender, buffer, 0);
+                    Self::send_then(sender, buffer, 0, watermark);
+                } else if let Some(w) = watermark {
+                    let _ = sender.send(Message::Watermark(w));
                 }
             }
         }
     }
 
-    fn send_all(&mut self, message: impl Fn() -> Message<T>) {
-        self.send_partial();
+    fn end_all(&mut self) {
+        self.send_partial(None);
         for route in &self.routes {
             for sender in &route.senders {
-                let _ = sender.send(message());
+                let _ = sender.send(Message::End);
             }
         }
     }
@@ -181,7 +199,8 @@ impl<T: Data> Control for Router<T> {
     fn watermark(&mut self, watermark: u64) {
         if watermark > self.last_watermark {
             self.last_watermark = watermark;
-            self.send_all(|| Message::Watermark(watermark));
+            // Each partial batch goes first, with the watermark behind it in the same send.
+            self.send_partial(Some(watermark));
         }
     }
     fn tick(&mut self, _now_ns: u64) {}
@@ -189,10 +208,10 @@ impl<T: Data> Control for Router<T> {
         None
     }
     fn flush(&mut self) {
-        self.send_partial();
+        self.send_partial(None);
     }
     fn finish(&mut self) {
-        self.send_all(|| Message::End);
+        self.end_all();
     }
 }
 

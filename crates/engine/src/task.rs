@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::metrics::OperatorMetrics;
 use crate::operator::{Input, TwoInput};
-use crate::sync::channel::{Message, Receiver};
+use crate::sync::channel::{Message, Received, Receiver};
 use crate::sync::Signal;
 use crate::tuple::{now_ns, Tuple};
 
@@ -132,12 +132,12 @@ impl<T: Send> Port<T> {
         Port { receivers, spares, base }
     }
 
-    /// Takes at most one message from each channel and hands on, in channel order, each batch
-    /// and each watermark that advances the task's.
+    /// Takes at most one message from each channel (a batch with the watermark behind it) and
+    /// hands on, in channel order, each batch and each watermark that advances the task's.
     fn poll(&mut self, progress: &mut Progress, mut on: impl FnMut(Event<'_, T>)) -> Polled {
         let mut polled = Polled::default();
         for (i, (rx, spare)) in self.receivers.iter().zip(&mut self.spares).enumerate() {
-            let Some((message, more)) = rx.try_recv_giving_back(spare) else { continue };
+            let Some(Received { message, watermark, more }) = rx.try_recv_giving_back(spare) else { continue };
             polled.more |= more;
             let advanced = match message {
                 Message::Batch(mut batch) => {
@@ -146,7 +146,8 @@ impl<T: Send> Port<T> {
                     // Drained by the chain; what a chain left in it is not handed on twice.
                     batch.clear();
                     *spare = Some(batch);
-                    None
+                    // The watermark that followed the batch, taken with it.
+                    watermark.and_then(|w| progress.watermark(self.base + i, w))
                 }
                 Message::Watermark(w) => progress.watermark(self.base + i, w),
                 Message::End => progress.end(self.base + i),

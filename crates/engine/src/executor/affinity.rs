@@ -10,6 +10,14 @@
 //! that readies a task homed on it wakes nobody (it takes the task itself after the turn); any
 //! other push wakes an idle worker.
 //!
+//! Where the discipline keeps a next ([`ReadyDiscipline::keeps_next`]: `dynamic`, `elastic`,
+//! `fused`), an operator that a worker readies during its turn while nothing else waits is kept
+//! as that worker's *next* instead of going through the queue: the worker takes it after the
+//! turn, as it would have taken it from the queue, without the queue's traffic (a push and a pop
+//! per hop at a low rate). A worker that finds nothing else to do takes another worker's next, so
+//! a busy worker does not keep it from a free one: it counts as waiting, as a queued one does. A
+//! second operator readied in the same turn goes to the queue, and an idle worker is woken for it.
+//!
 //! Homes are a preference, not a prison, so that no task waits while a worker idles: a worker
 //! takes from its own queue and the shared one (each first on alternate turns, so that a worker
 //! busy with its own tasks still takes shared ones), and only when both are empty from another
@@ -17,6 +25,7 @@
 //! affinity.
 
 use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::ready::{wakes_a_worker, ReadyDiscipline, ReadyQueue};
 use crate::sync::Signal;
@@ -29,6 +38,9 @@ thread_local! {
     /// The index of the pool worker this thread is (`usize::MAX` for other threads).
     static WORKER: Cell<usize> = const { Cell::new(usize::MAX) };
 }
+
+/// No operator.
+const NONE: usize = usize::MAX;
 
 /// Marks this thread as worker `index` of its pool, for good.
 pub(super) fn set_worker(index: usize) {
@@ -43,6 +55,12 @@ pub(super) struct Ready {
     homes: Vec<ReadyQueue>,
     /// Each task's home worker, if it has one.
     home_of: Vec<Option<usize>>,
+    /// Whether an operator a worker readies in its turn while nothing waits is that worker's next
+    /// ([`ReadyDiscipline::keeps_next`]).
+    keep_next: bool,
+    /// Per worker, the operator it readied during its turn and takes next ([`Ready::take_next`]),
+    /// or [`NONE`]; a worker with nothing else to do takes another's ([`Ready::pop`]).
+    next: Vec<AtomicUsize>,
     /// Where idle workers sleep.
     pub(super) idle: Signal,
 }
@@ -65,7 +83,14 @@ impl Ready {
         } else {
             Vec::new()
         };
-        Ready { shared: ReadyQueue::new(discipline, is_source), homes, home_of, idle: Signal::default() }
+        Ready {
+            shared: ReadyQueue::new(discipline, is_source),
+            homes,
+            home_of,
+            keep_next: discipline.keeps_next(),
+            next: (0..workers.max(1)).map(|_| AtomicUsize::new(NONE)).collect(),
+            idle: Signal::default(),
+        }
     }
 
     /// The task's home worker, if it has one.
@@ -89,16 +114,26 @@ impl Ready {
 
     /// Queues `id` at `level` and wakes an idle worker, unless the worker in its own turn takes
     /// it itself: a task homed on that worker, or a shared one while nothing else waits for it
-    /// ([`wakes_a_worker`]).
+    /// ([`wakes_a_worker`]). Where the discipline keeps a next, such a task waits as the worker's
+    /// next instead of on the queue.
     pub(super) fn push(&self, id: usize, level: u8) {
         let own_turn = IN_TURN.with(Cell::get) == self as *const Ready as usize;
-        let wake = match self.home_of[id] {
-            Some(h) => !(own_turn && WORKER.with(Cell::get) == h),
-            None => {
-                let worker = WORKER.with(Cell::get);
-                let own_empty = self.homes.get(worker).is_none_or(ReadyQueue::is_empty);
-                wakes_a_worker(own_turn, own_turn && own_empty && self.shared.is_empty())
+        let worker = WORKER.with(Cell::get);
+        let own_empty = self.homes.get(worker).is_none_or(ReadyQueue::is_empty);
+        let nothing_waits = own_turn && own_empty && self.shared.is_empty();
+        if nothing_waits && self.keep_next && self.home_of[id].is_none_or(|h| h == worker) {
+            // One this worker readied earlier in the turn goes to the queue (the discipline has
+            // one level), and an idle worker is woken for it, as for a push behind a queued task.
+            let earlier = self.next[worker].swap(id, Ordering::SeqCst);
+            if earlier != NONE {
+                self.enqueue(earlier, 0);
+                self.idle.notify_one();
             }
+            return;
+        }
+        let wake = match self.home_of[id] {
+            Some(h) => !(own_turn && worker == h),
+            None => wakes_a_worker(own_turn, nothing_waits),
         };
         self.enqueue(id, level);
         if wake {
@@ -106,25 +141,45 @@ impl Ready {
         }
     }
 
-    /// The next task for worker `worker` in its turn number `turn`: from its own queue or the
-    /// shared one (own first on even turns, shared first on odd ones), else one homed on another
-    /// worker.
-    pub(super) fn pop(&self, worker: usize, turn: u64) -> Option<usize> {
-        let Some(own) = self.homes.get(worker) else {
-            return self.shared.pop(turn);
-        };
-        let mine = if turn % 2 == 0 {
-            own.pop(turn).or_else(|| self.shared.pop(turn))
-        } else {
-            self.shared.pop(turn).or_else(|| own.pop(turn))
-        };
-        let n = self.homes.len();
-        mine.or_else(|| (1..n).find_map(|k| self.homes[(worker + k) % n].pop(turn)))
+    /// The operator this worker readied during its last turn, to run next, if it readied one
+    /// that another worker did not take meanwhile.
+    pub(super) fn take_next(&self, worker: usize) -> Option<usize> {
+        let id = self.next[worker].swap(NONE, Ordering::SeqCst);
+        (id != NONE).then_some(id)
     }
 
-    /// True when no task waits on any queue.
+    /// Puts the operator this worker readied back on the queue, for another worker, and wakes
+    /// one (the worker parks).
+    pub(super) fn give_up_next(&self, worker: usize) {
+        let id = self.next[worker].swap(NONE, Ordering::SeqCst);
+        if id != NONE {
+            self.enqueue(id, 0);
+            self.idle.notify_one();
+        }
+    }
+
+    /// The next task for worker `worker` in its turn number `turn`: from its own queue or the
+    /// shared one (own first on even turns, shared first on odd ones), else one homed on another
+    /// worker, else the one another worker readied to take next (that worker is busy with its
+    /// turn; this one would idle).
+    pub(super) fn pop(&self, worker: usize, turn: u64) -> Option<usize> {
+        let mine = match self.homes.get(worker) {
+            None => self.shared.pop(turn),
+            Some(own) if turn % 2 == 0 => own.pop(turn).or_else(|| self.shared.pop(turn)),
+            Some(own) => self.shared.pop(turn).or_else(|| own.pop(turn)),
+        };
+        let n = self.homes.len();
+        mine.or_else(|| (1..n).find_map(|k| self.homes[(worker + k) % n].pop(turn))).or_else(|| {
+            let n = self.next.len();
+            (1..n).map(|k| self.next[(worker + k) % n].swap(NONE, Ordering::SeqCst)).find(|&id| id != NONE)
+        })
+    }
+
+    /// True when no task waits on any queue, nor as a worker's next.
     pub(super) fn is_empty(&self) -> bool {
-        self.shared.is_empty() && self.homes.iter().all(ReadyQueue::is_empty)
+        self.shared.is_empty()
+            && self.homes.iter().all(ReadyQueue::is_empty)
+            && self.next.iter().all(|id| id.load(Ordering::SeqCst) == NONE)
     }
 }
 
@@ -156,5 +211,48 @@ mod tests {
         let four = [(Some(0), true), (Some(1), true), (Some(2), true), (Some(3), true)];
         let ready = Ready::new(&ReadyDiscipline::FIFO, 3, true, &four);
         assert_eq!((0..4).map(|i| ready.home(i)).collect::<Vec<_>>(), [Some(0), Some(1), Some(2), Some(0)]);
+    }
+
+    #[test]
+    fn an_operator_readied_in_a_turn_while_nothing_waits_is_the_workers_next() {
+        let tasks = [(None, false); 4];
+        let ready = Ready::new(&ReadyDiscipline::FIFO, 2, true, &tasks);
+        set_worker(0);
+        let readied_in_a_turn = |ids: &[usize]| {
+            ready.in_turn(true);
+            for &id in ids {
+                ready.push(id, 0);
+            }
+            ready.in_turn(false);
+        };
+        readied_in_a_turn(&[1]);
+        assert!(!ready.is_empty(), "a worker's next counts as waiting");
+        assert!(ready.shared.is_empty(), "not through the queue");
+        assert_eq!((ready.take_next(0), ready.take_next(0)), (Some(1), None));
+        // Two in one turn: the newer next, the earlier on the queue.
+        readied_in_a_turn(&[2, 3]);
+        assert_eq!((ready.take_next(0), ready.pop(0, 0), ready.take_next(0)), (Some(3), Some(2), None));
+        // With a task queued, the queue: its order holds.
+        ready.enqueue(0, 0);
+        readied_in_a_turn(&[1]);
+        assert_eq!((ready.take_next(0), ready.pop(0, 1), ready.pop(0, 2)), (None, Some(0), Some(1)));
+        // Readied outside a turn (another thread's notification): the queue.
+        ready.push(2, 0);
+        assert_eq!((ready.take_next(0), ready.pop(0, 3)), (None, Some(2)));
+        // A worker that parks hands it back to the queue.
+        readied_in_a_turn(&[3]);
+        ready.give_up_next(0);
+        assert_eq!((ready.take_next(0), ready.pop(1, 0)), (None, Some(3)));
+        // Another worker with nothing else to do takes it; it is not taken twice.
+        readied_in_a_turn(&[1]);
+        assert_eq!((ready.pop(1, 1), ready.take_next(0)), (Some(1), None));
+        assert!(ready.is_empty());
+        // Under a priority discipline every task goes through the queue.
+        let policy = ReadyDiscipline { levels: 16, ..ReadyDiscipline::FIFO };
+        let ready = Ready::new(&policy, 2, true, &tasks);
+        ready.in_turn(true);
+        ready.push(0, 3);
+        ready.in_turn(false);
+        assert_eq!((ready.take_next(0), ready.pop(0, 0)), (None, Some(0)));
     }
 }

@@ -16,8 +16,10 @@
 //! on one event count and cost no CPU: one of them keeps the timers (sleeps until the next one is
 //! due), the others sleep until work arrives. A task that a worker readies during its own turn,
 //! while nothing else is queued, is left for that worker to take after the turn instead of waking
-//! another ([`crate::ready::wakes_a_worker`]): at a low rate a tuple then crosses a pipeline on
-//! one thread, with one wake-up (its source's timer) instead of one per hop.
+//! another ([`crate::ready::wakes_a_worker`]; under `dynamic`, `elastic` and `fused` as the
+//! worker's next, without going through the queue: [`super::affinity`]): at a low rate a tuple
+//! then crosses a pipeline on one thread, with one wake-up (its source's timer) instead of one per
+//! hop.
 //!
 //! A producer that finds a consumer's channel full does what IBM's producers do: instead of
 //! waiting, its worker claims the queued consumer and runs it at once, draining the channel while
@@ -219,7 +221,8 @@ impl Pool {
                 return;
             }
             if index >= self.level.load(Ordering::SeqCst) {
-                // What this worker queued during its last turn is for another one now.
+                // What this worker readied or queued during its last turn is for another one now.
+                self.ready.give_up_next(index);
                 if !self.ready.is_empty() {
                     self.ready.idle.notify_one();
                 }
@@ -236,7 +239,7 @@ impl Pool {
             cpu.mark(now);
             let next_timer = self.fire_timers(now);
             self.ready.in_turn(false);
-            if let Some(id) = self.ready.pop(index, turns) {
+            if let Some(id) = self.ready.take_next(index).or_else(|| self.ready.pop(index, turns)) {
                 turns += 1;
                 // A stale entry (the operator was claimed by a producer's drain, or already ran)
                 // fails the claim and is dropped.

@@ -21,6 +21,11 @@
 //! receive ([`Receiver::try_recv_giving_back`]), and [`Sender::send_batch`] leaves one of those in
 //! the producer's buffer. A hop then costs no allocation, and no vector is freed on another
 //! thread than the one that allocated it (which costs glibc's allocator a lock per batch).
+//!
+//! A watermark that follows a batch travels with it: [`Sender::send_batch_then`] queues both under
+//! one lock with one notification, and the receive that takes a batch also takes a watermark queued
+//! right behind it ([`Received::watermark`]). At a low rate, where a source sends a watermark behind
+//! every tuple, a hop then costs one send, one receive and one step of the consumer instead of two.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -156,34 +161,45 @@ impl<T: Send> Sender<T> {
     /// Enqueues a message without waiting. If that fills the channel, it counts among the
     /// producer's full outputs until the consumer drains it ([`Signal::is_blocked`]).
     pub fn send(&self, message: Message<T>) -> Result<(), Closed> {
-        self.enqueue(message, None)
+        self.enqueue(message, None, None)
     }
 
     /// Sends the tuples in `buffer` as one batch, as [`Sender::send`] does, and leaves in
     /// `buffer` an emptied vector the consumer gave back (or a new, unallocated one).
     pub fn send_batch(&self, buffer: &mut Vec<Tuple<T>>) -> Result<(), Closed> {
-        let batch = std::mem::take(buffer);
-        self.enqueue(Message::Batch(batch), Some(buffer))
+        self.send_batch_then(buffer, None)
     }
 
-    fn enqueue(&self, message: Message<T>, refill: Option<&mut Vec<Tuple<T>>>) -> Result<(), Closed> {
+    /// [`Sender::send_batch`], followed by `watermark` if given, under one lock and with one
+    /// notification of the consumer.
+    pub fn send_batch_then(&self, buffer: &mut Vec<Tuple<T>>, watermark: Option<u64>) -> Result<(), Closed> {
+        let batch = std::mem::take(buffer);
+        self.enqueue(Message::Batch(batch), watermark, Some(buffer))
+    }
+
+    fn enqueue(
+        &self,
+        message: Message<T>,
+        then_watermark: Option<u64>,
+        refill: Option<&mut Vec<Tuple<T>>>,
+    ) -> Result<(), Closed> {
         let ch = &*self.channel;
-        let n = match &message {
-            Message::Batch(b) => b.len(),
-            _ => 0,
-        };
         let mut state = lock(&ch.state);
         if state.closed {
             return Err(Closed);
         }
         let now = now_ns();
-        match (message, state.queue.back_mut()) {
-            // Consecutive watermarks: only the newest matters, so a stalled consumer cannot make
-            // the queue grow without bound.
-            (Message::Watermark(w), Some((_, Message::Watermark(last)))) => *last = w,
-            (message, _) => {
-                state.tuples += n;
-                state.queue.push_back((now, message));
+        for message in std::iter::once(message).chain(then_watermark.map(Message::Watermark)) {
+            match (message, state.queue.back_mut()) {
+                // Consecutive watermarks: only the newest matters, so a stalled consumer cannot
+                // make the queue grow without bound.
+                (Message::Watermark(w), Some((_, Message::Watermark(last)))) => *last = w,
+                (message, _) => {
+                    if let Message::Batch(b) = &message {
+                        state.tuples += b.len();
+                    }
+                    state.queue.push_back((now, message));
+                }
             }
         }
         if state.tuples >= ch.capacity && state.full_since.is_none() {
@@ -207,21 +223,41 @@ impl<T: Send> Sender<T> {
     }
 }
 
+/// What one receive took from a channel.
+#[derive(Debug)]
+pub struct Received<T> {
+    /// The oldest message.
+    pub message: Message<T>,
+    /// When the message is a batch: the watermark queued right behind it, taken with it.
+    pub watermark: Option<u64>,
+    /// Whether more messages are queued behind these.
+    pub more: bool,
+}
+
 /// The reading side of a channel; one per channel.
 pub struct Receiver<T> {
     channel: Arc<Channel<T>>,
 }
 
 impl<T: Send> Receiver<T> {
-    /// Takes the oldest message, if any.
+    /// Takes the oldest message, if any (one message: a watermark behind a batch stays queued).
     pub fn try_recv(&self) -> Option<Message<T>> {
-        self.try_recv_giving_back(&mut None).map(|(message, _)| message)
+        let ch = &*self.channel;
+        let mut state = lock(&ch.state);
+        let (_, message) = state.queue.pop_front()?;
+        let wake_producer = Self::took(ch, &mut state, &message);
+        drop(state);
+        if wake_producer {
+            ch.producer.notify();
+        }
+        Some(message)
     }
 
-    /// Takes the oldest message, if any, and says whether more are queued behind it. First hands
-    /// the producer back the emptied vector of an earlier batch in `spare` (taken out of it; a
-    /// vector without capacity, or one the channel has no room for, stays).
-    pub fn try_recv_giving_back(&self, spare: &mut Option<Vec<Tuple<T>>>) -> Option<(Message<T>, bool)> {
+    /// Takes the oldest message, if any, with the watermark queued right behind it when the
+    /// message is a batch, and says whether more are queued behind them. First hands the producer
+    /// back the emptied vector of an earlier batch in `spare` (taken out of it; a vector without
+    /// capacity, or one the channel has no room for, stays).
+    pub fn try_recv_giving_back(&self, spare: &mut Option<Vec<Tuple<T>>>) -> Option<Received<T>> {
         let ch = &*self.channel;
         let mut state = lock(&ch.state);
         if state.spares.len() < SPARES {
@@ -231,19 +267,28 @@ impl<T: Send> Receiver<T> {
             }
         }
         let (_, message) = state.queue.pop_front()?;
-        let more = !state.queue.is_empty();
-        let mut wake_producer = false;
-        if let Message::Batch(b) = &message {
-            state.tuples -= b.len();
-            if state.full_since.is_some() && state.tuples <= ch.capacity / 2 {
-                wake_producer = ch.release_producer(&mut state);
-            }
+        let watermark = match (&message, state.queue.front()) {
+            (Message::Batch(_), Some((_, Message::Watermark(w)))) => Some(*w),
+            _ => None,
+        };
+        if watermark.is_some() {
+            state.queue.pop_front();
         }
+        let more = !state.queue.is_empty();
+        let wake_producer = Self::took(ch, &mut state, &message);
         drop(state);
         if wake_producer {
             ch.producer.notify();
         }
-        Some((message, more))
+        Some(Received { message, watermark, more })
+    }
+
+    /// Accounts for `message` taken off the queue; true when that released the producer, which
+    /// must be notified after the lock is released.
+    fn took(ch: &Channel<T>, state: &mut State<T>, message: &Message<T>) -> bool {
+        let Message::Batch(b) = message else { return false };
+        state.tuples -= b.len();
+        state.full_since.is_some() && state.tuples <= ch.capacity / 2 && ch.release_producer(state)
     }
 
     /// True if a message is queued.
@@ -359,7 +404,9 @@ mod tests {
         let first = buffer.as_ptr();
         tx.send_batch(&mut buffer).unwrap();
         assert!(buffer.is_empty() && buffer.capacity() == 0, "nothing given back yet: a new, unallocated vector");
-        let Some((Message::Batch(mut batch), false)) = rx.try_recv_giving_back(&mut None) else {
+        let Some(Received { message: Message::Batch(mut batch), watermark: None, more: false }) =
+            rx.try_recv_giving_back(&mut None)
+        else {
             panic!("the batch, and nothing behind it")
         };
         assert_eq!(batch.as_ptr(), first);
@@ -367,10 +414,9 @@ mod tests {
         let mut spare = Some(batch);
         buffer.push(Tuple::at(0, 2));
         tx.send_batch(&mut buffer).unwrap();
-        tx.send(Message::Watermark(5)).unwrap();
         // The receive that takes the second batch hands the first vector back ...
-        let Some((Message::Batch(second), true)) = rx.try_recv_giving_back(&mut spare) else {
-            panic!("the second batch, with the watermark behind it")
+        let Some(Received { message: Message::Batch(second), .. }) = rx.try_recv_giving_back(&mut spare) else {
+            panic!("the second batch")
         };
         assert!(spare.is_none() && second[0].data == 2);
         // ... and the producer's next send leaves it in the producer's buffer, capacity and all.
@@ -379,8 +425,51 @@ mod tests {
         assert_eq!((buffer.as_ptr(), buffer.capacity(), buffer.len()), (first, 64, 0));
         // A vector without capacity is not worth keeping.
         let mut empty = Some(Vec::new());
-        assert!(matches!(rx.try_recv_giving_back(&mut empty), Some((Message::Watermark(5), true))));
+        assert!(matches!(rx.try_recv_giving_back(&mut empty), Some(Received { message: Message::Batch(_), .. })));
         assert!(empty.is_some());
+    }
+
+    #[test]
+    fn a_watermark_behind_a_batch_is_sent_and_taken_with_it() {
+        let consumer = Arc::new(Signal::default());
+        let notified = Arc::new(AtomicUsize::new(0));
+        let n = notified.clone();
+        consumer.set_hook(Arc::new(move || {
+            n.fetch_add(1, Ordering::SeqCst);
+        }));
+        let (tx, rx) = channel::<u64>(1 << 10, consumer, Arc::new(Signal::default()));
+        let mut buffer = vec![Tuple::at(0, 1)];
+        tx.send_batch_then(&mut buffer, Some(7)).unwrap();
+        assert_eq!(notified.load(Ordering::SeqCst), 1, "one notification for both");
+        assert_eq!(rx.observer().occupancy(now_ns()).queue_len, 1);
+        let Some(Received { message: Message::Batch(b), watermark: Some(7), more: false }) =
+            rx.try_recv_giving_back(&mut None)
+        else {
+            panic!("the batch with its watermark, nothing behind")
+        };
+        assert_eq!(b[0].data, 1);
+        // Sent apart, they are still taken together; a second batch behind them stays queued.
+        tx.send(batch(2..3)).unwrap();
+        tx.send(Message::Watermark(8)).unwrap();
+        tx.send(batch(3..4)).unwrap();
+        let Some(Received { message: Message::Batch(_), watermark: Some(8), more: true }) =
+            rx.try_recv_giving_back(&mut None)
+        else {
+            panic!("the batch with its watermark, a batch behind")
+        };
+        // A watermark is taken with a batch only, never with another watermark or the end; a
+        // plain `try_recv` takes one message.
+        tx.send(Message::Watermark(9)).unwrap();
+        assert!(matches!(rx.try_recv(), Some(Message::Batch(_))));
+        assert!(matches!(rx.try_recv(), Some(Message::Watermark(9))));
+        tx.send(Message::Watermark(10)).unwrap();
+        tx.send(Message::End).unwrap();
+        let Some(Received { message: Message::Watermark(10), watermark: None, more: true }) =
+            rx.try_recv_giving_back(&mut None)
+        else {
+            panic!("the watermark alone")
+        };
+        assert!(matches!(rx.try_recv(), Some(Message::End)));
     }
 
     #[test]

@@ -42,13 +42,8 @@ impl<T: Send> Out<T> {
     }
 
     /// Sends `buffer`'s tuples as one batch and leaves an empty vector in it: one the consumer
-    /// gave back where the channel has one ([`Sender::send_batch`]).
-    pub fn send_batch(&self, buffer: &mut Vec<Tuple<T>>) -> Result<(), Closed> {
-        self.send_batch_then(buffer, None)
-    }
-
-    /// [`Out::send_batch`], then `watermark` if given: in one send into a channel
-    /// ([`Sender::send_batch_then`]).
+    /// gave back where the channel has one ([`Sender::send_batch`]); then `watermark` if given,
+    /// in the same send into a channel ([`Sender::send_batch_then`]).
     pub fn send_batch_then(&self, buffer: &mut Vec<Tuple<T>>, watermark: Option<u64>) -> Result<(), Closed> {
         match self {
             Out::Channel(s) => s.send_batch_then(buffer, watermark),

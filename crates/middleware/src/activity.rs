@@ -257,6 +257,19 @@ impl Activity {
     }
 }
 
+/// What the rule is told about SPE `spe` in the round at `at`, for `-v`: the machine's busy
+/// share, the tuples waiting in the SPE and the tuples its sources took in so far.
+pub fn describe_load(spe: &str, at: Duration, busy: Option<f64>, sources: Option<SourceLoad>) -> String {
+    let figure = |v: Option<f64>, scale: f64| v.map_or_else(|| "?".to_string(), |v| format!("{:.0}", v * scale));
+    format!(
+        "SPE '{spe}': load at {:.2} s: machine {} % busy, {} tuple(s) waiting, {} taken in",
+        at.as_secs_f64(),
+        figure(busy, 100.0),
+        figure(sources.and_then(|s| s.waiting()), 1.0),
+        figure(sources.map(|s| s.ingested), 1.0),
+    )
+}
+
 /// Says what a state change means, for the log.
 pub fn describe(spe: &str, t: &Transition) -> String {
     match (t.active, &t.reason) {

@@ -405,8 +405,13 @@ impl Daemon {
                     lines.iter().for_each(|l| self.out.info(l));
                     errors.iter().for_each(|e| self.out.error(e));
                     let at = self.start.elapsed();
+                    if self.out.verbose && self.activity.mode() == ActivationMode::Auto {
+                        self.out.debug(activity::describe_load(d.spe(), at, self.activity.busy(), d.sources()));
+                    }
                     if let Some(t) = self.activity.update(d.spe(), at, d.sources()) {
                         self.out.info(activity::describe(d.spe(), &t));
+                        // Said once: `-v` says the reason again only when it changes after this.
+                        self.shown.insert(d.spe().to_string(), t.reason.code());
                         if !t.active {
                             released.push((d.spe().to_string(), o.topology.pid));
                         }

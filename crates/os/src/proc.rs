@@ -241,30 +241,58 @@ pub fn own_thread_cpu_ns(tid: Tid) -> io::Result<u64> {
     Ok(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
-/// CPU time (user + system) of a whole process, in nanoseconds, at clock-tick resolution.
+/// CPU time (user + system) of a whole process, all its threads, in nanoseconds: read from the
+/// kernel's CPU clock of the process (`clock_getcpuclockid(3)`, the scheduler's own count, at
+/// nanosecond resolution), or, where that clock cannot be read, from `/proc/<pid>/stat` at
+/// clock-tick resolution (10 ms: an idle middleware's few milliseconds over a benchmark's point
+/// read 0 there).
 pub fn process_cpu_ns(pid: u32) -> io::Result<u64> {
+    if let Some(ns) = process_cpu_clock_ns(pid) {
+        return Ok(ns);
+    }
     let stat = ThreadStat::parse(&read_stat(std::path::Path::new(&format!("/proc/{pid}/stat")))?)?;
     Ok((stat.utime_ticks + stat.stime_ticks) * 1_000_000_000 / clock_ticks_per_second())
 }
 
+/// The CPU clock of process `pid`, in nanoseconds; `None` when it cannot be read (no such
+/// process, or not a process's main thread).
+fn process_cpu_clock_ns(pid: u32) -> Option<u64> {
+    let pid = libc::pid_t::try_from(pid).ok().filter(|&p| p > 0)?;
+    let mut clock: libc::clockid_t = 0;
+    // SAFETY: clock_getcpuclockid writes one clockid_t into `clock`, which lives for the call.
+    if unsafe { libc::clock_getcpuclockid(pid, &mut clock) } != 0 {
+        return None;
+    }
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec into `ts`, which lives for the call.
+    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
+        return None;
+    }
+    Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
 /// CPU time (user + system) of a whole process and of its children that it waited for
-/// (`cutime + cstime`: e.g. the `jcmd` a middleware runs for a thread dump), in nanoseconds, at
-/// clock-tick resolution.
+/// (`cutime + cstime`: e.g. the `jcmd` a middleware runs for a thread dump), in nanoseconds:
+/// the process's own at nanosecond resolution (see [`process_cpu_ns`]), its children's at
+/// clock-tick resolution (the kernel keeps no finer count of them).
 pub fn process_and_children_cpu_ns(pid: u32) -> io::Result<u64> {
     let text = read_stat(std::path::Path::new(&format!("/proc/{pid}/stat")))?;
     let bad = || io::Error::new(io::ErrorKind::InvalidData, format!("stat: too few fields: {text:?}"));
     let close = text.rfind(')').ok_or_else(bad)?;
     // Fields 14..=17 (utime, stime, cutime, cstime), numbered from 3 after the name.
-    let ticks: u64 = text[close + 1..]
+    let ticks: Vec<u64> = text[close + 1..]
         .split_whitespace()
         .skip(14 - 3)
         .take(4)
         .map(|f| f.parse::<i64>().map(|v| v.max(0) as u64))
         .collect::<Result<Vec<u64>, _>>()
-        .map_err(|_| bad())?
-        .iter()
-        .sum();
-    Ok(ticks * 1_000_000_000 / clock_ticks_per_second())
+        .map_err(|_| bad())?;
+    if ticks.len() < 4 {
+        return Err(bad());
+    }
+    let tick_ns = |t: u64| t * 1_000_000_000 / clock_ticks_per_second();
+    let own = process_cpu_clock_ns(pid).unwrap_or_else(|| tick_ns(ticks[0] + ticks[1]));
+    Ok(own + tick_ns(ticks[2] + ticks[3]))
 }
 
 /// Resident set size of a process, in bytes (`VmRSS` of `/proc/<pid>/status`).
@@ -316,9 +344,10 @@ mod tests {
         let (tx, rx) = std::sync::mpsc::channel::<()>();
         let (tid_tx, tid_rx) = std::sync::mpsc::channel();
         let spinner = std::thread::spawn(move || {
-            tid_tx.send(current_tid()).unwrap();
-            let start = std::time::Instant::now();
-            while start.elapsed() < std::time::Duration::from_millis(30) {
+            let tid = current_tid();
+            tid_tx.send(tid).unwrap();
+            // 30 ms of CPU, not of wall time (on a busy machine the two differ many times over).
+            while own_thread_cpu_ns(tid).unwrap() < 30_000_000 {
                 std::hint::black_box(0u64);
             }
             let _ = rx.recv();
@@ -420,6 +449,42 @@ mod tests {
         }
         assert!(thread_cpu_ns(pid, tid).unwrap() > before);
         assert!(process_rss_bytes(pid).unwrap() > 0);
+    }
+
+    #[test]
+    fn another_process_s_cpu_is_read_finer_than_a_clock_tick_and_agrees_with_proc() {
+        // A child that burns ~30 ms of CPU, then waits to be read.
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; read _"])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let ticks = |pid: u32| {
+            let stat =
+                ThreadStat::parse(&read_stat(std::path::Path::new(&format!("/proc/{pid}/stat"))).unwrap()).unwrap();
+            (stat.utime_ticks + stat.stime_ticks) * 1_000_000_000 / clock_ticks_per_second()
+        };
+        let tick = 1_000_000_000 / clock_ticks_per_second();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        // Until the loop is done: the count stands still.
+        let mut last = process_cpu_ns(pid).unwrap();
+        loop {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            let now = process_cpu_ns(pid).unwrap();
+            if now == last || std::time::Instant::now() > deadline {
+                break;
+            }
+            last = now;
+        }
+        let (fine, coarse) = (process_cpu_ns(pid).unwrap(), ticks(pid));
+        assert!(fine > 0 && fine % tick != 0, "{fine} ns: not a multiple of the {tick} ns tick");
+        // The kernel's clock-tick split (utime + stime) is the same count, sampled and rounded.
+        assert!(fine.abs_diff(coarse) <= 2 * tick + fine / 10, "clock {fine} ns, /proc {coarse} ns");
+        assert!(process_and_children_cpu_ns(pid).unwrap() >= fine);
+        drop(child.stdin.take());
+        child.wait().unwrap();
+        assert!(process_cpu_ns(pid).is_err(), "a process that was reaped has no CPU clock nor /proc entry");
     }
 
     #[test]

@@ -35,10 +35,19 @@
 //!   fallen back; an SPE whose idle threads spin keeps the CPU busy at any rate, so CPU alone
 //!   cannot tell). A scheduler that works keeps the sources up to date, so "not behind" alone
 //!   would switch it off exactly when it helps; that is why room is needed as well.
+//! - **Active → idle, to see** ([`Reason::Probing`]) when the SPE, with a backlog figure, has
+//!   kept up for the probe window without room on the machine nor a fall of its input: it may
+//!   keep up without the scheduler too (a backlog that built while the SPE started and has
+//!   drained since; measured on Storm, which keeps the CPU busy whatever its rate, the rule acted
+//!   on such a start-up backlog and then held on to a scheduler that only raised its latency for
+//!   the rest of the run). If the SPE falls behind again within [`PROBE_MEMORY`], the check
+//!   failed and the next probe window is twice as long (from `release` up to
+//!   2^[`PROBE_DOUBLINGS`] × `release`); a probe that stays idle longer resets it.
 //!
 //! Without a backlog (the SPE's sources report none), the backlog conditions are left out and
 //! the rule follows the CPU alone; without a CPU figure, the backlog alone. A sample with
-//! neither changes nothing. The decision is a pure function of the samples: time is passed in,
+//! neither changes nothing (and an SPE without a backlog figure is never probed: nothing would
+//! tell that it keeps up). The decision is a pure function of the samples: time is passed in,
 //! nothing is read, slept or logged, so the middleware, the simulator and the engine's
 //! user-level executor can share it.
 //!
@@ -121,6 +130,15 @@ pub const CPU_HYSTERESIS: f64 = 0.05;
 /// one bottleneck operator fell behind at 85–87 % busy under the Linux scheduler, while one
 /// bottleneck thread on a 2-core machine leaves it about 55 % busy.
 pub const LOSING_GROUND_MARGIN: f64 = 0.15;
+
+/// How long after a probe (see the [module docs](self)) acting again counts as the probe having
+/// failed, in release windows (30 s with the default 10 s).
+pub const PROBE_MEMORY: u32 = 3;
+
+/// How many times the probe window doubles after failed probes, at most (up to 16 × `release`,
+/// 160 s with the defaults): an SPE that needs the scheduler loses at most one probe's backlog
+/// in that long.
+pub const PROBE_DOUBLINGS: u32 = 4;
 
 impl Default for ActivationConfig {
     /// Measured on this project's 2-core machine (docs/schedule.md, "When it acts").
@@ -209,6 +227,16 @@ pub enum Reason {
         /// The window.
         window: Duration,
     },
+    /// Idle again, to see: the SPE kept up for the probe window while scheduled, with the
+    /// machine busy and its input as high as when it fell behind; without the scheduler it may
+    /// keep up too.
+    Probing {
+        /// How long it kept up while scheduled.
+        kept_up: Duration,
+        /// The probe window after this one, should the SPE fall behind again within
+        /// [`PROBE_MEMORY`] release windows.
+        next: Duration,
+    },
     /// Active, and staying so: no sign of room yet.
     Holding {
         /// Why it cannot let go yet.
@@ -218,13 +246,14 @@ pub enum Reason {
 
 impl Reason {
     /// A short, stable name of the kind of reason, for metric labels: `starting`, `cpu_room`,
-    /// `keeping_up`, `rate_fell_back`, `behind`, `losing_ground`, `holding`.
+    /// `keeping_up`, `rate_fell_back`, `probing`, `behind`, `losing_ground`, `holding`.
     pub fn code(&self) -> &'static str {
         match self {
             Reason::Starting => "starting",
             Reason::CpuRoom { .. } => "cpu_room",
             Reason::KeepingUp { .. } => "keeping_up",
             Reason::RateFellBack { .. } => "rate_fell_back",
+            Reason::Probing { .. } => "probing",
             Reason::Behind { .. } => "behind",
             Reason::LosingGround { .. } => "losing_ground",
             Reason::Holding { .. } => "holding",
@@ -254,6 +283,13 @@ impl fmt::Display for Reason {
                 f,
                 "the SPE keeps up and its input ({rate:.0} tuples/s) fell below the {behind_at:.0} tuples/s at \
                  which it fell behind"
+            ),
+            Reason::Probing { kept_up, next } => write!(
+                f,
+                "the SPE kept up for {} while scheduled: handing it back to Linux to see whether it keeps up \
+                 without (should it fall behind again soon, the next check waits {})",
+                seconds(*kept_up),
+                seconds(*next)
             ),
             Reason::Behind { busy, lag } => {
                 write!(f, "the SPE falls behind")?;
@@ -300,6 +336,13 @@ pub struct Activation {
     samples: VecDeque<LoadSample>,
     /// State changes so far.
     transitions: u64,
+    /// While active: since when every sample has shown the SPE keeping up (its backlog below
+    /// `lag` of input over the confirm window).
+    kept_up_since: Option<Duration>,
+    /// When the last probe handed the SPE back, while that can still count as failed.
+    probed_at: Option<Duration>,
+    /// Probes failed in a row (each doubles the probe window, up to [`PROBE_DOUBLINGS`]).
+    probes_failed: u32,
 }
 
 /// Measures of the samples from `from` on (and the one before, as the window's start).
@@ -329,6 +372,9 @@ impl Activation {
             behind_at: 0.0,
             samples: VecDeque::new(),
             transitions: 0,
+            kept_up_since: None,
+            probed_at: None,
+            probes_failed: 0,
         }
     }
 
@@ -357,6 +403,17 @@ impl Activation {
         self.transitions
     }
 
+    /// How long the SPE must keep up while active before the rule hands it back to see
+    /// ([`Reason::Probing`]): `release`, doubled for each probe that failed in a row.
+    pub fn probe_window(&self) -> Duration {
+        self.probe_window_after(self.probes_failed)
+    }
+
+    /// The probe window after `failed` probes failed in a row.
+    fn probe_window_after(&self, failed: u32) -> Duration {
+        self.config.release * (1u32 << failed.min(PROBE_DOUBLINGS))
+    }
+
     /// Takes one round's sample; returns the state change it caused, if any. Samples must come
     /// in time order (an older one is ignored).
     pub fn update(&mut self, sample: LoadSample) -> Option<Transition> {
@@ -371,10 +428,18 @@ impl Activation {
         }
         let now = sample.at;
         if self.active {
+            self.note_keeping_up(now);
             self.consider_release(now)
         } else {
             self.consider_activation(now)
         }
+    }
+
+    /// Follows, while active, since when the SPE has kept up in every round.
+    fn note_keeping_up(&mut self, now: Duration) {
+        let lag_on = self.config.lag.as_secs_f64();
+        let keeping_up = self.window(now, self.config.confirm).and_then(|w| w.lag).is_some_and(|(_, max)| max < lag_on);
+        self.kept_up_since = if keeping_up { Some(self.kept_up_since.unwrap_or(now)) } else { None };
     }
 
     /// The window of the last `span`: `None` while the samples do not reach back that far.
@@ -425,6 +490,18 @@ impl Activation {
         self.active = active;
         self.since = now;
         self.transitions += 1;
+        self.kept_up_since = None;
+        if active {
+            // Acting again soon after a probe: the probe failed; later, the load has changed.
+            let failed = self.probed_at.is_some_and(|p| now <= p + self.config.release * PROBE_MEMORY);
+            self.probes_failed = if failed { self.probes_failed.saturating_add(1) } else { 0 };
+            self.probed_at = None;
+        } else if matches!(reason, Reason::Probing { .. }) {
+            self.probed_at = Some(now);
+        } else {
+            self.probes_failed = 0;
+            self.probed_at = None;
+        }
         Some(Transition { active, reason })
     }
 
@@ -500,6 +577,15 @@ impl Activation {
         if let (Some(rate), Some(_)) = (w.rate, w.lag) {
             if self.behind_at > 0.0 && rate < RATE_MARGIN * self.behind_at {
                 return self.change(now, false, Reason::RateFellBack { rate, behind_at: self.behind_at });
+            }
+        }
+        // Kept up for the probe window with the machine busy and the input as high: it may keep
+        // up without the scheduler too; hand it back and see.
+        if let Some(since) = self.kept_up_since {
+            let kept_up = now.saturating_sub(since);
+            if kept_up >= self.probe_window() {
+                let next = self.probe_window_after(self.probes_failed.saturating_add(1));
+                return self.change(now, false, Reason::Probing { kept_up, next });
             }
         }
         self.reason = Reason::Holding {

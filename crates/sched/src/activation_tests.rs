@@ -43,6 +43,25 @@ fn feed(
     changes
 }
 
+/// [`feed`] in a closed loop: the load at `t` depends on whether the rule acts at `t` (a model
+/// of an SPE that keeps up only while scheduled, or without).
+fn feed_closed(
+    rule: &mut Activation,
+    ingested: &mut f64,
+    from: f64,
+    to: f64,
+    load: impl Fn(f64, bool) -> Load,
+) -> Vec<(f64, bool, Reason)> {
+    let mut changes = Vec::new();
+    let mut t = from;
+    while t <= to + 1e-9 {
+        let active = rule.is_active();
+        changes.extend(feed(rule, ingested, t, t, |t| load(t, active)));
+        t += PERIOD.as_secs_f64();
+    }
+    changes
+}
+
 fn rule() -> Activation {
     Activation::new(ActivationConfig::default())
 }
@@ -128,16 +147,35 @@ fn an_spe_that_loses_ground_with_some_cpu_idle_is_acted_on_and_kept_so() {
     assert!(matches!(reason, Reason::LosingGround { window, .. } if *window == Duration::from_secs(3)), "{reason}");
     assert_eq!(reason.code(), "losing_ground");
     assert!(reason.to_string().contains("loses ground") && reason.to_string().contains("% busy"), "{reason}");
-    // Scheduling helps: the SPE keeps up, the machine busier; and where it keeps up at the
-    // same CPU as before, letting go would only let it fall behind again.
-    let changes = feed(&mut r, &mut n, 10.2, 60.0, |_| load(0.93, 0.0, 40_000.0));
-    assert!(changes.is_empty(), "{changes:?}");
-    let changes = feed(&mut r, &mut n, 60.2, 120.0, |_| load(0.84, 0.0, 40_000.0));
-    assert!(changes.is_empty(), "{changes:?}");
+    // Scheduling helps: the SPE keeps up at 40k with the machine busier; without it, it loses
+    // ground again (2k tuples/s from the moment it is handed back). It is handed back to see
+    // after keeping up for 10 s, falls behind, is acted on again within the losing-ground
+    // window and a round or two, and each failed check makes the next wait twice as long: over
+    // 110 s, three checks of ~5 s each.
+    let idle_since = std::cell::Cell::new(0.0);
+    let changes = feed_closed(&mut r, &mut n, 10.2, 120.0, |t, active| {
+        if active {
+            idle_since.set(t);
+            load(0.93, 0.0, 40_000.0)
+        } else {
+            load(0.85 + 0.02 * (t * 5.0).sin(), 2_000.0 * (t - idle_since.get()), 38_000.0)
+        }
+    });
+    let probes: Vec<&(f64, bool, Reason)> = changes.iter().filter(|c| !c.1).collect();
+    assert!(changes.iter().all(|c| c.1 || c.2.code() == "probing"), "{changes:?}");
+    assert_eq!(probes.len(), 3, "{changes:?}");
+    let idle: Vec<f64> =
+        changes.chunks(2).map(|w| if w.len() == 2 { w[1].0 - w[0].0 } else { 120.0 - w[0].0 }).collect();
+    assert!(idle.iter().all(|&s| s < 6.0), "idle stretches {idle:?}: {changes:?}");
+    // The active stretches between checks: ~11 s (the first keeping up), then ~20 s, ~40 s.
+    let active: Vec<f64> = changes.windows(2).filter(|w| w[0].1).map(|w| w[1].0 - w[0].0).collect();
+    assert!(active.windows(2).all(|w| w[1] >= 1.8 * w[0]), "{active:?} {changes:?}");
+    assert!(matches!(probes[1].2, Reason::Probing { next, .. } if next == Duration::from_secs(40)), "{changes:?}");
     assert!(r.is_active());
-    // The rate falls back to half: it lets go.
+    // The rate falls back to half: it lets go, for that reason.
     let changes = feed(&mut r, &mut n, 120.2, 140.0, |_| load(0.84, 0.0, 20_000.0));
     assert_eq!(changes.iter().map(|c| c.1).collect::<Vec<_>>(), [false], "{changes:?}");
+    assert_eq!(changes[0].2.code(), "rate_fell_back", "{changes:?}");
 }
 
 #[test]
@@ -165,17 +203,52 @@ fn losing_ground_needs_a_nearly_saturated_machine_and_a_backlog_that_grows() {
 }
 
 #[test]
-fn while_it_keeps_the_sources_up_to_date_it_stays_active() {
+fn while_it_keeps_the_sources_up_to_date_it_stays_active_until_the_probe_window() {
     let mut r = rule();
     let mut n = 0.0;
     feed(&mut r, &mut n, 0.0, 3.0, |t| load(0.99, 10_000.0 * t, 30_000.0));
     assert!(r.is_active());
-    // The scheduler works: no backlog, all of the CPU in use, the same input. Switching it off
-    // now would let the backlog grow again.
-    let changes = feed(&mut r, &mut n, 3.2, 120.0, |_| load(0.98, 0.0, 34_000.0));
+    let activated = r.since().as_secs_f64();
+    // The scheduler works: no backlog, all of the CPU in use, the same input. It holds on for
+    // the probe window (10 s of keeping up, counted once the confirm window shows it).
+    let changes = feed(&mut r, &mut n, 3.2, activated + 10.9, |_| load(0.98, 0.0, 34_000.0));
     assert!(changes.is_empty(), "{changes:?}");
     assert!(r.is_active());
     assert!(r.reason().to_string().contains("still needed"), "{}", r.reason());
+    assert_eq!(r.probe_window(), Duration::from_secs(10));
+    let changes = feed(&mut r, &mut n, activated + 11.0, activated + 13.0, |_| load(0.98, 0.0, 34_000.0));
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    assert!(matches!(changes[0].2, Reason::Probing { next, .. } if next == Duration::from_secs(20)), "{changes:?}");
+    assert!(changes[0].2.to_string().contains("kept up for"), "{}", changes[0].2);
+}
+
+#[test]
+fn a_start_up_backlog_drained_while_acting_is_handed_back_and_stays_so() {
+    // Storm at 22k tuples/s: ~10k tuples wait while the JVM warms up, the machine is fully
+    // busy (its executors spin) whether or not the SPE keeps up, and the input stays the same.
+    let mut r = rule();
+    let mut n = 0.0;
+    let changes =
+        feed(&mut r, &mut n, 0.0, 300.0, |t| load(0.99, if t < 4.0 { 12_000.0 + 500.0 * t } else { 80.0 }, 22_000.0));
+    assert_eq!(changes.iter().map(|c| c.1).collect::<Vec<_>>(), [true, false], "{changes:?}");
+    assert!(changes[1].0 < 17.0, "handed back at {} s", changes[1].0);
+    assert_eq!(changes[1].2.code(), "probing");
+    assert!(matches!(r.reason(), Reason::KeepingUp { .. }), "{}", r.reason());
+    // Much later it falls behind again: acted on, and, the probe long past, handed back after
+    // the first window again (10 s of keeping up), not a doubled one.
+    let changes = feed(&mut r, &mut n, 300.2, 330.0, |t| {
+        load(0.99, if t < 303.0 { 10_000.0 * (t - 299.0) } else { 80.0 }, 22_000.0)
+    });
+    assert_eq!(changes.iter().map(|c| c.1).collect::<Vec<_>>(), [true, false], "{changes:?}");
+    assert!(changes[1].0 - changes[0].0 < 14.0, "{changes:?}");
+}
+
+#[test]
+fn without_a_backlog_figure_nothing_is_probed() {
+    let mut r = rule();
+    let mut n = 0.0;
+    let changes = feed(&mut r, &mut n, 0.0, 300.0, |_| Load { cpu: Some(0.99), backlog: None, rate: 1.0 });
+    assert_eq!(changes.iter().map(|c| c.1).collect::<Vec<_>>(), [true], "{changes:?}");
 }
 
 #[test]

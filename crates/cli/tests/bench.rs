@@ -418,10 +418,13 @@ fn jvm_configurations_run_real_jobs_alone_and_under_the_middleware(
     let active = num(&points[1]["middleware_active_share"], "middleware_active_share");
     assert!(active > 0.5 && active <= 1.0, "{active}: {}", points[1]);
 
-    // One JVM per point: the first ran alone, the second under the middleware's nice values.
-    assert_eq!(jvms.len(), 2, "JVMs seen: {jvms:?}\n{stderr}");
-    assert!(!jvms[0].1, "a thread of the {system}:os JVM was reniced without a middleware");
-    assert!(jvms[1].1, "the middleware set no nice value in the {system}:qs JVM");
+    // One JVM per point — and one more for a point whose JVM found its port taken between the
+    // lab choosing it and the JVM binding it (the lab starts the point again; seen once in CI):
+    // those of the first point ran alone, the last one under the middleware's nice values.
+    assert!(jvms.len() >= 2, "JVMs seen: {jvms:?}\n{stderr}");
+    let (last, before) = jvms.split_last().unwrap();
+    assert!(before.iter().all(|j| !j.1), "a JVM before the {system}:qs one was reniced: {jvms:?}");
+    assert!(last.1, "the middleware set no nice value in the {system}:qs JVM: {jvms:?}");
     // No JVM outlived the sweep (a pid now present must be another process).
     assert_eq!(jvms_with(main, &seed), Vec::<u32>::new(), "a JVM outlived the sweep");
     for (pid, _) in &jvms {

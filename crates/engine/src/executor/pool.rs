@@ -221,9 +221,15 @@ impl Pool {
                 return;
             }
             if index >= self.level.load(Ordering::SeqCst) {
-                // What this worker readied or queued during its last turn is for another one now.
+                // What this worker readied or queued during its last turn is for another one now,
+                // and so are the timers if it kept them: a worker below the level that went to
+                // sleep while this one was the keeper sleeps without a timeout, so all are woken
+                // and one of them keeps the timers (else a timer due now was never fired: a
+                // source waiting for its next tuple hung the run, once in ~30 under `elastic`).
                 self.ready.give_up_next(index);
-                if !self.ready.is_empty() {
+                if self.next_timer.load(Ordering::SeqCst) != u64::MAX {
+                    self.ready.idle.notify();
+                } else if !self.ready.is_empty() {
                     self.ready.idle.notify_one();
                 }
                 if cpu.is_pending() {

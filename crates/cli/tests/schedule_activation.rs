@@ -3,9 +3,9 @@
 //! and the middleware says it is idle; driven past saturation the threads get differentiated
 //! values and it says it is active; when the rate falls back, every thread gets its original
 //! value again, and so it does when an overload passes and the engine keeps up at the same rate
-//! (the rule's check whether Linux alone keeps up). Every process is stopped by its PID when its guard drops, also when a test
-//! fails. Timing depends on the machine's load: run again before debugging a failure seen while
-//! a benchmark ran.
+//! (the rule's check whether Linux alone keeps up). Every process is stopped by its PID when its
+//! guard drops, also when a test fails. Timing depends on the machine's load: run again before
+//! debugging a failure seen while a benchmark ran.
 
 #[path = "common/spe.rs"]
 #[allow(dead_code)]

@@ -105,8 +105,16 @@ fn errno(code: i32) -> io::Error {
     io::Error::from_raw_os_error(code)
 }
 
+/// The ids listed in a `cgroup.procs` or `cgroup.threads` file that still run: the kernel drops a
+/// task from its group when it exits, so one that has left `/proc` is not a member (the test
+/// harness's other threads come and go while a test moves the whole process).
 fn ids(file: &Path) -> Vec<Tid> {
-    fs::read_to_string(file).unwrap_or_default().split_whitespace().filter_map(|s| s.parse().ok()).collect()
+    fs::read_to_string(file)
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|s| s.parse().ok())
+        .filter(|id: &Tid| Path::new(&format!("/proc/{id}")).exists())
+        .collect()
 }
 
 fn set_ids(file: &Path, ids: &[Tid]) {
@@ -200,7 +208,12 @@ impl CgroupFs for FakeCgroupFs {
     }
 
     fn read(&self, file: &Path) -> io::Result<String> {
-        fs::read_to_string(file)
+        match file.file_name().and_then(|n| n.to_str()) {
+            Some("cgroup.procs" | "cgroup.threads") if file.is_file() => {
+                Ok(ids(file).iter().map(|i| format!("{i}\n")).collect())
+            }
+            _ => fs::read_to_string(file),
+        }
     }
 
     fn write(&self, file: &Path, value: &str) -> io::Result<()> {

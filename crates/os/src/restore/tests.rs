@@ -286,6 +286,9 @@ fn v2_file_level_threaded_subtree_weights_and_restore() {
     assert!(matches!(tree.set_weight("g1", 0), Err(OsError::WeightOutOfRange { min: 1, max: 10_000, .. })));
     assert!(matches!(tree.set_weight("nope", 5), Err(OsError::UnknownGroup { .. })));
 
+    // A thread that runs when the process enters the domain and ends before it leaves (the
+    // kernel drops it from the group; CI once saw a harness thread block the rmdir).
+    let passing = Sleeper::spawn();
     tree.move_thread(&mut log, pid, a.tid, "g1").unwrap();
     tree.move_thread(&mut log, pid, b.tid, "g2").unwrap();
     assert_eq!(ids_in(&inst.join("cgroup.procs")), vec![pid as Tid]);
@@ -318,6 +321,7 @@ fn v2_file_level_threaded_subtree_weights_and_restore() {
     assert!(!root.0.join("moirai/inst/g2").exists());
     assert!(ids_in(&inst.join("cgroup.threads")).contains(&b.tid));
 
+    drop(passing);
     let report = log.restore();
     assert!(report.is_clean(), "{report}");
     assert_eq!((report.processes_moved_back, report.groups_removed, report.controllers_disabled), (1, 3, 1));

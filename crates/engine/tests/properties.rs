@@ -601,3 +601,33 @@ fn a_dag_with_every_partitioning() {
         }
     }
 }
+
+/// A graph long enough for `dynamic` to cut it into one segment per worker (at least 8 tasks per
+/// worker, no parallel instances: the pool's `affinity` module): two chains of ten operators
+/// joined by a union, a keyed operator and a sink, with tiny channels, so that batches cross from
+/// one worker's segment to another's and workers take tasks homed on others.
+#[test]
+fn a_graph_cut_into_segments_loses_nothing_and_keeps_order() {
+    use Partitioning::*;
+    let node = |kind, inputs| Node { kind, parallelism: 1, inputs };
+    let mut nodes = vec![node(Kind::Source { len: 300 }, vec![]), node(Kind::Source { len: 200 }, vec![])];
+    let mut ends = Vec::new();
+    for source in [0, 1] {
+        let mut last = source;
+        for _ in 0..10 {
+            nodes.push(node(Kind::Pass, vec![(last, Req::Default, Forward)]));
+            last = nodes.len() - 1;
+        }
+        ends.push(last);
+    }
+    nodes.push(node(Kind::Union, ends.iter().map(|&e| (e, Req::Default, Forward)).collect()));
+    nodes.push(node(Kind::Keyed { keys: 7 }, vec![(nodes.len() - 1, Req::Explicit(KeyBy), KeyBy)]));
+    nodes.push(node(Kind::Sink, vec![(nodes.len() - 1, Req::Default, Forward)]));
+    for threading in ["dynamic:2", "dynamic:3"] {
+        let threading: Threading = threading.parse().unwrap();
+        for (capacity, batch) in [(1, 1), (3, 7), (64, 32)] {
+            let dag = Dag { nodes: nodes.clone(), capacity, batch, chaining: false, threading: threading.clone() };
+            check(&dag).unwrap_or_else(|e| panic!("{threading}, capacity {capacity}, batch {batch}: {e}"));
+        }
+    }
+}

@@ -18,11 +18,21 @@
 //! a busy worker does not keep it from a free one: it counts as waiting, as a queued one does. A
 //! second operator readied in the same turn goes to the queue, and an idle worker is woken for it.
 //!
+//! Under `dynamic:N` a graph without parallel instances and with at least
+//! [`SEGMENT_TASKS_PER_WORKER`] tasks per worker is cut into N *segments* ([`segments`]):
+//! contiguous pieces of a topological order, one pipeline after another, each homed on one
+//! worker. A batch then goes down a segment on one core and crosses to another worker once per
+//! cut, instead of at any hop where the other worker happened to take the next operator (with
+//! the shared queue two workers on one long pipeline did no more than one). A worker that takes
+//! a task of another's segment carries the batch on through that segment: what it readies there
+//! while nothing else waits is its next, as for its own tasks, instead of a wake-up of the owner
+//! per hop.
+//!
 //! Homes are a preference, not a prison, so that no task waits while a worker idles: a worker
 //! takes from its own queue and the shared one (each first on alternate turns, so that a worker
 //! busy with its own tasks still takes shared ones), and only when both are empty from another
-//! worker's queue. Parallelism 1 gives no task a home: such a pool behaves as one without
-//! affinity.
+//! worker's queue. Parallelism 1 on a short graph gives no task a home: such a pool behaves as
+//! one without affinity.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -37,10 +47,52 @@ thread_local! {
     static IN_TURN: Cell<usize> = const { Cell::new(0) };
     /// The index of the pool worker this thread is (`usize::MAX` for other threads).
     static WORKER: Cell<usize> = const { Cell::new(usize::MAX) };
+    /// The home of the task this thread runs in its turn ([`NONE`]: none, or no home).
+    static RUNNING_HOME: Cell<usize> = const { Cell::new(NONE) };
 }
 
 /// No operator.
 const NONE: usize = usize::MAX;
+
+/// The fewest tasks per worker for which `dynamic` cuts a graph without parallel instances into
+/// segments ([`segments`]); below it, the shared queue. Measured on 2 workers
+/// (`docs/threading.md`): with few tasks a cut cannot split the cost evenly, and near saturation
+/// the worker with the larger half falls behind — 12 tasks (10 × 200 ns at 0.7 M tuples/s) had
+/// the e2e p99 2–3× the shared queue's, 5 tasks (3 × 500 ns at 1.2 M/s) up to 2× — while 16 and
+/// more kept or lowered it, and at rate 0 ran 4–9× the tuples per second.
+pub(super) const SEGMENT_TASKS_PER_WORKER: usize = 8;
+
+/// Each task's segment when a graph (`downstream[i]`: the tasks task *i* sends to) is cut into
+/// `workers` contiguous pieces of equal length in a topological order that goes down one
+/// pipeline before it starts the next (a depth-first Kahn order from the sources): a pipeline's
+/// operators stay together, and a batch crosses to another worker once per cut instead of at any
+/// hop. Tasks on a cycle (none in a moirai graph) come last, in index order.
+pub(super) fn segments(downstream: &[Vec<usize>], workers: usize) -> Vec<usize> {
+    let n = downstream.len();
+    let mut upstream = vec![0usize; n];
+    for d in downstream.iter().flatten() {
+        upstream[*d] += 1;
+    }
+    let mut stack: Vec<usize> = (0..n).rev().filter(|&i| upstream[i] == 0).collect();
+    let mut order = Vec::with_capacity(n);
+    let mut placed = vec![false; n];
+    while let Some(u) = stack.pop() {
+        order.push(u);
+        placed[u] = true;
+        for &d in downstream[u].iter().rev() {
+            upstream[d] -= 1;
+            if upstream[d] == 0 {
+                stack.push(d);
+            }
+        }
+    }
+    order.extend((0..n).filter(|&i| !placed[i]));
+    let mut segment = vec![0; n];
+    for (position, &task) in order.iter().enumerate() {
+        segment[task] = position * workers.max(1) / n;
+    }
+    segment
+}
 
 /// Marks this thread as worker `index` of its pool, for good.
 pub(super) fn set_worker(index: usize) {
@@ -102,6 +154,14 @@ impl Ready {
     /// Marks this thread as in a turn of a worker of this pool (`true`) or out of it.
     pub(super) fn in_turn(&self, yes: bool) {
         IN_TURN.with(|t| t.set(if yes { self as *const Ready as usize } else { 0 }));
+        RUNNING_HOME.with(|h| h.set(NONE));
+    }
+
+    /// Marks this thread as in the turn of task `id`: what it readies that shares `id`'s home may
+    /// be this worker's next, even where that home is another worker's ([`Ready::push`]).
+    pub(super) fn in_turn_of(&self, id: usize) {
+        self.in_turn(true);
+        RUNNING_HOME.with(|h| h.set(self.home_of[id].unwrap_or(NONE)));
     }
 
     /// Queues `id` at `level` without waking anyone (the pool's start).
@@ -121,7 +181,11 @@ impl Ready {
         let worker = WORKER.with(Cell::get);
         let own_empty = self.homes.get(worker).is_none_or(ReadyQueue::is_empty);
         let nothing_waits = own_turn && own_empty && self.shared.is_empty();
-        if nothing_waits && self.keep_next && self.home_of[id].is_none_or(|h| h == worker) {
+        // A task homed on another worker is this worker's next only when this one runs a task of
+        // that home already (it took it while that worker was busy or not yet awake): it carries
+        // the batch on through that segment instead of waking the other worker at each hop.
+        let running_home = RUNNING_HOME.with(Cell::get);
+        if nothing_waits && self.keep_next && self.home_of[id].is_none_or(|h| h == worker || h == running_home) {
             // One this worker readied earlier in the turn goes to the queue (the discipline has
             // one level), and an idle worker is woken for it, as for a push behind a queued task.
             let earlier = self.next[worker].swap(id, Ordering::SeqCst);
@@ -211,6 +275,55 @@ mod tests {
         let four = [(Some(0), true), (Some(1), true), (Some(2), true), (Some(3), true)];
         let ready = Ready::new(&ReadyDiscipline::FIFO, 3, true, &four);
         assert_eq!((0..4).map(|i| ready.home(i)).collect::<Vec<_>>(), [Some(0), Some(1), Some(2), Some(0)]);
+    }
+
+    #[test]
+    fn segments_cut_a_graph_into_equal_contiguous_pieces_one_pipeline_after_another() {
+        // One pipeline 0 → 1 → … → 7: halves in order.
+        let pipe: Vec<Vec<usize>> = (0..8).map(|i| if i < 7 { vec![i + 1] } else { vec![] }).collect();
+        assert_eq!(segments(&pipe, 2), [0, 0, 0, 0, 1, 1, 1, 1]);
+        assert_eq!(segments(&pipe, 3), [0, 0, 0, 1, 1, 1, 2, 2]);
+        // Two pipelines whose tasks were declared interleaved (sources 0 and 1, then 2 and 3, …):
+        // each pipeline is one piece.
+        let two = vec![vec![2], vec![3], vec![4], vec![5], vec![], vec![]];
+        assert_eq!(segments(&two, 2), [0, 1, 0, 1, 0, 1]);
+        // A join (0 → 2 ← 1, 2 → 3): its inputs before it, its output after it.
+        let join = vec![vec![2], vec![2], vec![3], vec![]];
+        assert_eq!(segments(&join, 2), [0, 0, 1, 1]);
+        // A fan-out (0 → 1, 0 → 2, 1 → 3, 2 → 3): the first branch, then the second, then the end.
+        let diamond = vec![vec![1, 2], vec![3], vec![3], vec![]];
+        assert_eq!(segments(&diamond, 2), [0, 0, 1, 1]);
+        // One worker: one piece.
+        assert_eq!(segments(&pipe, 1), [0; 8]);
+    }
+
+    #[test]
+    fn a_worker_carries_a_batch_on_through_the_segment_of_the_task_it_runs() {
+        // Two segments: tasks 0–2 homed on worker 0, 3–5 on worker 1.
+        let tasks: Vec<(Option<usize>, bool)> = (0..6).map(|i| (Some(i / 3), i == 0)).collect();
+        let ready = Ready::new(&ReadyDiscipline::FIFO, 2, true, &tasks);
+        set_worker(0);
+        // In the turn of its own task 2, worker 0 readies task 3 (worker 1's): to worker 1's
+        // queue, not worker 0's next.
+        ready.in_turn_of(2);
+        ready.push(3, 0);
+        ready.in_turn(false);
+        assert_eq!(ready.take_next(0), None);
+        assert!(!ready.homes[1].is_empty());
+        // Worker 0, with nothing of its own, takes it; in its turn it readies task 4 (also worker
+        // 1's): it carries on with it as its next instead of waking worker 1 for it.
+        assert_eq!(ready.pop(0, 0), Some(3));
+        ready.in_turn_of(3);
+        ready.push(4, 0);
+        ready.in_turn(false);
+        assert!(ready.homes[1].is_empty());
+        assert_eq!(ready.take_next(0), Some(4));
+        // Outside any task's turn (firing timers), a task of another home goes to that home.
+        ready.in_turn(true);
+        ready.push(5, 0);
+        ready.in_turn(false);
+        assert_eq!((ready.take_next(0), ready.pop(1, 0)), (None, Some(5)));
+        assert!(ready.is_empty());
     }
 
     #[test]

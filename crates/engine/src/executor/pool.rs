@@ -27,7 +27,9 @@
 //!
 //! Under `dynamic:N` and `policy:…:N` the instances of parallel operators wait on their home
 //! worker's ready queue instead of the shared one ([`super::affinity`]), so that one query's
-//! instances run side by side, each on its own worker.
+//! instances run side by side, each on its own worker; under `dynamic:N` a long graph without
+//! parallel instances is cut into one segment per worker, each segment's operators homed on its
+//! worker.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -36,7 +38,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering}
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::affinity::{set_worker, Ready};
+use super::affinity::{segments, set_worker, Ready, SEGMENT_TASKS_PER_WORKER};
 use super::turn_cpu::{TurnCpu, SETTLE_NS};
 use super::{panic_message, Executor, ExecutorTask, Observed, OnPanic, Started, ThreadLevel};
 use crate::metrics::OperatorMetrics;
@@ -158,7 +160,7 @@ impl Pool {
         let mut outcome = Step::Worked;
         // The clock is read only when a quantum bounds the turn.
         let quantum_end = self.turn.quantum.and_then(|_| self.turn.ends_at(now_ns()));
-        self.ready.in_turn(true);
+        self.ready.in_turn_of(id);
         for _ in 0..self.turn.steps {
             if slot.signal.is_blocked() {
                 outcome = Step::Blocked;
@@ -306,6 +308,10 @@ pub struct Pools {
     /// Whether instances of parallel operators wait for their home worker ([`super::affinity`]):
     /// for the pools whose thread level stays put (`dynamic`, `policy`).
     affinity: bool,
+    /// Whether a graph without parallel instances is cut into one segment per worker, each
+    /// segment's tasks homed on its worker ([`super::affinity::segments`]): `dynamic` (under
+    /// `policy` a worker's own queue would come before a higher level elsewhere).
+    segments: bool,
 }
 
 impl Pools {
@@ -318,10 +324,13 @@ impl Pools {
             start_level,
             discipline,
             affinity: false,
+            segments: false,
         };
         Some(match threading {
             Threading::Dedicated => return None,
-            Threading::Dynamic { threads } => Pools { affinity: true, ..one("dynamic", *threads, *threads) },
+            Threading::Dynamic { threads } => {
+                Pools { affinity: true, segments: true, ..one("dynamic", *threads, *threads) }
+            }
             Threading::Elastic(c) => one("elastic", c.max, c.start),
             Threading::Fused { threads } => Pools { names: threads.clone(), ..one("fused", 1, 1) },
             Threading::Policy(c) => Pools { affinity: true, ..one("policy", c.threads, c.threads) },
@@ -358,11 +367,21 @@ impl ThreadLevel for Pool {
 impl Executor for Pools {
     fn start(
         &self,
-        tasks: Vec<ExecutorTask>,
+        mut tasks: Vec<ExecutorTask>,
         abort: Arc<AbortFlag>,
         on_panic: OnPanic,
         observed: Arc<Observed>,
     ) -> std::io::Result<Started> {
+        if self.segments
+            && self.workers > 1
+            && tasks.len() >= SEGMENT_TASKS_PER_WORKER * self.workers
+            && tasks.iter().all(|t| t.affinity.is_none())
+        {
+            let downstream: Vec<Vec<usize>> = tasks.iter().map(|t| t.downstream.clone()).collect();
+            for (t, segment) in tasks.iter_mut().zip(segments(&downstream, self.workers)) {
+                t.affinity = Some(segment);
+            }
+        }
         // Place each task on its pool: by thread hint for fused, else the one pool.
         let mut placed: Vec<Vec<ExecutorTask>> = self.names.iter().map(|_| Vec::new()).collect();
         let mut local = Vec::with_capacity(tasks.len());

@@ -603,9 +603,10 @@ fn a_dag_with_every_partitioning() {
 }
 
 /// A graph long enough for `dynamic` to cut it into one segment per worker (at least 8 tasks per
-/// worker, no parallel instances: the pool's `affinity` module): two chains of ten operators
-/// joined by a union, a keyed operator and a sink, with tiny channels, so that batches cross from
-/// one worker's segment to another's and workers take tasks homed on others.
+/// worker on its longest path, no parallel instances: the pool's `affinity` module): two chains
+/// of twenty operators joined by a union, a keyed operator and a sink (24 tasks on a path), with
+/// tiny channels, so that batches cross from one worker's segment to another's and workers take
+/// tasks homed on others.
 #[test]
 fn a_graph_cut_into_segments_loses_nothing_and_keeps_order() {
     use Partitioning::*;
@@ -614,7 +615,7 @@ fn a_graph_cut_into_segments_loses_nothing_and_keeps_order() {
     let mut ends = Vec::new();
     for source in [0, 1] {
         let mut last = source;
-        for _ in 0..10 {
+        for _ in 0..20 {
             nodes.push(node(Kind::Pass, vec![(last, Req::Default, Forward)]));
             last = nodes.len() - 1;
         }

@@ -18,7 +18,7 @@
 //! a busy worker does not keep it from a free one: it counts as waiting, as a queued one does. A
 //! second operator readied in the same turn goes to the queue, and an idle worker is woken for it.
 //!
-//! Under `dynamic:N` a graph without parallel instances and with at least
+//! Under `dynamic:N` a graph without parallel instances whose longest path has at least
 //! [`SEGMENT_TASKS_PER_WORKER`] tasks per worker is cut into N *segments* ([`segments`]):
 //! contiguous pieces of a topological order, one pipeline after another, each homed on one
 //! worker. A batch then goes down a segment on one core and crosses to another worker once per
@@ -54,20 +54,23 @@ thread_local! {
 /// No operator.
 const NONE: usize = usize::MAX;
 
-/// The fewest tasks per worker for which `dynamic` cuts a graph without parallel instances into
-/// segments ([`segments`]); below it, the shared queue. Measured on 2 workers
-/// (`docs/threading.md`): with few tasks a cut cannot split the cost evenly, and near saturation
-/// the worker with the larger half falls behind — 12 tasks (10 × 200 ns at 0.7 M tuples/s) had
-/// the e2e p99 2–3× the shared queue's, 5 tasks (3 × 500 ns at 1.2 M/s) up to 2× — while 16 and
-/// more kept or lowered it, and at rate 0 ran 4–9× the tuples per second.
+/// The fewest tasks per worker on the graph's longest path for which `dynamic` cuts a graph
+/// without parallel instances into segments ([`segments`]); below it, the shared queue. Measured
+/// on 2 workers (`docs/threading.md`): the shared queue's cost is a long path's batches crossing
+/// between the cores at every hop; many short queries do not suffer it, and cutting them into
+/// halves of unequal cost hurt near saturation (the Lachesis SYN, 20 queries of 5 tasks, at 64 k
+/// tuples/s: e2e p99 64 ms against 13 ms); with fewer tasks on a path a cut cannot split the cost
+/// evenly (12 tasks, 10 × 200 ns at 0.7 M/s: p99 2–3× the shared queue's). From 16 tasks on a
+/// path the cut kept or lowered p99 and at rate 0 ran 4–9× the tuples per second.
 pub(super) const SEGMENT_TASKS_PER_WORKER: usize = 8;
 
 /// Each task's segment when a graph (`downstream[i]`: the tasks task *i* sends to) is cut into
 /// `workers` contiguous pieces of equal length in a topological order that goes down one
 /// pipeline before it starts the next (a depth-first Kahn order from the sources): a pipeline's
 /// operators stay together, and a batch crosses to another worker once per cut instead of at any
-/// hop. Tasks on a cycle (none in a moirai graph) come last, in index order.
-pub(super) fn segments(downstream: &[Vec<usize>], workers: usize) -> Vec<usize> {
+/// hop. `None` when the graph's longest path has fewer than [`SEGMENT_TASKS_PER_WORKER`] tasks
+/// per worker. Tasks on a cycle (none in a moirai graph) come last, in index order.
+pub(super) fn segments(downstream: &[Vec<usize>], workers: usize) -> Option<Vec<usize>> {
     let n = downstream.len();
     let mut upstream = vec![0usize; n];
     for d in downstream.iter().flatten() {
@@ -76,22 +79,29 @@ pub(super) fn segments(downstream: &[Vec<usize>], workers: usize) -> Vec<usize> 
     let mut stack: Vec<usize> = (0..n).rev().filter(|&i| upstream[i] == 0).collect();
     let mut order = Vec::with_capacity(n);
     let mut placed = vec![false; n];
+    // Tasks on the longest path that ends at each task.
+    let mut path = vec![1usize; n];
     while let Some(u) = stack.pop() {
         order.push(u);
         placed[u] = true;
         for &d in downstream[u].iter().rev() {
+            path[d] = path[d].max(path[u] + 1);
             upstream[d] -= 1;
             if upstream[d] == 0 {
                 stack.push(d);
             }
         }
     }
+    let longest = order.iter().map(|&u| path[u]).max().unwrap_or(0);
+    if longest < SEGMENT_TASKS_PER_WORKER * workers {
+        return None;
+    }
     order.extend((0..n).filter(|&i| !placed[i]));
     let mut segment = vec![0; n];
     for (position, &task) in order.iter().enumerate() {
         segment[task] = position * workers.max(1) / n;
     }
-    segment
+    Some(segment)
 }
 
 /// Marks this thread as worker `index` of its pool, for good.
@@ -278,23 +288,37 @@ mod tests {
     }
 
     #[test]
-    fn segments_cut_a_graph_into_equal_contiguous_pieces_one_pipeline_after_another() {
-        // One pipeline 0 → 1 → … → 7: halves in order.
-        let pipe: Vec<Vec<usize>> = (0..8).map(|i| if i < 7 { vec![i + 1] } else { vec![] }).collect();
-        assert_eq!(segments(&pipe, 2), [0, 0, 0, 0, 1, 1, 1, 1]);
-        assert_eq!(segments(&pipe, 3), [0, 0, 0, 1, 1, 1, 2, 2]);
-        // Two pipelines whose tasks were declared interleaved (sources 0 and 1, then 2 and 3, …):
-        // each pipeline is one piece.
-        let two = vec![vec![2], vec![3], vec![4], vec![5], vec![], vec![]];
-        assert_eq!(segments(&two, 2), [0, 1, 0, 1, 0, 1]);
-        // A join (0 → 2 ← 1, 2 → 3): its inputs before it, its output after it.
-        let join = vec![vec![2], vec![2], vec![3], vec![]];
-        assert_eq!(segments(&join, 2), [0, 0, 1, 1]);
-        // A fan-out (0 → 1, 0 → 2, 1 → 3, 2 → 3): the first branch, then the second, then the end.
-        let diamond = vec![vec![1, 2], vec![3], vec![3], vec![]];
-        assert_eq!(segments(&diamond, 2), [0, 0, 1, 1]);
-        // One worker: one piece.
-        assert_eq!(segments(&pipe, 1), [0; 8]);
+    fn segments_cut_a_graph_with_a_long_path_into_equal_contiguous_pieces() {
+        // A pipeline of `n` tasks, 0 → 1 → … → n − 1, and one in front of it: `offset` more tasks,
+        // each a one-task query (a source with no consumer).
+        let pipeline = |n: usize, offset: usize| -> Vec<Vec<usize>> {
+            (0..offset)
+                .map(|_| vec![])
+                .chain((0..n).map(|i| if i + 1 < n { vec![offset + i + 1] } else { vec![] }))
+                .collect()
+        };
+        // 16 tasks on 2 workers: halves in order; 24 on 3: thirds.
+        let cut = segments(&pipeline(16, 0), 2).unwrap();
+        assert_eq!(cut, [[0; 8], [1; 8]].concat());
+        assert_eq!(segments(&pipeline(24, 0), 3).unwrap(), [[0; 8], [1; 8], [2; 8]].concat());
+        // Fewer than 8 tasks per worker on the longest path: not cut, however many tasks.
+        assert_eq!(segments(&pipeline(15, 0), 2), None);
+        assert_eq!(segments(&pipeline(15, 100), 2), None);
+        let many_short: Vec<Vec<usize>> = (0..100).map(|i| if i % 5 < 4 { vec![i + 1] } else { vec![] }).collect();
+        assert_eq!(segments(&many_short, 2), None, "20 queries of 5 tasks");
+        // Two pipelines of 16 whose tasks were declared interleaved (sources 0 and 1, then 2 and
+        // 3, …): each pipeline is one piece.
+        let two: Vec<Vec<usize>> = (0..32).map(|i| if i < 30 { vec![i + 2] } else { vec![] }).collect();
+        let cut = segments(&two, 2).unwrap();
+        assert!((0..32).all(|i| cut[i] == i % 2), "{cut:?}");
+        // A join (a → j ← b) behind two 8-task chains, then 8 more: the inputs before it, its
+        // output after it.
+        let mut join: Vec<Vec<usize>> = (0..16).map(|i| if i % 8 < 7 { vec![i + 1] } else { vec![16] }).collect();
+        join.extend((16..24).map(|i| if i < 23 { vec![i + 1] } else { vec![] }));
+        let cut = segments(&join, 2).unwrap();
+        assert_eq!(cut, [[0; 12], [1; 12]].concat());
+        // One worker: one piece (a long path cut into one).
+        assert_eq!(segments(&pipeline(16, 0), 1).unwrap(), [0; 16]);
     }
 
     #[test]

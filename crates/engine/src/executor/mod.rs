@@ -51,8 +51,8 @@ pub struct ExecutorTask {
     pub thread_hint: Option<String>,
     /// Its instance index if it is an instance of a parallel operator (parallelism > 1): a pool
     /// with worker affinity keeps it on worker `index mod workers` where it can (the pool's
-    /// `affinity` module; `dynamic` sets it to the task's segment in a long graph where no task
-    /// has one).
+    /// `affinity` module; `dynamic` sets it to the task's segment where it cuts a graph with a
+    /// long path and no task has one).
     pub affinity: Option<usize>,
     /// Whether it is a source (the policy executor may schedule sources at a fixed interval).
     pub source: bool,

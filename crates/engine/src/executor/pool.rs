@@ -27,9 +27,9 @@
 //!
 //! Under `dynamic:N` and `policy:…:N` the instances of parallel operators wait on their home
 //! worker's ready queue instead of the shared one ([`super::affinity`]), so that one query's
-//! instances run side by side, each on its own worker; under `dynamic:N` a long graph without
-//! parallel instances is cut into one segment per worker, each segment's operators homed on its
-//! worker.
+//! instances run side by side, each on its own worker; under `dynamic:N` a graph without parallel
+//! instances and with a long path is cut into one segment per worker, each segment's operators
+//! homed on its worker.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -38,7 +38,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering}
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::affinity::{segments, set_worker, Ready, SEGMENT_TASKS_PER_WORKER};
+use super::affinity::{segments, set_worker, Ready};
 use super::turn_cpu::{TurnCpu, SETTLE_NS};
 use super::{panic_message, Executor, ExecutorTask, Observed, OnPanic, Started, ThreadLevel};
 use crate::metrics::OperatorMetrics;
@@ -372,14 +372,12 @@ impl Executor for Pools {
         on_panic: OnPanic,
         observed: Arc<Observed>,
     ) -> std::io::Result<Started> {
-        if self.segments
-            && self.workers > 1
-            && tasks.len() >= SEGMENT_TASKS_PER_WORKER * self.workers
-            && tasks.iter().all(|t| t.affinity.is_none())
-        {
+        if self.segments && self.workers > 1 && tasks.iter().all(|t| t.affinity.is_none()) {
             let downstream: Vec<Vec<usize>> = tasks.iter().map(|t| t.downstream.clone()).collect();
-            for (t, segment) in tasks.iter_mut().zip(segments(&downstream, self.workers)) {
-                t.affinity = Some(segment);
+            if let Some(cut) = segments(&downstream, self.workers) {
+                for (t, segment) in tasks.iter_mut().zip(cut) {
+                    t.affinity = Some(segment);
+                }
             }
         }
         // Place each task on its pool: by thread hint for fused, else the one pool.

@@ -31,8 +31,8 @@
 //! Homes are a preference, not a prison, so that no task waits while a worker idles: a worker
 //! takes from its own queue and the shared one (each first on alternate turns, so that a worker
 //! busy with its own tasks still takes shared ones), and only when both are empty from another
-//! worker's queue. Parallelism 1 on a short graph gives no task a home: such a pool behaves as
-//! one without affinity.
+//! worker's queue. Parallelism 1 in a graph without a long path gives no task a home: such a
+//! pool behaves as one without affinity.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,7 +1,8 @@
 //! `moirai`: the single command of the toolkit.
 //!
 //! Exit codes: 0 success; 1 the run failed (an operator panicked, the endpoint could not
-//! listen); 2 bad command line or query (clap's own code for usage errors).
+//! listen); 2 bad command line or query (clap's own code for usage errors); 141 the reader of
+//! its output went away (`moirai run … | head`), as for a shell tool ended by `SIGPIPE`.
 #![forbid(unsafe_code)]
 // The doc comments of the argument structs are clap's --help texts, written in its syntax
 // (`dynamic[:N]`), not intra-doc links.
@@ -59,10 +60,27 @@ enum Command {
     MicroBatchExecutor(micro_batch::ExecutorArgs),
 }
 
+/// The exit code when standard output or error was closed under the command: what a shell
+/// reports for a tool that `SIGPIPE` ended (128 + 13).
+const EXIT_OUTPUT_CLOSED: i32 = 141;
+
 fn main() {
     logging::install();
     let cli = Cli::parse();
-    let code = match cli.command {
+    quiet_when_output_closed();
+    // `println!` panics when its reader has gone (Rust ignores `SIGPIPE`, so the write fails
+    // with `EPIPE`): unwinding runs every guard on the way (the middleware restores what it
+    // changed, engines stop their threads), then the command ends quietly.
+    let code = match std::panic::catch_unwind(|| dispatch(cli)) {
+        Ok(code) => code,
+        Err(payload) if is_output_closed(payload_text(&*payload)) => EXIT_OUTPUT_CLOSED,
+        Err(payload) => std::panic::resume_unwind(payload),
+    };
+    std::process::exit(code);
+}
+
+fn dispatch(cli: Cli) -> i32 {
+    match cli.command {
         Command::Run { workload } => run::run(workload),
         Command::Demo(args) => demo::run(args),
         Command::Bench(args) => bench::run(args),
@@ -71,6 +89,30 @@ fn main() {
         Command::LRating(args) => l_rating::run(args),
         Command::MicroBatchExecutor(args) => micro_batch::executor(args),
         Command::MicroBatchTimeline(args) => micro_batch::timeline(args),
-    };
-    std::process::exit(code);
+    }
+}
+
+/// Leaves the panic report out when the panic is a write to a closed standard output or error
+/// (there is nobody to read it); every other panic is reported as before.
+fn quiet_when_output_closed() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !is_output_closed(payload_text(info.payload())) {
+            report(info);
+        }
+    }));
+}
+
+fn payload_text(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or("")
+}
+
+/// `std`'s panic message for `print!`/`eprint!` into a pipe whose reader has gone.
+fn is_output_closed(message: &str) -> bool {
+    (message.starts_with("failed printing to stdout") || message.starts_with("failed printing to stderr"))
+        && message.contains("Broken pipe")
 }

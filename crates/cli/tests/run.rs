@@ -348,3 +348,19 @@ fn bad_hone_flags_are_usage_errors() {
         assert!(err.contains(expected), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn a_reader_that_goes_away_ends_the_run_quietly_with_141() {
+    // `moirai run … | head -1`: the summary is printed after the reader has closed the pipe.
+    let mut child = Command::new(BIN)
+        .args(["run", "syn", "--ops", "1", "--rate", "1000", "--duration", "1s"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start moirai");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("wait for moirai");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(141), "{err}");
+    assert!(!err.contains("panicked"), "no panic report for a closed pipe: {err}");
+}

@@ -237,20 +237,47 @@ struct TimelinePoint {
 }
 
 /// Collects queue-length samples.
+///
+/// An operator's sums sit at its position in the engine's snapshot (the same every sample; a
+/// change of order is followed by its id), so that a sample costs no string or map look-up per
+/// operator: with 10 000 operators sampled ten times a second, naming each one every time took
+/// the sampling thread from ~0.012 to ~0.027 cores, 8 % of what the run measured at 100 tuples/s.
 #[derive(Default)]
 struct QueueSampler {
     all: Vec<u64>,
-    per_operator: std::collections::BTreeMap<String, (u64, u64)>,
+    per_operator: Vec<OperatorQueue>,
+}
+
+/// One operator's queue-length samples.
+struct OperatorQueue {
+    id: usize,
+    /// `query/operator`, as the summary names it.
+    label: String,
+    sum: u64,
+    count: u64,
 }
 
 impl QueueSampler {
     fn sample(&mut self, operators: &[moirai_engine::metrics::OperatorSnapshot]) {
-        for o in operators {
+        for (i, o) in operators.iter().enumerate() {
             self.all.push(o.queue_len);
-            let e = self.per_operator.entry(format!("{}/{}", o.query, o.name)).or_default();
-            e.0 += o.queue_len;
-            e.1 += 1;
+            let at = match self.per_operator.get(i) {
+                Some(q) if q.id == o.id => i,
+                _ => self.position_of(o),
+            };
+            let q = &mut self.per_operator[at];
+            q.sum += o.queue_len;
+            q.count += 1;
         }
+    }
+
+    /// Where operator `o`'s sums are, added at the end when it is new.
+    fn position_of(&mut self, o: &moirai_engine::metrics::OperatorSnapshot) -> usize {
+        self.per_operator.iter().position(|q| q.id == o.id).unwrap_or_else(|| {
+            let label = format!("{}/{}", o.query, o.name);
+            self.per_operator.push(OperatorQueue { id: o.id, label, sum: 0, count: 0 });
+            self.per_operator.len() - 1
+        })
     }
 
     fn stats(mut self) -> QueueLen {
@@ -260,6 +287,13 @@ impl QueueSampler {
         self.all.sort_unstable();
         let n = self.all.len();
         let q = |p: f64| self.all[((n - 1) as f64 * p).round() as usize];
+        // Operators of one name (none in practice) share one mean, as they share one entry.
+        let mut by_label: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
+        for o in self.per_operator {
+            let e = by_label.entry(o.label).or_default();
+            e.0 += o.sum;
+            e.1 += o.count;
+        }
         QueueLen {
             samples: n as u64,
             mean: self.all.iter().sum::<u64>() as f64 / n as f64,
@@ -267,11 +301,7 @@ impl QueueSampler {
             p90: q(0.9) as f64,
             p99: q(0.99) as f64,
             max: self.all[n - 1] as f64,
-            per_operator: self
-                .per_operator
-                .into_iter()
-                .map(|(k, (sum, count))| (k, sum as f64 / count as f64))
-                .collect(),
+            per_operator: by_label.into_iter().map(|(k, (sum, count))| (k, sum as f64 / count as f64)).collect(),
         }
     }
 }
@@ -328,5 +358,42 @@ fn print_summary(r: &RunSummary, mode: &ContinuousFields, json: bool) {
     }
     if json {
         println!("{}", serde_json::to_string(r).unwrap_or_default());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::QueueSampler;
+    use moirai_engine::metrics::OperatorSnapshot;
+
+    fn op(id: usize, name: &str, queue_len: u64) -> OperatorSnapshot {
+        OperatorSnapshot {
+            id,
+            query: "q".into(),
+            name: name.into(),
+            tid: 0,
+            tuples_in: 0,
+            tuples_out: 0,
+            queue_len,
+            head_wait_ns: 0,
+            cpu_ns: 0,
+            blocked_ns: 0,
+            backlog: 0,
+        }
+    }
+
+    #[test]
+    fn queue_means_follow_each_operator_even_when_the_snapshot_order_changes() {
+        let mut s = QueueSampler::default();
+        s.sample(&[op(0, "a", 2), op(1, "b", 10)]);
+        s.sample(&[op(1, "b", 20), op(0, "a", 4)]);
+        s.sample(&[op(0, "a", 6), op(1, "b", 30), op(2, "c", 7)]);
+        let q = s.stats();
+        assert_eq!(q.samples, 7);
+        assert_eq!(q.max, 30.0);
+        assert_eq!(q.per_operator.get("q/a"), Some(&4.0));
+        assert_eq!(q.per_operator.get("q/b"), Some(&20.0));
+        assert_eq!(q.per_operator.get("q/c"), Some(&7.0));
+        assert_eq!(q.per_operator.len(), 3);
     }
 }

@@ -10,6 +10,7 @@
 //!   its own delay (end-to-end latency = egress − intended).
 //! - `ingress_ns`: when the tuple entered the engine (processing latency = egress − ingress).
 
+use std::cell::Cell;
 use std::sync::OnceLock;
 use std::time::Instant;
 
@@ -52,6 +53,27 @@ fn epoch() -> Instant {
 #[inline]
 pub fn now_ns() -> u64 {
     epoch().elapsed().as_nanos() as u64
+}
+
+thread_local! {
+    /// The engine clock as the operator step this thread runs began, while a pool worker steps
+    /// one ([`set_step_clock`]).
+    static STEP_CLOCK: Cell<Option<u64>> = const { Cell::new(None) };
+}
+
+/// A pool worker says when the step it is about to run began (`Some`), or that it runs none
+/// (`None`). The worker reads the clock once per turn anyway (to charge CPU time), so stamping
+/// the batches a step sends with this reading saves a clock reading (~25 ns) per hand-off.
+pub(crate) fn set_step_clock(ns: Option<u64>) {
+    STEP_CLOCK.with(|c| c.set(ns));
+}
+
+/// Now, or when the calling thread's current step began: for stamps that may be a step late and
+/// are read in milliseconds (when a batch was queued, for the age of a channel's head). Outside a
+/// pool worker's step (a dedicated thread), the clock.
+#[inline]
+pub(crate) fn step_now_ns() -> u64 {
+    STEP_CLOCK.with(Cell::get).unwrap_or_else(now_ns)
 }
 
 /// Converts an instant on the engine clock back to a [`std::time::Instant`].

@@ -46,7 +46,7 @@ use crate::ready::{ReadyDiscipline, Turn};
 use crate::sync::{lock, AbortFlag, Signal, TaskState};
 use crate::task::{Step, Task};
 use crate::threading::Threading;
-use crate::tuple::now_ns;
+use crate::tuple::{now_ns, set_step_clock};
 
 impl Ready {
     /// Makes task `id` runnable ([`TaskState::notify`]); queued at the priority level its
@@ -161,7 +161,14 @@ impl Pool {
         // The clock is read only when a quantum bounds the turn.
         let quantum_end = self.turn.quantum.and_then(|_| self.turn.ends_at(now_ns()));
         self.ready.in_turn_of(id);
-        for _ in 0..self.turn.steps {
+        // The first step begins where the worker last read the clock (its last turn's end, or
+        // when it looked for work): the batches it sends carry that reading. Later steps (a
+        // busy operator) read the clock per batch sent, as a dedicated thread does.
+        set_step_clock(Some(cpu.last_reading()));
+        for step in 0..self.turn.steps {
+            if step == 1 {
+                set_step_clock(None);
+            }
             if slot.signal.is_blocked() {
                 outcome = Step::Blocked;
                 break;
@@ -177,6 +184,7 @@ impl Pool {
                 break;
             }
         }
+        set_step_clock(None);
         self.ready.in_turn(false);
         cpu.record(id, now_ns(), |op| &self.slots[op].metrics);
         drop(task);

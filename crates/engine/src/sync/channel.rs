@@ -33,7 +33,7 @@ use std::sync::Arc;
 use super::primitive::atomic::{AtomicU64, Ordering};
 use super::primitive::{lock, Mutex};
 use super::Signal;
-use crate::tuple::{now_ns, Tuple};
+use crate::tuple::{now_ns, step_now_ns, Tuple};
 
 /// What travels through a channel.
 #[derive(Debug)]
@@ -188,7 +188,8 @@ impl<T: Send> Sender<T> {
         if state.closed {
             return Err(Closed);
         }
-        let now = now_ns();
+        // When the message was queued, for the age of the head: a pool worker's step start does.
+        let now = step_now_ns();
         for message in std::iter::once(message).chain(then_watermark.map(Message::Watermark)) {
             match (message, state.queue.back_mut()) {
                 // Consecutive watermarks: only the newest matters, so a stalled consumer cannot
@@ -427,6 +428,25 @@ mod tests {
         let mut empty = Some(Vec::new());
         assert!(matches!(rx.try_recv_giving_back(&mut empty), Some(Received { message: Message::Batch(_), .. })));
         assert!(empty.is_some());
+    }
+
+    #[test]
+    fn a_batch_sent_in_a_pool_step_is_stamped_with_the_step_start() {
+        let (tx, rx) = channel::<u64>(1 << 10, Arc::new(Signal::default()), Arc::new(Signal::default()));
+        let step_began = now_ns();
+        crate::tuple::set_step_clock(Some(step_began));
+        tx.send(batch(0..1)).unwrap();
+        crate::tuple::set_step_clock(None);
+        let later = step_began + 5_000_000;
+        assert_eq!(rx.observer().occupancy(later).head_wait_ns, 5_000_000, "aged from the step's start");
+        rx.try_recv_giving_back(&mut None).unwrap();
+        // Outside a step (a dedicated thread), the clock at the send.
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let before = now_ns();
+        tx.send(batch(1..2)).unwrap();
+        let after = now_ns();
+        let age = rx.observer().occupancy(after).head_wait_ns;
+        assert!(age <= after - before, "stamped between {before} and {after}: age {age}");
     }
 
     #[test]

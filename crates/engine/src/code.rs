@@ -279,7 +279,7 @@ pub(crate) struct NodeEntry {
     pub(crate) output: Option<Box<dyn OutputCode>>,
     /// What the operator is, for micro-batch execution's translation.
     pub(crate) role: Role,
-    /// How its output crosses processes, when declared with [`Stream::serde`].
+    /// How its output crosses processes, when declared with [`Stream::serde`](crate::Stream::serde).
     pub(crate) wire: Option<Arc<dyn WireCode>>,
 }
 

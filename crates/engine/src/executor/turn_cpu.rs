@@ -97,25 +97,22 @@ impl TurnCpu {
 }
 
 /// Splits `spent` among `turns` in proportion to their wall time (evenly when all are zero); the
-/// shares add up to `spent` exactly (the last takes the rounding).
-fn shares(spent: u64, turns: &[(usize, u64)]) -> Vec<(usize, u64)> {
+/// shares add up to `spent` exactly (the last takes the rounding). Lazily: a settlement allocates
+/// nothing.
+fn shares(spent: u64, turns: &[(usize, u64)]) -> impl Iterator<Item = (usize, u64)> + '_ {
     let total: u128 = turns.iter().map(|&(_, w)| u128::from(w)).sum();
     let mut left = spent;
     let n = turns.len();
-    turns
-        .iter()
-        .enumerate()
-        .map(|(i, &(op, wall))| {
-            let share = if i + 1 == n {
-                left
-            } else {
-                (u128::from(spent) * u128::from(wall)).checked_div(total).map_or(spent / n as u64, |s| s as u64)
-            };
-            let share = share.min(left);
-            left -= share;
-            (op, share)
-        })
-        .collect()
+    turns.iter().enumerate().map(move |(i, &(op, wall))| {
+        let share = if i + 1 == n {
+            left
+        } else {
+            (u128::from(spent) * u128::from(wall)).checked_div(total).map_or(spent / n as u64, |s| s as u64)
+        };
+        let share = share.min(left);
+        left -= share;
+        (op, share)
+    })
 }
 
 #[cfg(test)]
@@ -125,6 +122,7 @@ mod tests {
 
     #[test]
     fn shares_follow_wall_time_and_add_up() {
+        let shares = |spent, turns| shares(spent, turns).collect::<Vec<_>>();
         assert_eq!(shares(1_000, &[(0, 100), (1, 300)]), [(0, 250), (1, 750)]);
         assert_eq!(shares(10, &[(0, 1), (1, 1), (2, 1)]), [(0, 3), (1, 3), (2, 4)]);
         assert_eq!(shares(9, &[(4, 0), (5, 0), (6, 0)]), [(4, 3), (5, 3), (6, 3)]);

@@ -234,6 +234,34 @@ fn qs_sets_nice_values_and_restores_them_on_sigint() {
 }
 
 #[test]
+fn a_log_reader_that_goes_away_ends_it_with_141_and_everything_restored() {
+    if !is_root() {
+        eprintln!(
+            "SKIPPED a_log_reader_that_goes_away_ends_it_with_141_and_everything_restored: needs root (CAP_SYS_NICE)"
+        );
+        return;
+    }
+    let port = free_port();
+    let eng = engine(port);
+    let threads = engine_threads(port);
+    let before = nices(&threads);
+    let state = state_file("closed-log");
+    let (mut mw, mw_port) = schedule(port, &state, &["--policy", "qs", "-v"]);
+    wait_until("some nice value changed", || nices(&threads) != before && !applied(mw_port).is_empty());
+
+    // `moirai schedule -v 2>&1 | head`: the reader of its output goes away; -v logs every round.
+    let child = mw.0.as_mut().expect("running");
+    drop(child.stderr.take());
+    drop(child.stdout.take());
+    let (code, _) = mw.wait();
+    assert_eq!(code, Some(141), "ends as a tool that SIGPIPE ended");
+    assert_eq!(nices(&threads), before, "every nice value is back");
+    let leftover = moirai_os::RestoreLog::restore_from(&*state).unwrap();
+    assert_eq!(leftover.nice_restored, 0, "nothing left to undo: {leftover}");
+    drop(eng);
+}
+
+#[test]
 fn a_crash_is_undone_by_the_next_start() {
     if !is_root() {
         eprintln!("SKIPPED a_crash_is_undone_by_the_next_start: needs root (CAP_SYS_NICE)");

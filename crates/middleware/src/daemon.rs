@@ -624,11 +624,11 @@ impl Daemon {
     }
 }
 
-/// What the activation rule needs sampled, when the policies do not need it anyway: the
-/// sources' backlog (their `queue_len`) and input (`tuples_in`).
 /// The longest the loop sleeps between two looks at the stop flag when nobody unparks it.
 pub const STOP_SLICE: Duration = Duration::from_secs(1);
 
+/// What the activation rule needs sampled, when the policies do not need it anyway: the
+/// sources' backlog (their `queue_len`) and input (`tuples_in`).
 const ACTIVATION_METRICS: [Metric; 2] = [Metric::QueueLen, Metric::TuplesIn];
 
 /// Notes the priority `policy`'s `schedule` gave each operator, for the dashboard.

@@ -71,6 +71,8 @@ fn bad_flags_are_usage_errors() {
     for (args, expect) in [
         (&["syn", "--rate=-5"][..], "--rate"),
         (&["syn", "--warmup", "0.95"][..], "--warmup"),
+        // A duration where a share is wanted is named as such.
+        (&["syn", "--warmup", "10s"][..], "is not a share of the run"),
         (&["syn", "--ramp-to", "100"][..], "--ramp-to"),
         (&["syn", "--selectivity=-1"][..], "selectivity"),
         (&["linear-road", "--input", "/nonexistent/lr.csv"][..], "/nonexistent/lr.csv"),

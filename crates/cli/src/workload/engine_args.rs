@@ -27,7 +27,7 @@ pub struct EngineArgs {
     #[arg(long, value_parser = humantime::parse_duration)]
     pub(crate) duration: Option<Duration>,
     /// Share of the run discarded as warm-up before throughput and latency are measured.
-    #[arg(long, default_value_t = 0.2)]
+    #[arg(long, default_value_t = 0.2, value_parser = parse_share)]
     pub(crate) warmup: f64,
     /// Threading model of the engine: dedicated (a thread per operator), dynamic[:N] (N worker
     /// threads, any runs any operator), elastic[:MIN-MAX][,start=N][,period=1s] (a pool sized at
@@ -134,6 +134,14 @@ pub fn parse_group(s: &str) -> Result<GroupFlag, String> {
             _ => Err(format!("group '{s}' must be per-batch, auto or a number of micro-batches in 1..=100000")),
         },
     }
+}
+
+/// `--warmup`: a number (its range is checked with the rest of the settings); a duration given
+/// instead is named as such.
+fn parse_share(s: &str) -> Result<f64, String> {
+    s.trim().parse().map_err(|_| {
+        format!("'{s}' is not a share of the run: give a number in [0, 0.9), e.g. 0.2 to discard the first 20 % of --duration")
+    })
 }
 
 pub fn parse_threading(s: &str) -> Result<ThreadingFlag, String> {

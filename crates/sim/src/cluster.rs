@@ -56,6 +56,9 @@ pub struct ClusterRun {
     pub summary: RunSummary,
     /// When the last node's run ended.
     pub end: Nanos,
+    /// With a middleware: the share of the run it acted, averaged over the nodes (each node has
+    /// its own), and the earliest time one of them first acted, in seconds (`None`: never).
+    pub middleware_activity: Option<(f64, Option<f64>)>,
 }
 
 /// Runs `models` (one per node) under `config` one node after another, each with its
@@ -67,9 +70,18 @@ pub fn run(
     params: serde_json::Value,
 ) -> Result<ClusterRun, SimError> {
     let mut tally = None;
+    let mut activity: Option<(f64, Option<f64>)> = None;
     for (k, model) in models.iter().enumerate() {
         let mut sim = Simulation::new(model, SimConfig { seed: node_seed(config.seed, k), ..config.clone() })?;
         let events = sim.run();
+        if let Some((share, first)) = sim.middleware_activity() {
+            let (sum, earliest) = activity.get_or_insert((0.0, None));
+            *sum += share / models.len() as f64;
+            *earliest = match (*earliest, first) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
         let node = sim.tally(events);
         match &mut tally {
             None => tally = Some(node),
@@ -77,7 +89,7 @@ pub fn run(
         }
     }
     let tally = tally.ok_or_else(|| SimError::Config("a cluster needs at least one node".into()))?;
-    Ok(ClusterRun { summary: tally.summary(workload, params, config), end: tally.end })
+    Ok(ClusterRun { summary: tally.summary(workload, params, config), end: tally.end, middleware_activity: activity })
 }
 
 #[cfg(test)]

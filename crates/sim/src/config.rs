@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use moirai_engine::Threading;
+use moirai_middleware::activity::ActivationMode;
 
 use crate::cfs::CfsParams;
 use crate::event::Nanos;
@@ -68,6 +69,14 @@ pub struct SimConfig {
     /// with weights (`moirai schedule --translator`).
     #[serde(serialize_with = "display_translator")]
     pub translator: Translator,
+    /// When the middleware enforces its policy's schedule (`moirai schedule --activation`): by
+    /// default only while the activation rule ([`moirai_sched::activation`], with the moirai
+    /// engine's windows) says scheduling can help, handing every thread its original value back
+    /// when that ends.
+    #[serde(serialize_with = "display_activation")]
+    pub activation: ActivationMode,
+    /// The rule's CPU threshold (`--activation-threshold`).
+    pub activation_threshold: f64,
     /// How often the middleware's policy runs.
     pub policy_period_ns: Nanos,
     /// How long the queries may drain after the sources stop before the run is cut.
@@ -78,6 +87,10 @@ pub struct SimConfig {
 
 fn display<S: serde::Serializer>(t: &Threading, s: S) -> Result<S::Ok, S::Error> {
     s.collect_str(t)
+}
+
+fn display_activation<S: serde::Serializer>(a: &ActivationMode, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(a.as_str())
 }
 
 fn display_translator<S: serde::Serializer>(t: &Translator, s: S) -> Result<S::Ok, S::Error> {
@@ -213,6 +226,8 @@ impl SimConfig {
             threading: Threading::Dedicated,
             os_policy: None,
             translator: Translator::Nice,
+            activation: ActivationMode::Auto,
+            activation_threshold: moirai_sched::ActivationConfig::default().cpu_threshold,
             policy_period_ns: 1_000_000_000,
             drain_limit_ns: duration.as_nanos() as Nanos,
             sample_period_ns: 100_000_000,
@@ -250,6 +265,15 @@ impl SimConfig {
             return bad(format!(
                 "channel capacity {} and batch size {} must be at least 1, the batch no larger than the capacity",
                 self.channel_capacity, self.batch_size
+            ));
+        }
+        let thresholds = moirai_sched::activation::CPU_THRESHOLD_RANGE;
+        if !thresholds.contains(&self.activation_threshold) {
+            return bad(format!(
+                "activation threshold {} is out of range: give the share of the machine's CPU at which it counts as fully used, from {} to {} (e.g. 0.9)",
+                self.activation_threshold,
+                thresholds.start(),
+                thresholds.end()
             ));
         }
         if self.policy_period_ns < 1_000_000 || self.sample_period_ns == 0 {

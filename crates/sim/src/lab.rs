@@ -97,12 +97,23 @@ pub fn configure(c: &Configuration, base: &SimConfig) -> Result<SimConfig, SimEr
     };
     let mut args = c.schedule_args.iter();
     while let Some(arg) = args.next() {
-        if arg == "--translator" {
-            let value = args.next().map(String::as_str).unwrap_or("");
-            config.translator = value.parse().map_err(not)?;
-            if config.os_policy.is_none() {
-                return Err(not("/translator= needs a middleware policy (e.g. qs/translator=cgroup)".into()));
+        let key = arg.as_str();
+        if !matches!(key, "--translator" | "--activation" | "--activation-threshold") {
+            continue;
+        }
+        let value = args.next().map(String::as_str).unwrap_or("");
+        match key {
+            "--translator" => config.translator = value.parse().map_err(not)?,
+            "--activation" => config.activation = value.parse().map_err(not)?,
+            _ => {
+                config.activation_threshold = value.parse().map_err(|_| {
+                    not(format!("/activation-threshold={value} is not a share of the CPU (from 0.5 to 1, e.g. 0.9)"))
+                })?
             }
+        }
+        if config.os_policy.is_none() {
+            let k = &key[2..];
+            return Err(not(format!("/{k}= needs a middleware policy (e.g. qs/{k}={value})")));
         }
     }
     config.validate()?;
@@ -141,8 +152,8 @@ pub fn run_points(
                     run: Some(cluster.summary),
                     middleware_cpu: None,
                     middleware_cpu_nodes: Vec::new(),
-                    middleware_active_share: None,
-                    middleware_first_active_s: None,
+                    middleware_active_share: cluster.middleware_activity.map(|(share, _)| share),
+                    middleware_first_active_s: cluster.middleware_activity.and_then(|(_, first)| first),
                 };
                 progress(&point);
                 points.push(point);

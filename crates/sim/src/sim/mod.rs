@@ -239,7 +239,8 @@ impl<'m> Simulation<'m> {
         }
         sim.nices = vec![0; sim.threads.len()];
         if let Some(name) = &sim.config.os_policy {
-            sim.middleware = Some(Middleware { controller: os_controller(name, sim.config.policy_period_ns)? });
+            let controller = os_controller(name, sim.config.policy_period_ns)?;
+            sim.middleware = Some(Middleware::new(controller, sim.config.activation, sim.config.activation_threshold));
             sim.events.push(0, Event::OsPolicy);
         }
         if let Threading::Policy(p) = &sim.config.threading {

@@ -30,6 +30,8 @@ pub(crate) struct Measure {
     processing: Histogram<u64>,
     e2e: Histogram<u64>,
     cpu_window_ns: u64,
+    /// Core time busy since the start (the middleware's `/proc/stat`).
+    pub cpu_total_ns: u64,
     queues: Histogram<u64>,
     per_operator: Vec<(u64, u64)>,
 }
@@ -47,6 +49,7 @@ impl Measure {
             processing: latency_histogram(),
             e2e: latency_histogram(),
             cpu_window_ns: 0,
+            cpu_total_ns: 0,
             queues: Histogram::new(3).expect("valid histogram"),
             per_operator: vec![(0, 0); model.len()],
         }
@@ -75,6 +78,7 @@ impl Measure {
     pub fn cpu(&mut self, from: Nanos, to: Nanos) {
         let (a, b) = (from.max(self.warm_end), to.min(self.end));
         self.cpu_window_ns += b.saturating_sub(a);
+        self.cpu_total_ns += to.saturating_sub(from);
     }
 
     /// Adds another node's counters of the same window: counts add up, latency and queue

@@ -8,6 +8,9 @@ use moirai_engine::user_level::levels;
 use moirai_engine::Prioritizer;
 use moirai_sched::{Capabilities, Controller, Observation, PolicyRun, Scope, ThreadRef};
 
+use moirai_middleware::activity::{config_for, ActivationMode};
+use moirai_middleware::driver::SourceLoad;
+use moirai_sched::activation::{Activation, LoadSample};
 use moirai_sched::normalize::WeightRange;
 use moirai_sched::Normalization;
 
@@ -16,16 +19,34 @@ use crate::event::Nanos;
 use crate::sim::{ns, Simulation, Translator, TID_BASE};
 use crate::SimError;
 
-/// The middleware at the OS level: its controller and how it normalises to nice values.
+/// The middleware at the OS level: its controller, and when it acts.
 pub(crate) struct Middleware {
     pub controller: Controller,
+    /// The activation rule (`None`: `--activation always`).
+    pub rule: Option<Activation>,
+    /// When the last round ran and the cores' busy time then (for the machine's busy share).
+    pub cpu_mark: Option<(Nanos, Nanos)>,
+    /// How long it has acted (between rounds that found it active), and when it first did.
+    pub active_ns: Nanos,
+    pub first_active: Option<Nanos>,
+}
+
+impl Middleware {
+    pub(crate) fn new(controller: Controller, mode: ActivationMode, cpu_threshold: f64) -> Middleware {
+        let rule = (mode == ActivationMode::Auto).then(|| Activation::new(config_for("moirai", cpu_threshold)));
+        Middleware { controller, rule, cpu_mark: None, active_ns: 0, first_active: None }
+    }
 }
 
 impl Simulation<'_> {
-    /// The middleware's round at the OS level: observe, run the due policy, set nice values.
+    /// The middleware's round at the OS level: observe, decide whether to act (the activation
+    /// rule), run the due policy, set nice values or cgroups while acting.
     pub(crate) fn os_round(&mut self) {
         let at = ns(self.now);
         let snapshots = self.snapshots();
+        if !self.activation_round(&snapshots) {
+            return;
+        }
         let mut topology = adapter::spe_topology(&self.topology);
         for (i, p) in topology.physical.iter_mut().enumerate() {
             if let Some(t) = self.ops[i].thread {
@@ -96,6 +117,67 @@ impl Simulation<'_> {
                 Err(e) => self.policy_errors = (self.policy_errors.0 + 1, Some(e.to_string())),
             }
         }
+    }
+
+    /// Feeds the activation rule what the middleware sees of the engine and the machine (as
+    /// `moirai schedule` does: the cores' busy share since the last round, the sources' backlog
+    /// and input, the other operators' queues); returns whether it acts now. When the rule turns
+    /// idle, every thread gets its original value back: nice 0, the root cgroup.
+    fn activation_round(&mut self, snapshots: &[moirai_engine::metrics::OperatorSnapshot]) -> bool {
+        let (now, busy_total, cores) = (self.now, self.measure.cpu_total_ns, self.config.cores);
+        let mut load = SourceLoad::default();
+        for (op, s) in snapshots.iter().enumerate() {
+            if self.ops[op].source.is_some() {
+                load.add(Some(s.backlog as f64), s.tuples_in as f64);
+            } else {
+                load.add_queued(s.queue_len as f64);
+            }
+        }
+        let mw = self.middleware.as_mut().expect("has a middleware");
+        let busy = mw.cpu_mark.filter(|&(t0, _)| now > t0).map(|(t0, b0)| {
+            (busy_total.saturating_sub(b0) as f64 / ((now - t0) as f64 * cores as f64)).min(1.0)
+        });
+        let was_active = mw.cpu_mark.is_some() && mw.rule.as_ref().is_none_or(Activation::is_active);
+        if was_active {
+            // Counted within the measured window, as the lab counts a real middleware's.
+            let t0 = mw.cpu_mark.map_or(now, |(t0, _)| t0);
+            let (from, to) = (t0.max(self.measure.warm_end), now.min(self.config.duration_ns));
+            mw.active_ns += to.saturating_sub(from);
+        }
+        mw.cpu_mark = Some((now, busy_total));
+        let Some(rule) = mw.rule.as_mut() else {
+            mw.first_active.get_or_insert(now);
+            return true;
+        };
+        let sample =
+            LoadSample { at: ns(now), cpu_busy: busy, backlog: load.waiting(), ingested: Some(load.ingested) };
+        let turned = rule.update(sample);
+        let active = rule.is_active();
+        if active {
+            mw.first_active.get_or_insert(now);
+        }
+        if turned.is_some_and(|t| !t.active) {
+            for t in 0..self.threads.len() {
+                if self.nices[t] != 0 {
+                    self.nices[t] = 0;
+                    self.rq.renice(t, &mut self.entities[t], 0);
+                    self.rq.regroup(t, &mut self.entities);
+                }
+                if !self.cgroups.is_empty() {
+                    self.rq.move_to_group(t, None, &mut self.entities);
+                }
+            }
+        }
+        active
+    }
+
+    /// The share of the measured window in which the middleware acted (its rounds found the rule
+    /// active), and when it first did, in seconds from the start; `None` without a middleware.
+    pub fn middleware_activity(&self) -> Option<(f64, Option<f64>)> {
+        let mw = self.middleware.as_ref()?;
+        let window = self.config.duration_ns.saturating_sub(self.measure.warm_end).max(1);
+        let share = mw.active_ns as f64 / window as f64;
+        Some((share.min(1.0), mw.first_active.map(|t| t as f64 / 1e9)))
     }
 
     /// The policy executor's round: the engine's prioritizer ranks the operators into levels.

@@ -134,9 +134,10 @@ impl Simulation<'_> {
             }
         }
         let mw = self.middleware.as_mut().expect("has a middleware");
-        let busy = mw.cpu_mark.filter(|&(t0, _)| now > t0).map(|(t0, b0)| {
-            (busy_total.saturating_sub(b0) as f64 / ((now - t0) as f64 * cores as f64)).min(1.0)
-        });
+        let busy = mw
+            .cpu_mark
+            .filter(|&(t0, _)| now > t0)
+            .map(|(t0, b0)| (busy_total.saturating_sub(b0) as f64 / ((now - t0) as f64 * cores as f64)).min(1.0));
         let was_active = mw.cpu_mark.is_some() && mw.rule.as_ref().is_none_or(Activation::is_active);
         if was_active {
             // Counted within the measured window, as the lab counts a real middleware's.
@@ -149,8 +150,7 @@ impl Simulation<'_> {
             mw.first_active.get_or_insert(now);
             return true;
         };
-        let sample =
-            LoadSample { at: ns(now), cpu_busy: busy, backlog: load.waiting(), ingested: Some(load.ingested) };
+        let sample = LoadSample { at: ns(now), cpu_busy: busy, backlog: load.waiting(), ingested: Some(load.ingested) };
         let turned = rule.update(sample);
         let active = rule.is_active();
         if active {

@@ -7,6 +7,7 @@ use moirai_bench::parse_configurations;
 use moirai_bench::summary::Criteria;
 use moirai_engine::graph::{LogicalEdge, LogicalGraph, LogicalNode, NodeKind, Partitioning};
 use moirai_engine::{Engine, EngineConfig};
+use moirai_middleware::activity::ActivationMode;
 use moirai_sim::lab::{self, Sweep};
 use moirai_sim::{Model, NodeCost, Rate, SimConfig, SimError, Simulation};
 use moirai_workloads::syn::{self, SynConfig};
@@ -332,6 +333,8 @@ fn the_middleware_s_queue_size_policy_renices_the_threads() {
     let model = Model::syn(&config, 0).unwrap();
     let mut sim_config = SimConfig::new(1, Duration::from_secs(3));
     sim_config.os_policy = Some("qs".into());
+    // About what is applied: act from the first round (the activation rule is tested below).
+    sim_config.activation = ActivationMode::Always;
     let mut sim = Simulation::new(&model, sim_config).unwrap();
     sim.run();
     let nices = sim.nices();
@@ -345,6 +348,7 @@ fn the_middleware_s_queue_size_policy_renices_the_threads() {
     // The same under the EEVDF model: reniced threads keep their lag and the run goes on.
     let mut eevdf_config = SimConfig::new(1, Duration::from_secs(3));
     eevdf_config.os_policy = Some("qs".into());
+    eevdf_config.activation = ActivationMode::Always;
     eevdf_config.cfs.scheduler = moirai_sim::cfs::FairScheduler::Eevdf;
     let mut eevdf = Simulation::new(&model, eevdf_config).unwrap();
     eevdf.run();
@@ -419,6 +423,7 @@ fn the_cgroup_translator_puts_each_operator_in_a_group_weighted_by_its_priority(
     let model = Model::syn(&config, 0).unwrap();
     let mut sim_config = SimConfig::new(1, Duration::from_secs(3));
     sim_config.os_policy = Some("qs".into());
+    sim_config.activation = ActivationMode::Always;
     sim_config.translator = "cgroup".parse().unwrap();
     let mut sim = Simulation::new(&model, sim_config.clone()).unwrap();
     sim.run();
@@ -441,7 +446,6 @@ fn the_cgroup_translator_puts_each_operator_in_a_group_weighted_by_its_priority(
 
 #[test]
 fn the_middleware_acts_only_past_saturation_unless_told_always() {
-    use moirai_middleware::activity::ActivationMode;
     // Two queries of two 20 µs operators on one core: 40 µs a tuple, so 32 % of the core at 4k
     // t/s per query (8k in all) and 120 % at 15k per query, before the sources' and sinks' share.
     let run = |rate: f64, activation: ActivationMode| {
@@ -481,4 +485,35 @@ fn the_middleware_acts_only_past_saturation_unless_told_always() {
     assert!(e.contains("out of range") && e.contains("0.5 to 1"), "{e}");
     let e = configure("qs/activation=sometimes").unwrap_err().to_string();
     assert!(e.contains("use auto or always"), "{e}");
+}
+
+#[test]
+fn when_the_rate_falls_back_the_middleware_hands_every_thread_back() {
+    // From 20k t/s per query (160 % of the core) down to 2k over 10 s, then 2k to the end of
+    // 30 s: the rule acts within ~1 s; the backlog drains by ~9 s; after its release window
+    // (10 s) with room on the core it lets go (~18 s), and every thread is back at nice 0.
+    let config =
+        SynConfig { queries: 2, ops: 2, cost_ns: 20_000, rate: 15_000.0, variance_factor: 0, ..SynConfig::default() };
+    let mut model = Model::syn(&config, 0).unwrap();
+    for op in &mut model.operators {
+        if op.kind == NodeKind::Source {
+            op.rate = Rate::Ramp { from: 20_000.0, to: 2_000.0, over_ns: 10_000_000_000 };
+        }
+    }
+    let run = |seconds: u64| {
+        let mut sim_config = SimConfig::new(1, Duration::from_secs(seconds));
+        sim_config.os_policy = Some("qs".into());
+        sim_config.policy_period_ns = 200_000_000;
+        let mut sim = Simulation::new(&model, sim_config).unwrap();
+        sim.run();
+        (sim.nices().to_vec(), sim.middleware_activity().expect("a middleware"))
+    };
+    // Cut at 3 s, while it is behind: acting, threads reniced.
+    let (nices, (_, first)) = run(3);
+    assert!(first.is_some() && nices.iter().any(|&n| n != 0), "{first:?} {nices:?}");
+    // The whole run: it acted, and handed every thread back.
+    let (nices, (share, first)) = run(30);
+    assert!(first.is_some_and(|f| f < 3.0), "{first:?}");
+    assert!(share > 0.0 && share < 0.9, "acted for part of the window: {share}");
+    assert!(nices.iter().all(|&n| n == 0), "every thread back at nice 0: {nices:?}");
 }

@@ -125,7 +125,9 @@ impl Simulation<'_> {
                     query: p.query.clone(),
                     name: p.name.clone(),
                     tid: o.thread.map_or(0, |t| TID_BASE + t as i32),
-                    tuples_in: o.tuples_in,
+                    // A source's input is what it took in, as the engine counts it (the
+                    // middleware's activation rule reads it as the sources' intake).
+                    tuples_in: o.source.as_ref().map_or(o.tuples_in, |s| s.taken),
                     tuples_out: o.tuples_out,
                     queue_len: inputs.iter().map(|&c| self.channels[c].queue.len() as u64).sum(),
                     head_wait_ns: head.map_or(0, |h| self.now.saturating_sub(h)),

@@ -493,7 +493,7 @@ fn when_the_rate_falls_back_the_middleware_hands_every_thread_back() {
     // 30 s: the rule acts within ~1 s; the backlog drains by ~9 s; after its release window
     // (10 s) with room on the core it lets go (~18 s), and every thread is back at nice 0.
     let config =
-        SynConfig { queries: 2, ops: 2, cost_ns: 20_000, rate: 15_000.0, variance_factor: 0, ..SynConfig::default() };
+        SynConfig { queries: 2, ops: 2, cost_ns: 20_000, rate: 20_000.0, variance_factor: 0, ..SynConfig::default() };
     let mut model = Model::syn(&config, 0).unwrap();
     for op in &mut model.operators {
         if op.kind == NodeKind::Source {

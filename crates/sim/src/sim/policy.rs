@@ -138,10 +138,9 @@ impl Simulation<'_> {
             .cpu_mark
             .filter(|&(t0, _)| now > t0)
             .map(|(t0, b0)| (busy_total.saturating_sub(b0) as f64 / ((now - t0) as f64 * cores as f64)).min(1.0));
-        let was_active = mw.cpu_mark.is_some() && mw.rule.as_ref().is_none_or(Activation::is_active);
-        if was_active {
-            // Counted within the measured window, as the lab counts a real middleware's.
-            let t0 = mw.cpu_mark.map_or(now, |(t0, _)| t0);
+        // The time since the last round counts as acted when that round found it active, within
+        // the measured window, as the lab counts a real middleware's.
+        if let Some((t0, _)) = mw.cpu_mark.filter(|_| mw.rule.as_ref().is_none_or(Activation::is_active)) {
             let (from, to) = (t0.max(self.measure.warm_end), now.min(self.config.duration_ns));
             mw.active_ns += to.saturating_sub(from);
         }

@@ -6,6 +6,11 @@
 //!   single-priority one), weights `cpu.shares` (v1) or `cpu.weight` (v2) from the priorities,
 //!   threads moved in when their group changes.
 //!
+//! Linux starts a thread at its creator's nice value and in its creator's cgroup, so both
+//! translators also look, each round, at the threads born since the last one in the processes
+//! they steer: one the schedule does not name is handed back what its process had (its heirs;
+//! see `docs/schedule.md`, "Threads born of a reniced thread").
+//!
 //! Every change goes through the [`RestoreLog`], which records the original first.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -276,6 +281,8 @@ pub struct CgroupTranslator {
     placed: HashMap<(u32, Tid), (u64, String)>,
     /// Whether its groups get a real-time budget (a realtime policy runs beside it).
     realtime: bool,
+    /// The threads of each process it places threads of, to see new ones (heirs).
+    censuses: HashMap<u32, ThreadCensus>,
 }
 
 impl CgroupTranslator {
@@ -304,6 +311,7 @@ impl CgroupTranslator {
             weights: HashMap::new(),
             placed: HashMap::new(),
             realtime: false,
+            censuses: HashMap::new(),
         })
     }
 
@@ -342,6 +350,7 @@ impl CgroupTranslator {
     /// original cgroups): the next schedule places them again.
     pub fn forget(&mut self, pid: u32) {
         self.placed.retain(|(p, _), _| *p != pid);
+        self.censuses.remove(&pid);
     }
 
     /// Places threads and sets weights as `schedule` asks.
@@ -370,6 +379,7 @@ impl CgroupTranslator {
                 applied.errors.push(format!("real-time budget of the groups: {e}"));
             }
         }
+        let scheduled: HashSet<(u32, Tid)> = targets.iter().map(|t| (t.pid, t.tid)).collect();
         for t in targets {
             let dir = self.dir_name(&t.group);
             let weight = weight_of.get(&t.group).copied().unwrap_or(0);
@@ -389,7 +399,33 @@ impl CgroupTranslator {
                 Err(e) => applied.errors.push(format!("moving thread {} ({}) to {dir}: {e}", t.tid, t.operator)),
             }
         }
+        self.release_heirs(&scheduled, log, &mut applied);
         applied
+    }
+
+    /// The threads born since the last round in one of its groups that `scheduled` does not
+    /// name, out of the group ([`CgroupTree::release_thread`]: to their process's original
+    /// cgroup on v1; to the instance directory on v2, where a thread cannot leave its process's
+    /// threaded domain alone): a pool thread that an operator thread in a heavy group starts
+    /// would otherwise share that group's weight until the middleware exits.
+    fn release_heirs(&mut self, scheduled: &HashSet<(u32, Tid)>, log: &mut RestoreLog, applied: &mut Applied) {
+        let pids: HashSet<u32> = scheduled.iter().map(|&(pid, _)| pid).collect();
+        self.censuses.retain(|pid, _| pids.contains(pid));
+        for pid in pids {
+            let census = self.censuses.entry(pid).or_default();
+            if !census.refresh(pid) {
+                continue;
+            }
+            for &tid in census.born().iter().filter(|&&tid| !scheduled.contains(&(pid, tid))) {
+                // Not in one of its groups (or gone): nothing of the middleware's to undo.
+                let Ok(Some(group)) = self.tree.group_of(pid, tid) else { continue };
+                match self.tree.release_thread(log, pid, tid) {
+                    Ok(()) => applied.changed += 1,
+                    Err(OsError::ThreadGone { .. }) => {}
+                    Err(e) => applied.errors.push(format!("releasing thread {tid}, born in group {group}: {e}")),
+                }
+            }
+        }
     }
 }
 
@@ -500,21 +536,12 @@ mod tests {
         }
     }
 
-    /// An operator thread set to a raised value starts a pool thread, which the schedule does not
-    /// name: the next round hands it its process's value.
-    #[test]
-    fn a_thread_born_of_a_reniced_operator_thread_gets_its_process_value_at_the_next_round() {
-        if !moirai_os::is_root() {
-            eprintln!("skipped: raising a nice value needs root (CAP_SYS_NICE)");
-            return;
-        }
+    /// A source and a sink of one query, each on a [`Spawner`]'s thread of this process.
+    fn two_operators(pid: u32, source: &Spawner, sink: &Spawner) -> Cluster {
         use moirai_sched::{LogicalOperator, OpKind, PhysicalOperator, SpeTopology, ThreadRef};
-        let pid = std::process::id();
-        let baseline = moirai_os::proc::thread_stat(pid, pid as Tid).unwrap().nice;
-        let (source, sink) = (Spawner::spawn(), Spawner::spawn());
         let thread =
             |tid: Tid| ThreadRef { tid, start_ticks: moirai_os::proc::thread_stat(pid, tid).unwrap().start_ticks };
-        let cluster = Cluster::new(vec![SpeTopology {
+        Cluster::new(vec![SpeTopology {
             name: "e".into(),
             pid,
             queries: vec!["q".into()],
@@ -523,7 +550,7 @@ mod tests {
                 LogicalOperator { name: "sink".into(), query: "q".into(), kind: OpKind::Sink },
             ],
             logical_edges: vec![(0, 1)],
-            physical: [("source", &source), ("sink", &sink)]
+            physical: [("source", source), ("sink", sink)]
                 .iter()
                 .enumerate()
                 .map(|(l, (name, s))| PhysicalOperator {
@@ -536,7 +563,21 @@ mod tests {
                 .collect(),
             physical_edges: vec![(0, 1)],
         }])
-        .unwrap();
+        .unwrap()
+    }
+
+    /// An operator thread set to a raised value starts a pool thread, which the schedule does not
+    /// name: the next round hands it its process's value.
+    #[test]
+    fn a_thread_born_of_a_reniced_operator_thread_gets_its_process_value_at_the_next_round() {
+        if !moirai_os::is_root() {
+            eprintln!("skipped: raising a nice value needs root (CAP_SYS_NICE)");
+            return;
+        }
+        let pid = std::process::id();
+        let baseline = moirai_os::proc::thread_stat(pid, pid as Tid).unwrap().nice;
+        let (source, sink) = (Spawner::spawn(), Spawner::spawn());
+        let cluster = two_operators(pid, &source, &sink);
         let schedule =
             Schedule::Single([(OpRef { spe: 0, op: 0 }, 9.0), (OpRef { spe: 0, op: 1 }, 1.0)].into_iter().collect());
         let dir = std::env::temp_dir().join(format!("moirai-translate-heirs-{pid}"));
@@ -563,6 +604,59 @@ mod tests {
             assert_eq!(moirai_os::nice::get_nice(tid).unwrap(), baseline);
         }
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// An operator thread placed in a group starts a pool thread, which the schedule does not
+    /// name: Linux starts it in its creator's group, and the next round takes it out.
+    #[test]
+    fn a_thread_born_in_an_operator_s_group_leaves_it_at_the_next_round() {
+        if !moirai_os::is_root() {
+            eprintln!("skipped: moving threads between cgroups needs root");
+            return;
+        }
+        let Ok(layout) = moirai_os::cgroup::CgroupLayout::detect() else {
+            eprintln!("skipped: no cpu cgroup controller on this host");
+            return;
+        };
+        let h = layout.cpu();
+        let pid = std::process::id();
+        let home = moirai_os::cgroup::process_cgroup(pid, h).unwrap();
+        let (source, sink) = (Spawner::spawn(), Spawner::spawn());
+        let cluster = two_operators(pid, &source, &sink);
+        let schedule =
+            Schedule::Single([(OpRef { spe: 0, op: 0 }, 9.0), (OpRef { spe: 0, op: 1 }, 1.0)].into_iter().collect());
+        let dir = std::env::temp_dir().join(format!("moirai-translate-cgroup-heirs-{pid}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut log = RestoreLog::create(dir.join("state.json")).unwrap();
+        let instance = format!("translate-heirs-{pid}");
+        let mut translator = CgroupTranslator::new(&mut log, h, &instance, Normalization::Linear, None).unwrap();
+        let group_of = |tid: Tid| moirai_os::cgroup::thread_cgroup(pid, tid, h).unwrap();
+        let first = translator.apply(&schedule, &cluster, &mut log);
+        let sink_group = group_of(sink.tid);
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            assert!(first.errors.is_empty(), "{:?}", first.errors);
+            assert_ne!(sink_group, home, "the sink is in a group of its own");
+            let pool = sink.child();
+            assert_eq!(group_of(pool), sink_group, "born in its creator's group");
+            let second = translator.apply(&schedule, &cluster, &mut log);
+            assert!(second.errors.is_empty(), "{:?}", second.errors);
+            assert_eq!(second.changed, 1, "only the heir moved");
+            let out_of_the_groups = match h.version {
+                CgroupVersion::V1 => home.clone(),
+                CgroupVersion::V2 => translator.tree.instance_dir().to_path_buf(),
+            };
+            assert_eq!(group_of(pool), out_of_the_groups, "the heir is out of the operator's group");
+            assert_eq!(group_of(sink.tid), sink_group, "the operator stays in its group");
+            pool
+        }));
+        let report = log.restore();
+        let _ = std::fs::remove_dir_all(&dir);
+        let pool = outcome.unwrap_or_else(|e| std::panic::resume_unwind(e));
+        assert!(report.is_clean(), "{report}");
+        for tid in [source.tid, sink.tid, pool] {
+            assert_eq!(group_of(tid), home, "thread {tid} back home");
+        }
     }
 
     #[test]

@@ -105,6 +105,13 @@ fn qs_sets_the_nice_values_and_restores_them_on(system: &'static JvmSystem, test
     // ...) keep their nice values.
     assert!(a.keys().all(|tid| expected.contains_key(tid)), "applied to a thread that is no subtask's: {a:?}");
     assert_untouched(pid, &all_before, &expected);
+    // The threads were mapped from a thread dump of the TaskManager's JVM, and it is counted.
+    let metrics = ureq::get(&format!("http://127.0.0.1:{mw_port}/metrics")).call().unwrap().into_string().unwrap();
+    let dumps: u64 = (metrics.lines())
+        .find_map(|l| l.strip_prefix("moirai_schedule_thread_dumps_total{").and_then(|l| l.rsplit(' ').next()))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no thread dump counted in:\n{metrics}"));
+    assert!(dumps >= 1, "{dumps}");
     mw.signal(libc::SIGTERM);
     let (code, err) = mw.wait();
     assert_eq!(code, Some(0), "{err}");

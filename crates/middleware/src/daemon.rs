@@ -396,6 +396,15 @@ impl Daemon {
                 self.out.error(format!("SPE '{}': {e}", d.spe()));
                 self.stats.lock().errors += 1;
             }
+            let dumps = d.thread_dumps();
+            let before = self.stats.lock().thread_dumps.insert(d.spe().to_string(), dumps).unwrap_or(0);
+            if dumps > before {
+                self.out.debug(format!(
+                    "SPE '{}': took a thread dump of its JVM to map its threads ({dumps} so far; each stops the JVM \
+                     at a safepoint for a moment)",
+                    d.spe()
+                ));
+            }
             match result {
                 Ok(o) => {
                     if let Some(Some(_)) = self.down.insert(d.spe().to_string(), None) {

@@ -48,6 +48,8 @@ pub struct Stats {
     pub activity: BTreeMap<String, SpeActivity>,
     /// The machine's busy CPU share over the last round, when the activation rule reads it.
     pub machine_busy: Option<f64>,
+    /// Per SPE: thread dumps of its JVM taken so far.
+    pub thread_dumps: BTreeMap<String, u64>,
     /// When the middleware started: the clock of the rounds and of the activity's times.
     pub started: Option<Instant>,
 }
@@ -186,6 +188,17 @@ pub fn render(stats: &Stats, cpu_seconds: f64, uptime: Duration) -> String {
         if let Some(first) = a.time.first {
             let _ =
                 writeln!(o, "moirai_schedule_first_active_seconds{{spe=\"{}\"}} {}", escape(spe), first.as_secs_f64());
+        }
+    }
+    if stats.thread_dumps.values().any(|&n| n > 0) {
+        let _ = writeln!(
+            o,
+            "# HELP moirai_schedule_thread_dumps_total Thread dumps of the SPE's JVM taken to map its threads (each \
+             stops the JVM at a safepoint for a moment).\n\
+             # TYPE moirai_schedule_thread_dumps_total counter"
+        );
+        for (spe, n) in &stats.thread_dumps {
+            let _ = writeln!(o, "moirai_schedule_thread_dumps_total{{spe=\"{}\"}} {n}", escape(spe));
         }
     }
     thread_family(
@@ -426,6 +439,24 @@ mod tests {
             .and_then(|v| v.parse().ok())
             .expect("an uptime");
         assert!((3.0..60.0).contains(&uptime), "{uptime}");
+    }
+
+    #[test]
+    fn thread_dumps_are_counted_per_spe_once_there_are_any() {
+        let mut stats = Stats::default();
+        stats.thread_dumps.insert("engine".into(), 0);
+        let text = render(&stats, 0.0, Duration::from_secs(1));
+        assert!(!text.contains("thread_dumps"), "no family without a dump:\n{text}");
+        stats.thread_dumps.insert("flink".into(), 3);
+        let text = render(&stats, 0.0, Duration::from_secs(1));
+        let lines: Vec<&str> = text.lines().collect();
+        for expected in [
+            "# TYPE moirai_schedule_thread_dumps_total counter",
+            "moirai_schedule_thread_dumps_total{spe=\"flink\"} 3",
+            "moirai_schedule_thread_dumps_total{spe=\"engine\"} 0",
+        ] {
+            assert!(lines.contains(&expected), "no line '{expected}' in:\n{text}");
+        }
     }
 
     #[test]

@@ -160,6 +160,8 @@ pub struct FlinkDriver {
     /// With a reporter: the jobs as the REST API last listed them (after the node's filter), the
     /// scrape's subtask signature then, and when.
     topology: Option<(Vec<Job>, u64, Instant)>,
+    /// Thread dumps taken so far.
+    dumps: u64,
 }
 
 impl FlinkDriver {
@@ -182,6 +184,7 @@ impl FlinkDriver {
             node: None,
             scrape: None,
             topology: None,
+            dumps: 0,
         })
     }
 
@@ -328,6 +331,7 @@ impl FlinkDriver {
             }
         };
         let dump = thread_dump(pid)?;
+        self.dumps += 1;
         let mut index = index_threads(&parse_thread_dump(&dump));
         if let Some(node) = &self.node {
             // Another TaskManager's subtasks are never this node's, whatever runs in this JVM.
@@ -523,6 +527,10 @@ impl Driver for FlinkDriver {
         }
         self.clocks.sweep();
         Ok(Observation { topology, samples })
+    }
+
+    fn thread_dumps(&self) -> u64 {
+        self.dumps
     }
 
     fn sources(&self) -> Option<SourceLoad> {

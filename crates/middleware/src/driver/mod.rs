@@ -77,6 +77,12 @@ pub trait Driver: Send {
     fn sources(&self) -> Option<SourceLoad> {
         None
     }
+    /// Thread dumps of the SPE's JVM taken so far: each stops the JVM at a safepoint for a
+    /// moment, so the middleware counts them (`moirai_schedule_thread_dumps_total`) and says so
+    /// with `-v`. 0 for an SPE whose threads are mapped without one.
+    fn thread_dumps(&self) -> u64 {
+        0
+    }
 }
 
 /// Why a driver could not attach to its SPE, or could not observe it this round.

@@ -150,6 +150,8 @@ pub struct StormDriver {
     clocks: CpuClocks,
     /// The topology last built from the executor map and the listing.
     built: Option<Built>,
+    /// Thread dumps taken so far.
+    dumps: u64,
 }
 
 /// An [`SpeTopology`] built from the executor map taken at `taken` and the listing `files`, and
@@ -182,6 +184,7 @@ impl StormDriver {
             census: ThreadCensus::new(),
             clocks: CpuClocks::new(),
             built: None,
+            dumps: 0,
         })
     }
 
@@ -224,6 +227,7 @@ impl StormDriver {
     ) -> Result<(u32, Vec<Executor>, IdleWait), String> {
         let pid = self.find_jvm(owner, topologies)?;
         let dump = thread_dump(pid)?;
+        self.dumps += 1;
         let idle = idle_wait_in_dump(&dump);
         let mut executors = Vec::new();
         for (name, tid) in parse_thread_dump(&dump) {
@@ -526,6 +530,10 @@ impl Driver for StormDriver {
         self.sources = Some(sources);
         self.clocks.sweep();
         Ok(Observation { topology, samples })
+    }
+
+    fn thread_dumps(&self) -> u64 {
+        self.dumps
     }
 
     fn sources(&self) -> Option<SourceLoad> {

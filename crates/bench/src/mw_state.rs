@@ -18,6 +18,11 @@
 //!   middleware's start on its own clock as the instant of a scrape (the middle of its request)
 //!   minus the uptime that scrape reported; empty when it never acted.
 //!
+//! A configuration of the engine's policy executor (`qs@policy:2`) has no middleware: its
+//! scheduler is inside the engine, and the same two columns come from its run summary
+//! ([`policy_activity`]: the share of the measured window in which its priorities ordered the
+//! ready queue, and when they first did).
+//!
 //! A middleware that cannot listen on the chosen port is retried on another one (as the engine
 //! is); one whose `/metrics` does not answer fails its point, since the lab could not say whether
 //! it acted.
@@ -140,6 +145,17 @@ fn spe_label(labels: &str) -> Option<String> {
         closes
     })?;
     Some(rest[..end.0].to_string())
+}
+
+/// For a point of the engine's policy executor: the scheduler-active columns from its run
+/// summary (`policy_active_share`, `policy_first_active_s`, seconds after the engine's start);
+/// nothing for any other point.
+pub fn policy_activity(point: &mut Point) {
+    let Some(extra) = point.run.as_ref().map(|r| &r.extra) else { return };
+    if let Some(share) = extra.get("policy_active_share").and_then(serde_json::Value::as_f64) {
+        point.middleware_active_share = Some(share);
+        point.middleware_first_active_s = extra.get("policy_first_active_s").and_then(serde_json::Value::as_f64);
+    }
 }
 
 /// The share of the window between two scrapes in which the middleware acted, summed over SPEs;

@@ -372,7 +372,7 @@ fn run_point(
             middleware_cpu_nodes: Vec::new(),
         };
         match attempt_point(spec, prepared, config, stop, &mut point) {
-            Attempt::Measured => {}
+            Attempt::Measured => crate::mw_state::policy_activity(&mut point),
             Attempt::Failed(why) => point.failure = Some(why),
             Attempt::PortTaken(_) if attempt < PORT_ATTEMPTS => {
                 attempt += 1;

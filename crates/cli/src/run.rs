@@ -63,9 +63,51 @@ struct ContinuousFields {
     timeline: Vec<TimelinePoint>,
     /// Every change of the elastic thread level.
     level_changes: Vec<moirai_engine::executor::LevelChange>,
+    /// The policy executor's activation (policy threading only).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    policy: Option<PolicyActivity>,
     /// The Hone exchange's backlogs over the whole run (the first exchange, if the query has one).
     #[serde(skip_serializing_if = "Option::is_none")]
     exchange: Option<moirai_engine::exchange::ExchangeSnapshot>,
+}
+
+/// When the policy executor's priorities applied (`--threading policy:…`, activation `auto` or
+/// `always`): the lab reads the share as its scheduler-active column.
+#[derive(Serialize)]
+struct PolicyActivity {
+    /// Every change, in seconds since the engine started.
+    activation_changes: Vec<moirai_engine::executor::ActivationChange>,
+    /// The share of the measured window in which the priorities applied, 0..=1.
+    policy_active_share: f64,
+    /// When they first applied, in seconds since the engine started; `None` if never.
+    policy_first_active_s: Option<f64>,
+}
+
+impl PolicyActivity {
+    /// From the changes, for the measured window `from..to` (seconds since the engine started).
+    fn over(changes: Vec<moirai_engine::executor::ActivationChange>, from: f64, to: f64) -> PolicyActivity {
+        let mut active_s = 0.0;
+        // Idle until the first change.
+        let mut since: Option<f64> = None;
+        for c in &changes {
+            match (c.active, since) {
+                (true, None) => since = Some(c.at_s),
+                (false, Some(s)) => {
+                    active_s += (c.at_s.min(to) - s.max(from)).max(0.0);
+                    since = None;
+                }
+                _ => {}
+            }
+        }
+        if let Some(s) = since {
+            active_s += (to - s.max(from)).max(0.0);
+        }
+        PolicyActivity {
+            policy_first_active_s: changes.iter().find(|c| c.active).map(|c| c.at_s),
+            policy_active_share: if to > from { (active_s / (to - from)).clamp(0.0, 1.0) } else { 0.0 },
+            activation_changes: changes,
+        }
+    }
 }
 
 /// Runs `workload` on the continuous engine with `threading` and prints its summary; its exit
@@ -180,6 +222,10 @@ fn execute(workload: &dyn Workload, threading: Threading) -> i32 {
     let egress_s = measured + drained;
     let cpu: u64 = end.operators.iter().map(|o| o.cpu_ns).sum();
     let workload_stats = workload_after();
+    let policy = matches!(threading, Threading::Policy(_)).then(|| {
+        let since_start = |at: Instant| at.duration_since(start).as_secs_f64();
+        PolicyActivity::over(end.activation_changes.clone(), since_start(measure_start), since_start(run_end))
+    });
     let mode = ContinuousFields {
         chaining: args.chaining,
         egress_s,
@@ -191,6 +237,7 @@ fn execute(workload: &dyn Workload, threading: Threading) -> i32 {
         ramp_to: args.ramp_to,
         timeline,
         level_changes: end.level_changes.clone(),
+        policy,
         exchange: end.exchanges.first().cloned(),
     };
     let extra = summary_extra(serde_json::to_value(&mode).unwrap_or_default(), workload);
@@ -347,6 +394,14 @@ fn print_summary(r: &RunSummary, mode: &ContinuousFields, json: bool) {
         mode.rss_warm_bytes / 1024,
         mode.rss_end_bytes / 1024
     );
+    if let Some(p) = &mode.policy {
+        let first = p.policy_first_active_s.map_or("never".into(), |s| format!("first at {s:.2} s"));
+        println!(
+            "policy active     {:.0} % of the measured window ({first}; {} change(s) of the activation rule)",
+            p.policy_active_share * 100.0,
+            p.activation_changes.len()
+        );
+    }
     if let Some(x) = &mode.exchange {
         println!(
             "exchange          {} {} every {:.1} ms over {} tuples/s, {} queues: max backlog {}, mean {:.1}, mean of the largest {:.1} (tuples, {} ticks, {} sent)",
@@ -363,7 +418,8 @@ fn print_summary(r: &RunSummary, mode: &ContinuousFields, json: bool) {
 
 #[cfg(test)]
 mod tests {
-    use super::QueueSampler;
+    use super::{PolicyActivity, QueueSampler};
+    use moirai_engine::executor::ActivationChange;
     use moirai_engine::metrics::OperatorSnapshot;
 
     fn op(id: usize, name: &str, queue_len: u64) -> OperatorSnapshot {
@@ -395,5 +451,20 @@ mod tests {
         assert_eq!(q.per_operator.get("q/b"), Some(&20.0));
         assert_eq!(q.per_operator.get("q/c"), Some(&7.0));
         assert_eq!(q.per_operator.len(), 3);
+    }
+
+    #[test]
+    fn the_policy_s_active_share_counts_only_the_measured_window() {
+        let change = |at_s: f64, active: bool| ActivationChange { at_s, active, reason: String::new() };
+        let p = PolicyActivity::over(vec![change(1.0, true), change(3.0, false), change(6.0, true)], 2.0, 10.0);
+        // Active 2..3 and 6..10 of 2..10.
+        assert!((p.policy_active_share - 5.0 / 8.0).abs() < 1e-9, "{}", p.policy_active_share);
+        assert_eq!(p.policy_first_active_s, Some(1.0));
+        let never = PolicyActivity::over(vec![], 2.0, 10.0);
+        assert_eq!((never.policy_active_share, never.policy_first_active_s), (0.0, None));
+        let always = PolicyActivity::over(vec![change(0.0, true)], 2.0, 10.0);
+        assert_eq!(always.policy_active_share, 1.0);
+        let before = PolicyActivity::over(vec![change(0.5, true), change(1.5, false)], 2.0, 10.0);
+        assert_eq!(before.policy_active_share, 0.0, "a stretch that ended before the window");
     }
 }

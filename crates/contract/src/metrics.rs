@@ -39,6 +39,9 @@ pub mod names {
     pub const E2E_LATENCY: &str = "moirai_sink_e2e_latency_seconds";
     /// Gauge: worker threads running operators now (pool threading models; 0 for dedicated).
     pub const THREAD_LEVEL: &str = "moirai_thread_level";
+    /// Gauge: 1 while the policy executor's priorities order its ready queue, 0 while the
+    /// activation rule is idle (policy threading model only).
+    pub const POLICY_ACTIVE: &str = "moirai_policy_active";
     /// Gauge: tuples in one outgoing queue of a Hone exchange at its last scheduling tick.
     pub const EXCHANGE_BACKLOG: &str = "moirai_exchange_backlog";
     /// Gauge: the largest backlog of any outgoing queue of a Hone exchange at any tick so far.

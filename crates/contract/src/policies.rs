@@ -72,3 +72,40 @@ pub fn os_level() -> impl Iterator<Item = &'static str> {
 pub fn user_level() -> impl Iterator<Item = &'static str> {
     POLICIES.iter().filter(|p| p.user_level).map(|p| p.name)
 }
+
+/// When a scheduler acts: the middleware on an SPE's threads (`moirai schedule --activation`),
+/// the engine's policy executor on its ready queue (`--threading policy:qs:2:activation=always`),
+/// the simulator's middleware. The rule itself is `moirai_sched::activation`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActivationMode {
+    /// Only while scheduling can help: the machine saturated and the SPE falling behind
+    /// (the default).
+    #[default]
+    Auto,
+    /// Always, from the first round (for comparisons, and for SPEs that report no backlog and
+    /// run on a machine whose CPU is always busy).
+    Always,
+}
+
+impl std::str::FromStr for ActivationMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(ActivationMode::Auto),
+            "always" => Ok(ActivationMode::Always),
+            other => Err(format!("unknown activation mode '{other}': use auto or always")),
+        }
+    }
+}
+
+impl ActivationMode {
+    /// Its name in flags and files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActivationMode::Auto => "auto",
+            ActivationMode::Always => "always",
+        }
+    }
+}

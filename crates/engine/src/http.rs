@@ -159,13 +159,23 @@ pub(crate) fn prometheus(view: &EngineView, only: Option<&[&str]>) -> String {
             let _ = writeln!(out, "{name}{{{}}} {}", labels(x), get(x));
         }
     }
-    if !wanted(names::THREAD_LEVEL) {
-        return out;
+    let threading = escape(&view.threading().to_string());
+    if wanted(names::THREAD_LEVEL) {
+        let (name, level) = (names::THREAD_LEVEL, view.thread_level());
+        let _ = writeln!(
+            out,
+            "# HELP {name} Worker threads running operators now (pool threading models; 0 for dedicated)."
+        );
+        let _ = writeln!(out, "# TYPE {name} gauge\n{name}{{threading=\"{threading}\"}} {level}");
     }
-    let level = view.thread_level();
-    let (name, threading) = (names::THREAD_LEVEL, view.threading());
-    let _ =
-        writeln!(out, "# HELP {name} Worker threads running operators now (pool threading models; 0 for dedicated).");
-    let _ = writeln!(out, "# TYPE {name} gauge\n{name}{{threading=\"{}\"}} {level}", escape(&threading.to_string()));
+    if let Some(active) = view.policy_active().filter(|_| wanted(names::POLICY_ACTIVE)) {
+        let name = names::POLICY_ACTIVE;
+        let _ = writeln!(
+            out,
+            "# HELP {name} 1 while the policy executor's priorities order its ready queue, 0 while every operator \
+             waits at one level (the activation rule idle)."
+        );
+        let _ = writeln!(out, "# TYPE {name} gauge\n{name}{{threading=\"{threading}\"}} {}", u8::from(active));
+    }
     out
 }

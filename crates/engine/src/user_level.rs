@@ -90,9 +90,11 @@ pub fn levels(priorities: &[f64]) -> Vec<u8> {
         .collect()
 }
 
-/// Publishes levels (and priorities, for the metrics endpoint) to the operators' metrics.
-pub(crate) fn publish(metrics: &[Arc<OperatorMetrics>], priorities: &[f64]) {
-    for ((m, &p), l) in metrics.iter().zip(priorities).zip(levels(priorities)) {
+/// Publishes levels (and priorities, for the metrics endpoint) to the operators' metrics; unless
+/// `active` (the activation rule is idle), every operator at level 0 whatever its priority.
+pub(crate) fn publish(metrics: &[Arc<OperatorMetrics>], priorities: &[f64], active: bool) {
+    let levels = if active { levels(priorities) } else { vec![0; priorities.len()] };
+    for ((m, &p), l) in metrics.iter().zip(priorities).zip(levels) {
         m.priority_level.store(l, Ordering::Relaxed);
         m.priority.store(p.to_bits(), Ordering::Relaxed);
     }

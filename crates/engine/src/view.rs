@@ -10,7 +10,7 @@ use moirai_contract::topology::{PhysicalOperator, PoolThread, Topology};
 
 use crate::config::EngineConfig;
 use crate::exchange::{ExchangeMetrics, ExchangeSnapshot};
-use crate::executor::{LevelChange, Observed};
+use crate::executor::{ActivationChange, LevelChange, Observed};
 use crate::graph::{LogicalGraph, NodeKind};
 use crate::metrics::{snapshot, OperatorMetrics, OperatorSnapshot, SinkMetrics};
 use crate::plan::PhysicalPlan;
@@ -99,6 +99,17 @@ impl EngineView {
     /// Every change of the elastic thread level so far.
     pub fn level_changes(&self) -> Vec<LevelChange> {
         lock(&self.observed.level_changes).clone()
+    }
+
+    /// Every change of the policy executor's activation so far (empty under other models).
+    pub fn activation_changes(&self) -> Vec<ActivationChange> {
+        lock(&self.observed.activation_changes).clone()
+    }
+
+    /// Whether the policy executor's priorities apply now: `None` under other models.
+    pub fn policy_active(&self) -> Option<bool> {
+        let Threading::Policy(_) = self.threading() else { return None };
+        Some(lock(&self.observed.activation_changes).last().is_some_and(|change| change.active))
     }
 
     /// The `/topology` document: the plan with the Linux thread ids of now.

@@ -15,46 +15,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::driver::SourceLoad;
+pub use moirai_contract::policies::ActivationMode;
 use moirai_sched::activation::{Activation, ActivationConfig, LoadSample, Transition};
 use moirai_sched::{Cluster, Schedule};
-use serde::Deserialize;
-
-use crate::driver::SourceLoad;
-
-/// When the middleware acts on an SPE.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ActivationMode {
-    /// Only while scheduling can help: the machine saturated and the SPE falling behind
-    /// (the default).
-    #[default]
-    Auto,
-    /// Always, from the first round (for comparisons, and for SPEs that report no backlog and
-    /// run on a machine whose CPU is always busy).
-    Always,
-}
-
-impl std::str::FromStr for ActivationMode {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "auto" => Ok(ActivationMode::Auto),
-            "always" => Ok(ActivationMode::Always),
-            other => Err(format!("unknown activation mode '{other}': use auto or always")),
-        }
-    }
-}
-
-impl ActivationMode {
-    /// Its name in flags and files.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ActivationMode::Auto => "auto",
-            ActivationMode::Always => "always",
-        }
-    }
-}
 
 /// The rule's windows for an SPE whose driver is `kind`: a JVM SPE's metrics (Flink's REST
 /// store, Storm's CSV reporter) refresh about once a second, so its confirm window spans more

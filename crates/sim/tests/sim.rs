@@ -185,7 +185,7 @@ proptest! {
 /// Runs `graph` (sources at 2000 t/s, operators of 3 µs with selectivities `sel`) for 0.3 s and
 /// a drain, and checks that every tuple taken in is accounted for: pushed = popped + queued on
 /// every channel, nothing left queued, each operator took what its inputs gave and sent every
-/// output. `pool`: 0 dedicated threads, 1 `dynamic:2`, 2 `policy:qs:2`.
+/// output. `pool`: 0 dedicated threads, 1 `dynamic:2`, 2 `policy:qs:2` acting from the start.
 fn conserves(
     graph: LogicalGraph,
     sel: &[f64],
@@ -209,7 +209,7 @@ fn conserves(
     config.threading = match pool {
         0 => moirai_engine::Threading::Dedicated,
         1 => "dynamic:2".parse().unwrap(),
-        _ => "policy:qs:2:period=10ms".parse().unwrap(),
+        _ => "policy:qs:2:period=10ms:activation=always".parse().unwrap(),
     };
     config.drain_limit_ns = 100_000_000_000;
     if eevdf {

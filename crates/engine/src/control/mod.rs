@@ -52,7 +52,7 @@ pub fn for_threading(
         }
         (Threading::Policy(config), _) => {
             if let Some(p) = prioritizer {
-                controllers.push(Box::new(PolicyController::new(p, config)));
+                controllers.push(Box::new(PolicyController::new(p, config, pools.to_vec())));
             }
         }
         _ => {}

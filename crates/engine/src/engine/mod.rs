@@ -14,7 +14,7 @@ use serde::Serialize;
 pub use crate::config::{EngineConfig, MAX_BATCH_SIZE, MAX_CHANNEL_CAPACITY, MAX_PHYSICAL_OPERATORS};
 use crate::control;
 use crate::exchange::ExchangeSnapshot;
-use crate::executor::{executor, LevelChange, Observed};
+use crate::executor::{executor, ActivationChange, LevelChange, Observed};
 use crate::graph::{BuildError, NodeKind};
 use crate::http::MetricsServer;
 use crate::metrics::{latency_histogram, latency_of, Latency, OperatorSnapshot};
@@ -74,6 +74,8 @@ pub struct RunTotals {
     pub operators: Vec<OperatorSnapshot>,
     /// Every change of the elastic thread level.
     pub level_changes: Vec<LevelChange>,
+    /// Every change of the policy executor's activation.
+    pub activation_changes: Vec<ActivationChange>,
     /// Every Hone exchange: its backlogs.
     pub exchanges: Vec<ExchangeSnapshot>,
 }
@@ -289,6 +291,7 @@ impl Engine {
             e2e_latency_ms: latency_of(&e2e),
             operators,
             level_changes: v.level_changes(),
+            activation_changes: v.activation_changes(),
             exchanges: v.exchanges(),
         }
     }

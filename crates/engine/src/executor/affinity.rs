@@ -35,7 +35,7 @@
 //! pool behaves as one without affinity.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::ready::{wakes_a_worker, ReadyDiscipline, ReadyQueue};
 use crate::sync::Signal;
@@ -118,8 +118,13 @@ pub(super) struct Ready {
     /// Each task's home worker, if it has one.
     home_of: Vec<Option<usize>>,
     /// Whether an operator a worker readies in its turn while nothing waits is that worker's next
-    /// ([`ReadyDiscipline::keeps_next`]).
-    keep_next: bool,
+    /// ([`ReadyDiscipline::keeps_next`]; under `policy`, while its levels do not apply:
+    /// [`Ready::set_levels_apply`]).
+    keep_next: AtomicBool,
+    /// Whether it keeps a next whatever the levels (one level: the FIFO pools), and while they do
+    /// not apply (no source interval).
+    keep_next_always: bool,
+    keep_next_when_flat: bool,
     /// Per worker, the operator it readied during its turn and takes next ([`Ready::take_next`]),
     /// or [`NONE`]; a worker with nothing else to do takes another's ([`Ready::pop`]).
     next: Vec<AtomicUsize>,
@@ -149,10 +154,20 @@ impl Ready {
             shared: ReadyQueue::new(discipline, is_source),
             homes,
             home_of,
-            keep_next: discipline.keeps_next(),
+            keep_next: AtomicBool::new(discipline.keeps_next()),
+            keep_next_always: discipline.keeps_next(),
+            keep_next_when_flat: discipline.source_every.is_none(),
             next: (0..workers.max(1)).map(|_| AtomicUsize::new(NONE)).collect(),
             idle: Signal::default(),
         }
+    }
+
+    /// Whether the tasks' priority levels order the queue (the policy executor while its
+    /// activation rule is active). While they do not, every task waits at one level, and — unless
+    /// sources are taken at an interval — a worker keeps the task it readies in its turn as its
+    /// next, as the FIFO pools do; while they do, no task may come before a higher level.
+    pub(super) fn set_levels_apply(&self, apply: bool) {
+        self.keep_next.store(self.keep_next_always || (!apply && self.keep_next_when_flat), Ordering::Relaxed);
     }
 
     /// The task's home worker, if it has one.
@@ -195,7 +210,10 @@ impl Ready {
         // that home already (it took it while that worker was busy or not yet awake): it carries
         // the batch on through that segment instead of waking the other worker at each hop.
         let running_home = RUNNING_HOME.with(Cell::get);
-        if nothing_waits && self.keep_next && self.home_of[id].is_none_or(|h| h == worker || h == running_home) {
+        if nothing_waits
+            && self.keep_next.load(Ordering::Relaxed)
+            && self.home_of[id].is_none_or(|h| h == worker || h == running_home)
+        {
             // One this worker readied earlier in the turn goes to the queue (the discipline has
             // one level), and an idle worker is woken for it, as for a push behind a queued task.
             let earlier = self.next[worker].swap(id, Ordering::SeqCst);

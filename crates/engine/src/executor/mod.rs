@@ -73,6 +73,8 @@ pub struct Observed {
     pub thread_level: AtomicUsize,
     /// Every change of the elastic level.
     pub level_changes: Mutex<Vec<LevelChange>>,
+    /// Every change of the policy executor's activation (policy model only).
+    pub activation_changes: Mutex<Vec<ActivationChange>>,
     /// Executor threads that have ended, for whoever waits for the end of the run.
     pub ended: Ended,
 }
@@ -108,6 +110,19 @@ impl Ended {
     }
 }
 
+/// A change of the policy executor's activation: from then on, the policy's priorities order the
+/// ready queue (`active`) or every operator waits at one level (see
+/// [`crate::threading::PolicyThreading::activation`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct ActivationChange {
+    /// Seconds since the policy controller started (with the engine).
+    pub at_s: f64,
+    /// Whether the priorities apply from then on.
+    pub active: bool,
+    /// Why, as the activation rule says it.
+    pub reason: String,
+}
+
 /// One decision of the elastic controller.
 #[derive(Clone, Debug, Serialize)]
 pub struct LevelChange {
@@ -132,6 +147,10 @@ pub trait ThreadLevel: Send + Sync {
     fn set_level(&self, level: usize);
     /// True once every task of the pool has finished, or the engine aborted.
     fn is_done(&self) -> bool;
+    /// Whether the tasks' priority levels order the ready queue: the policy controller says so
+    /// as its activation rule turns (while they do not, the pool runs as the `dynamic` one does,
+    /// a worker keeping the task it readies as its next). Pools without levels ignore it.
+    fn set_levels_apply(&self, _apply: bool) {}
 }
 
 /// What an executor started.

@@ -370,6 +370,10 @@ impl ThreadLevel for Pool {
     fn is_done(&self) -> bool {
         self.done()
     }
+
+    fn set_levels_apply(&self, apply: bool) {
+        self.ready.set_levels_apply(apply);
+    }
 }
 
 impl Executor for Pools {

@@ -27,7 +27,7 @@ pub use crate::error::InvalidSetting;
 pub const MAX_POOL_THREADS: usize = 1024;
 
 /// The threading models.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub enum Threading {
     /// One OS thread per physical operator.
     #[default]

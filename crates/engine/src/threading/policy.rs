@@ -3,6 +3,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use moirai_contract::policies::ActivationMode;
+
 use super::{available_cores, InvalidSetting, MAX_POOL_THREADS};
 
 /// Steps per turn unless configured: as many as the FIFO pools take.
@@ -10,6 +12,14 @@ pub const DEFAULT_BATCH: usize = 8;
 
 /// How often priorities are recomputed unless configured.
 pub const DEFAULT_PERIOD: Duration = Duration::from_millis(100);
+/// The activation rule's CPU threshold unless configured: the middleware's default, the share of
+/// the machine's CPU at which it counts as fully used.
+pub const DEFAULT_ACTIVATION_THRESHOLD: f64 = 0.9;
+
+/// The accepted range of `activation-threshold` (the activation rule's, `moirai_sched`'s
+/// `CPU_THRESHOLD_RANGE`, which this crate may be built without).
+const ACTIVATION_THRESHOLD_RANGE: std::ops::RangeInclusive<f64> = 0.5..=1.0;
+
 /// QBS takes a source every this many turns of a worker (STAFiLOS' setting on Linear Road:
 /// every 5 internal actor iterations).
 pub const QBS_SOURCE_EVERY: u32 = 5;
@@ -18,14 +28,14 @@ pub const QBS_SOURCE_EVERY: u32 = 5;
 fn help() -> String {
     let names: Vec<&str> = moirai_contract::policies::user_level().collect();
     format!(
-        "policy:<name>[:N][:batch=B][:quantum=DURATION][:period=DURATION][:sources=K|off], with <name> one of {}, \
-         metric:<metric>, script:\"<expression>\"",
+        "policy:<name>[:N][:batch=B][:quantum=DURATION][:period=DURATION][:sources=K|off][:activation=auto|always]\
+         [:activation-threshold=S], with <name> one of {}, metric:<metric>, script:\"<expression>\"",
         names.join(", ")
     )
 }
 
 /// The settings of the policy threading model.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct PolicyThreading {
     /// The policy: `qs`, `rr`, `script:queue_size * cost` (the expression unquoted), ...
     pub policy: String,
@@ -41,6 +51,13 @@ pub struct PolicyThreading {
     /// QBS: every 5 internal iterations), and otherwise only when nothing else is ready; `None`:
     /// sources queue at their priority like every operator.
     pub source_every: Option<u32>,
+    /// When the policy's priorities order the ready queue: [`ActivationMode::Auto`] (the
+    /// default) only while the activation rule says scheduling can help — the machine saturated
+    /// and the engine falling behind — and every operator at one level (the dynamic pool's FIFO)
+    /// otherwise; [`ActivationMode::Always`] from the start.
+    pub activation: ActivationMode,
+    /// The activation rule's CPU threshold (0.5..=1.0).
+    pub activation_threshold: f64,
 }
 
 impl PolicyThreading {
@@ -61,6 +78,8 @@ impl PolicyThreading {
             quantum,
             period: DEFAULT_PERIOD,
             source_every: (policy == "qbs").then_some(QBS_SOURCE_EVERY),
+            activation: ActivationMode::Auto,
+            activation_threshold: DEFAULT_ACTIVATION_THRESHOLD,
         }
     }
 
@@ -122,6 +141,22 @@ fn parse(params: &str, whole: &str) -> Result<PolicyThreading, String> {
                                 ))
                             }
                         },
+                    };
+                }
+                Some(("activation", v)) => {
+                    c.activation = v.trim().parse::<ActivationMode>().map_err(|e| format!("'{whole}': {e}"))?;
+                }
+                Some(("activation-threshold", v)) => {
+                    c.activation_threshold = match v.trim().parse::<f64>() {
+                        Ok(s) if ACTIVATION_THRESHOLD_RANGE.contains(&s) => s,
+                        _ => {
+                            return Err(format!(
+                                "'{whole}': activation-threshold '{v}' must be the share of the machine's CPU at which \
+                                 it counts as fully used, from {} to {}, e.g. activation-threshold=0.9",
+                                ACTIVATION_THRESHOLD_RANGE.start(),
+                                ACTIVATION_THRESHOLD_RANGE.end()
+                            ))
+                        }
                     };
                 }
                 Some(("period", v)) => {
@@ -203,6 +238,12 @@ impl fmt::Display for PolicyThreading {
                 None => write!(f, ":sources=off")?,
             }
         }
+        if self.activation != ActivationMode::Auto {
+            write!(f, ":activation={}", self.activation.as_str())?;
+        }
+        if self.activation_threshold != DEFAULT_ACTIVATION_THRESHOLD {
+            write!(f, ":activation-threshold={}", self.activation_threshold)?;
+        }
         Ok(())
     }
 }
@@ -223,6 +264,8 @@ mod tests {
             "script:\"queue_size * cost\":2",
             "script:\"if query == \\\"q1\\\" { 1 } else { 2 }\":1",
             "metric:rate_in:2:period=1s",
+            "qs:2:activation=always",
+            "qbs:2:activation-threshold=0.75",
         ] {
             let c = PolicyThreading::parse(text, text).unwrap_or_else(|e| panic!("{text}: {e}"));
             let again = PolicyThreading::parse(&c.to_string(), text).unwrap();
@@ -250,6 +293,9 @@ mod tests {
             ("script:\"queue_size", "closing quote"),
             ("script:\"\"", "the script is empty"),
             ("metric:", "name the metric"),
+            ("qs:2:activation=sometimes", "use auto or always"),
+            ("qs:2:activation-threshold=0.2", "from 0.5 to 1"),
+            ("qs:2:activation-threshold=high", "activation-threshold 'high'"),
         ] {
             let e = PolicyThreading::parse(text, text).unwrap_err().to_string();
             assert!(e.contains(expect), "{text}: {e}");

@@ -81,7 +81,7 @@ use cpu::Core;
 use executor::Pool;
 use observe::Measure;
 use operator::{exponential, Op, SourceState};
-use policy::{os_controller, Middleware};
+use policy::{os_controller, Gate, Middleware, UserPolicy};
 use thread::Thread;
 
 /// The thread id the first simulated thread gets (the rest follow), as the scheduling core sees
@@ -116,7 +116,7 @@ pub struct Simulation<'m> {
     idle_cores: Vec<usize>,
     pool: Option<Pool>,
     pub(crate) middleware: Option<Middleware>,
-    pub(crate) prioritizer: Option<(PolicyPrioritizer, Nanos)>,
+    pub(crate) user_policy: Option<UserPolicy>,
     pub(crate) topology: Topology,
     pub(crate) measure: Measure,
     /// Tuples in channels or promised to them, and steps running: zero when drained.
@@ -212,7 +212,7 @@ impl<'m> Simulation<'m> {
             entities: Vec::new(),
             pool,
             middleware: None,
-            prioritizer: None,
+            user_policy: None,
             measure: Measure::new(model, &config),
             topology,
             in_flight: 0,
@@ -240,12 +240,14 @@ impl<'m> Simulation<'m> {
         sim.nices = vec![0; sim.threads.len()];
         if let Some(name) = &sim.config.os_policy {
             let controller = os_controller(name, sim.config.policy_period_ns)?;
-            sim.middleware = Some(Middleware::new(controller, sim.config.activation, sim.config.activation_threshold));
+            let gate = Gate::new(sim.config.activation, sim.config.activation_threshold);
+            sim.middleware = Some(Middleware { controller, gate });
             sim.events.push(0, Event::OsPolicy);
         }
         if let Threading::Policy(p) = &sim.config.threading {
             let prioritizer = PolicyPrioritizer::new(&p.policy).map_err(|e| SimError::Config(e.to_string()))?;
-            sim.prioritizer = Some((prioritizer, p.period.as_nanos() as Nanos));
+            let gate = Gate::new(p.activation, p.activation_threshold);
+            sim.user_policy = Some(UserPolicy { prioritizer, period_ns: p.period.as_nanos() as Nanos, gate });
             sim.events.push(0, Event::UserPolicy);
         }
         for op in 0..sim.ops.len() {
@@ -286,7 +288,7 @@ impl<'m> Simulation<'m> {
                 }
                 Event::UserPolicy => {
                     self.user_round();
-                    let period = self.prioritizer.as_ref().expect("has a prioritizer").1;
+                    let period = self.user_policy.as_ref().expect("has a user-level policy").period_ns;
                     if self.now < duration {
                         self.events.push(self.now + period, Event::UserPolicy);
                     }

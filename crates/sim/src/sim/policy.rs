@@ -1,9 +1,11 @@
 //! The simulator's scheduling policies, on the simulated clock: the middleware at the OS level
 //! (its [`Controller`] and nice or cgroup translator → CFS weights or cpu cgroups) and the policy executor's prioritizer at
 //! the user level (→ ready-queue levels). Both observe the simulated counters through the engine's
-//! adapter, as they would observe a live engine.
+//! adapter, as they would observe a live engine, and both act only while the activation rule
+//! says scheduling can help ([`Gate`]), as `moirai schedule` and the engine's policy executor do.
 
 use moirai_engine::adapter;
+use moirai_engine::adapter::PolicyPrioritizer;
 use moirai_engine::user_level::levels;
 use moirai_engine::Prioritizer;
 use moirai_sched::{Capabilities, Controller, Observation, PolicyRun, Scope, ThreadRef};
@@ -22,7 +24,19 @@ use crate::SimError;
 /// The middleware at the OS level: its controller, and when it acts.
 pub(crate) struct Middleware {
     pub controller: Controller,
-    /// The activation rule (`None`: `--activation always`).
+    pub gate: Gate,
+}
+
+/// The policy executor at the user level: its prioritizer and period, and when its levels apply.
+pub(crate) struct UserPolicy {
+    pub prioritizer: PolicyPrioritizer,
+    pub period_ns: Nanos,
+    pub gate: Gate,
+}
+
+/// When a scheduler acts: the activation rule fed every round, and how long it has acted.
+pub(crate) struct Gate {
+    /// The activation rule (`None`: activation `always`).
     pub rule: Option<Activation>,
     /// When the last round ran and the cores' busy time then (for the machine's busy share).
     pub cpu_mark: Option<(Nanos, Nanos)>,
@@ -31,11 +45,25 @@ pub(crate) struct Middleware {
     pub first_active: Option<Nanos>,
 }
 
-impl Middleware {
-    pub(crate) fn new(controller: Controller, mode: ActivationMode, cpu_threshold: f64) -> Middleware {
+impl Gate {
+    /// A gate by `mode`, with the moirai engine's windows (`activity::config_for`).
+    pub(crate) fn new(mode: ActivationMode, cpu_threshold: f64) -> Gate {
         let rule = (mode == ActivationMode::Auto).then(|| Activation::new(config_for("moirai", cpu_threshold)));
-        Middleware { controller, rule, cpu_mark: None, active_ns: 0, first_active: None }
+        Gate { rule, cpu_mark: None, active_ns: 0, first_active: None }
     }
+
+    /// The share of the measured window `warm_end..end` in which it acted, and when it first did,
+    /// in seconds from the start.
+    fn activity(&self, warm_end: Nanos, end: Nanos) -> (f64, Option<f64>) {
+        let share = self.active_ns as f64 / end.saturating_sub(warm_end).max(1) as f64;
+        (share.min(1.0), self.first_active.map(|t| t as f64 / 1e9))
+    }
+}
+
+/// A round of a [`Gate`]: whether it acts now, and whether it just turned idle.
+struct GateRound {
+    active: bool,
+    turned_idle: bool,
 }
 
 impl Simulation<'_> {
@@ -44,7 +72,23 @@ impl Simulation<'_> {
     pub(crate) fn os_round(&mut self) {
         let at = ns(self.now);
         let snapshots = self.snapshots();
-        if !self.activation_round(&snapshots) {
+        let mut mw = self.middleware.take().expect("has a middleware");
+        let round = self.gate_round(&mut mw.gate, &snapshots);
+        self.middleware = Some(mw);
+        if round.turned_idle {
+            // Every thread gets its original value back: nice 0, the root cgroup.
+            for t in 0..self.threads.len() {
+                if self.nices[t] != 0 {
+                    self.nices[t] = 0;
+                    self.rq.renice(t, &mut self.entities[t], 0);
+                    self.rq.regroup(t, &mut self.entities);
+                }
+                if !self.cgroups.is_empty() {
+                    self.rq.move_to_group(t, None, &mut self.entities);
+                }
+            }
+        }
+        if !round.active {
             return;
         }
         let mut topology = adapter::spe_topology(&self.topology);
@@ -119,11 +163,10 @@ impl Simulation<'_> {
         }
     }
 
-    /// Feeds the activation rule what the middleware sees of the engine and the machine (as
-    /// `moirai schedule` does: the cores' busy share since the last round, the sources' backlog
-    /// and input, the other operators' queues); returns whether it acts now. When the rule turns
-    /// idle, every thread gets its original value back: nice 0, the root cgroup.
-    fn activation_round(&mut self, snapshots: &[moirai_engine::metrics::OperatorSnapshot]) -> bool {
+    /// Feeds `gate`'s activation rule what a scheduler sees of the engine and the machine (as
+    /// `moirai schedule` and the engine's policy executor do: the cores' busy share since the
+    /// last round, the sources' backlog and input, the other operators' queues).
+    fn gate_round(&self, gate: &mut Gate, snapshots: &[moirai_engine::metrics::OperatorSnapshot]) -> GateRound {
         let (now, busy_total, cores) = (self.now, self.measure.cpu_total_ns, self.config.cores);
         let mut load = SourceLoad::default();
         for (op, s) in snapshots.iter().enumerate() {
@@ -133,65 +176,63 @@ impl Simulation<'_> {
                 load.add_queued(s.queue_len as f64);
             }
         }
-        let mw = self.middleware.as_mut().expect("has a middleware");
-        let busy = mw
+        let busy = gate
             .cpu_mark
             .filter(|&(t0, _)| now > t0)
             .map(|(t0, b0)| (busy_total.saturating_sub(b0) as f64 / ((now - t0) as f64 * cores as f64)).min(1.0));
         // The time since the last round counts as acted when that round found it active, within
         // the measured window, as the lab counts a real middleware's.
-        if let Some((t0, _)) = mw.cpu_mark.filter(|_| mw.rule.as_ref().is_none_or(Activation::is_active)) {
+        if let Some((t0, _)) = gate.cpu_mark.filter(|_| gate.rule.as_ref().is_none_or(Activation::is_active)) {
             let (from, to) = (t0.max(self.measure.warm_end), now.min(self.config.duration_ns));
-            mw.active_ns += to.saturating_sub(from);
+            gate.active_ns += to.saturating_sub(from);
         }
-        mw.cpu_mark = Some((now, busy_total));
-        let Some(rule) = mw.rule.as_mut() else {
-            mw.first_active.get_or_insert(now);
-            return true;
+        gate.cpu_mark = Some((now, busy_total));
+        let Some(rule) = gate.rule.as_mut() else {
+            gate.first_active.get_or_insert(now);
+            return GateRound { active: true, turned_idle: false };
         };
         let sample = LoadSample { at: ns(now), cpu_busy: busy, backlog: load.waiting(), ingested: Some(load.ingested) };
         let turned = rule.update(sample);
         let active = rule.is_active();
         if active {
-            mw.first_active.get_or_insert(now);
+            gate.first_active.get_or_insert(now);
         }
-        if turned.is_some_and(|t| !t.active) {
-            for t in 0..self.threads.len() {
-                if self.nices[t] != 0 {
-                    self.nices[t] = 0;
-                    self.rq.renice(t, &mut self.entities[t], 0);
-                    self.rq.regroup(t, &mut self.entities);
-                }
-                if !self.cgroups.is_empty() {
-                    self.rq.move_to_group(t, None, &mut self.entities);
-                }
-            }
-        }
-        active
+        GateRound { active, turned_idle: turned.is_some_and(|t| !t.active) }
     }
 
     /// The share of the measured window in which the middleware acted (its rounds found the rule
-    /// active), and when it first did, in seconds from the start; `None` without a middleware.
+    /// active), and when it first did, in seconds from the start — without a middleware, those of
+    /// the policy executor's levels; `None` with neither.
     pub fn middleware_activity(&self) -> Option<(f64, Option<f64>)> {
-        let mw = self.middleware.as_ref()?;
-        let window = self.config.duration_ns.saturating_sub(self.measure.warm_end).max(1);
-        let share = mw.active_ns as f64 / window as f64;
-        Some((share.min(1.0), mw.first_active.map(|t| t as f64 / 1e9)))
+        let gate = match (&self.middleware, &self.user_policy) {
+            (Some(mw), _) => &mw.gate,
+            (None, Some(user)) => &user.gate,
+            (None, None) => return None,
+        };
+        Some(gate.activity(self.measure.warm_end, self.config.duration_ns))
     }
 
-    /// The policy executor's round: the engine's prioritizer ranks the operators into levels.
+    /// The policy executor's round: the engine's prioritizer ranks the operators into levels,
+    /// which apply while its activation rule is active (every operator at level 0 otherwise), as
+    /// in the engine's policy controller.
     pub(crate) fn user_round(&mut self) {
         let snapshots = self.snapshots();
         let at = ns(self.now);
-        let (prioritizer, _) = self.prioritizer.as_mut().expect("has a prioritizer");
-        match prioritizer.priorities(&self.topology, &snapshots, at) {
-            Ok(p) => {
+        let mut user = self.user_policy.take().expect("has a user-level policy");
+        let round = self.gate_round(&mut user.gate, &snapshots);
+        match user.prioritizer.priorities(&self.topology, &snapshots, at) {
+            Ok(p) if round.active => {
                 for (op, level) in levels(&p).into_iter().enumerate() {
                     self.ops[op].level = level;
                 }
             }
+            Ok(_) => {}
             Err(e) => self.policy_errors = (self.policy_errors.0 + 1, Some(e.to_string())),
         }
+        if round.turned_idle || !round.active {
+            self.ops.iter_mut().for_each(|o| o.level = 0);
+        }
+        self.user_policy = Some(user);
     }
 }
 

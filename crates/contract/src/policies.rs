@@ -100,6 +100,14 @@ impl std::str::FromStr for ActivationMode {
     }
 }
 
+/// The activation rule's CPU threshold unless configured: the share of the machine's CPU at
+/// which it counts as fully used (`moirai_sched::activation`'s default, here for the crates that
+/// take the setting without the rule; moirai-middleware's tests check that they agree).
+pub const DEFAULT_ACTIVATION_THRESHOLD: f64 = 0.9;
+
+/// The accepted range of the activation threshold (`moirai_sched::activation::CPU_THRESHOLD_RANGE`).
+pub const ACTIVATION_THRESHOLD_RANGE: std::ops::RangeInclusive<f64> = 0.5..=1.0;
+
 impl ActivationMode {
     /// Its name in flags and files.
     pub fn as_str(self) -> &'static str {

@@ -247,6 +247,16 @@ mod tests {
     use super::*;
     use moirai_sched::{Group, OpRef};
 
+    #[test]
+    fn the_contract_s_activation_defaults_are_the_rule_s() {
+        let rule = moirai_sched::activation::ActivationConfig::default();
+        assert_eq!(moirai_contract::policies::DEFAULT_ACTIVATION_THRESHOLD, rule.cpu_threshold);
+        assert_eq!(
+            moirai_contract::policies::ACTIVATION_THRESHOLD_RANGE,
+            moirai_sched::activation::CPU_THRESHOLD_RANGE
+        );
+    }
+
     fn spes() -> Vec<(String, String)> {
         vec![("engine".into(), "moirai".into()), ("flink".into(), "flink".into())]
     }

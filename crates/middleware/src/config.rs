@@ -89,8 +89,7 @@ pub struct Config {
     pub activation_threshold: f64,
 }
 
-/// The default CPU threshold of the activation rule (`activation_threshold`).
-pub const DEFAULT_ACTIVATION_THRESHOLD: f64 = 0.9;
+pub use moirai_contract::policies::DEFAULT_ACTIVATION_THRESHOLD;
 
 /// The default state file.
 pub const DEFAULT_STATE_FILE: &str = "/run/moirai/schedule-state.json";

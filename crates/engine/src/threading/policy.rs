@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use moirai_contract::policies::ActivationMode;
+use moirai_contract::policies::{ActivationMode, ACTIVATION_THRESHOLD_RANGE, DEFAULT_ACTIVATION_THRESHOLD};
 
 use super::{available_cores, InvalidSetting, MAX_POOL_THREADS};
 
@@ -12,14 +12,6 @@ pub const DEFAULT_BATCH: usize = 8;
 
 /// How often priorities are recomputed unless configured.
 pub const DEFAULT_PERIOD: Duration = Duration::from_millis(100);
-/// The activation rule's CPU threshold unless configured: the middleware's default, the share of
-/// the machine's CPU at which it counts as fully used.
-pub const DEFAULT_ACTIVATION_THRESHOLD: f64 = 0.9;
-
-/// The accepted range of `activation-threshold` (the activation rule's, `moirai_sched`'s
-/// `CPU_THRESHOLD_RANGE`, which this crate may be built without).
-const ACTIVATION_THRESHOLD_RANGE: std::ops::RangeInclusive<f64> = 0.5..=1.0;
-
 /// QBS takes a source every this many turns of a worker (STAFiLOS' setting on Linear Road:
 /// every 5 internal actor iterations).
 pub const QBS_SOURCE_EVERY: u32 = 5;

@@ -536,12 +536,22 @@ mod tests {
         }
     }
 
-    /// A source and a sink of one query, each on a [`Spawner`]'s thread of this process.
-    fn two_operators(pid: u32, source: &Spawner, sink: &Spawner) -> Cluster {
+    /// A restore log in a fresh directory of its own, `name` and this process's pid.
+    fn fresh_log(name: &str) -> (std::path::PathBuf, RestoreLog) {
+        let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = RestoreLog::create(dir.join("state.json")).unwrap();
+        (dir, log)
+    }
+
+    /// A source and a sink of one query, each on a [`Spawner`]'s thread of this process, and a
+    /// schedule that ranks the source above the sink.
+    fn two_operators(pid: u32, source: &Spawner, sink: &Spawner) -> (Cluster, Schedule) {
         use moirai_sched::{LogicalOperator, OpKind, PhysicalOperator, SpeTopology, ThreadRef};
         let thread =
             |tid: Tid| ThreadRef { tid, start_ticks: moirai_os::proc::thread_stat(pid, tid).unwrap().start_ticks };
-        Cluster::new(vec![SpeTopology {
+        let cluster = Cluster::new(vec![SpeTopology {
             name: "e".into(),
             pid,
             queries: vec!["q".into()],
@@ -563,7 +573,10 @@ mod tests {
                 .collect(),
             physical_edges: vec![(0, 1)],
         }])
-        .unwrap()
+        .unwrap();
+        let schedule =
+            Schedule::Single([(OpRef { spe: 0, op: 0 }, 9.0), (OpRef { spe: 0, op: 1 }, 1.0)].into_iter().collect());
+        (cluster, schedule)
     }
 
     /// An operator thread set to a raised value starts a pool thread, which the schedule does not
@@ -577,13 +590,8 @@ mod tests {
         let pid = std::process::id();
         let baseline = moirai_os::proc::thread_stat(pid, pid as Tid).unwrap().nice;
         let (source, sink) = (Spawner::spawn(), Spawner::spawn());
-        let cluster = two_operators(pid, &source, &sink);
-        let schedule =
-            Schedule::Single([(OpRef { spe: 0, op: 0 }, 9.0), (OpRef { spe: 0, op: 1 }, 1.0)].into_iter().collect());
-        let dir = std::env::temp_dir().join(format!("moirai-translate-heirs-{pid}"));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut log = RestoreLog::create(dir.join("state.json")).unwrap();
+        let (cluster, schedule) = two_operators(pid, &source, &sink);
+        let (dir, mut log) = fresh_log("moirai-translate-heirs");
         // A range of raised values only, so that both threads differ from the baseline.
         let range = if baseline < -2 { NiceRange { best: 3, worst: 9 } } else { NiceRange { best: -9, worst: -3 } };
         let mut translator = NiceTranslator::new(Normalization::Linear, range);
@@ -622,13 +630,8 @@ mod tests {
         let pid = std::process::id();
         let home = moirai_os::cgroup::process_cgroup(pid, h).unwrap();
         let (source, sink) = (Spawner::spawn(), Spawner::spawn());
-        let cluster = two_operators(pid, &source, &sink);
-        let schedule =
-            Schedule::Single([(OpRef { spe: 0, op: 0 }, 9.0), (OpRef { spe: 0, op: 1 }, 1.0)].into_iter().collect());
-        let dir = std::env::temp_dir().join(format!("moirai-translate-cgroup-heirs-{pid}"));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut log = RestoreLog::create(dir.join("state.json")).unwrap();
+        let (cluster, schedule) = two_operators(pid, &source, &sink);
+        let (dir, mut log) = fresh_log("moirai-translate-cgroup-heirs");
         let instance = format!("translate-heirs-{pid}");
         let mut translator = CgroupTranslator::new(&mut log, h, &instance, Normalization::Linear, None).unwrap();
         let group_of = |tid: Tid| moirai_os::cgroup::thread_cgroup(pid, tid, h).unwrap();

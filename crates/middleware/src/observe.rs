@@ -153,7 +153,8 @@ pub fn render(stats: &Stats, cpu_seconds: f64, uptime: Duration) -> String {
     let _ = writeln!(
         o,
         "# HELP moirai_schedule_active Whether the middleware acts on the SPE now (1) or leaves it to Linux (0); \
-         reason: why (starting, cpu_room, keeping_up, rate_fell_back, probing, behind, losing_ground, holding, always).\n\
+         reason: why (starting, cpu_room, keeping_up, rate_fell_back, probing, no_gain, behind, losing_ground, holding, \
+         always).\n\
          # TYPE moirai_schedule_active gauge"
     );
     for (spe, a) in &stats.activity {

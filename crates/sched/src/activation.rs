@@ -43,6 +43,18 @@
 //!   the rest of the run). If the SPE falls behind again within [`PROBE_MEMORY`], the check
 //!   failed and the next probe window is twice as long (from `release` up to
 //!   2^[`PROBE_DOUBLINGS`] × `release`); a probe that stays idle longer resets it.
+//! - **Active → idle, no gain** ([`Reason::NoGain`]) when, after its first `release` window
+//!   of acting, the SPE is still behind and scheduling has not changed its course: the tuples
+//!   waiting are not at least [`BACKLOG_GAIN`] below where the pace at which it fell behind
+//!   would have brought them, and the sources take in less than [`INTAKE_GAIN`] more than
+//!   they did then. Priorities that neither drain the backlog nor raise the intake only
+//!   reorder the work, and the threads they put last wait longer (measured on Storm at its CPU
+//!   bound: the p50 rose 6–10× while both took in the same). The rule then leaves the SPE to
+//!   Linux for twice `release` before it may act again, twice as long after each such verdict
+//!   in a row (up to 2^[`PROBE_DOUBLINGS`] × `release`), so that a load that changes gets
+//!   another try. The verdict is taken once per activation, on the window that begins with it:
+//!   what scheduling gains is a change of course (a lower backlog, or a higher intake), which
+//!   later windows no longer show against the same baseline.
 //!
 //! Without a backlog (the SPE's sources report none), the backlog conditions are left out and
 //! the rule follows the CPU alone; without a CPU figure, the backlog alone. A sample with
@@ -139,6 +151,16 @@ pub const PROBE_MEMORY: u32 = 3;
 /// 160 s with the defaults): an SPE that needs the scheduler loses at most one probe's backlog
 /// in that long.
 pub const PROBE_DOUBLINGS: u32 = 4;
+
+/// How far below its extrapolation the backlog must be after the first `release` window of
+/// acting for the scheduling to count as a gain (a share of the extrapolation: the backlog at
+/// activation plus its growth since, at the pace at which the SPE fell behind).
+pub const BACKLOG_GAIN: f64 = 0.1;
+
+/// How much more the sources must take in while acting than when the SPE fell behind for the
+/// scheduling to count as a gain (a share of that rate): an SPE with bounded queues cannot show
+/// a gain in its backlog when its sources read from a queue of their own that it does not report.
+pub const INTAKE_GAIN: f64 = 0.03;
 
 impl Default for ActivationConfig {
     /// Measured on this project's 2-core machine (docs/schedule.md, "When it acts").
@@ -237,6 +259,23 @@ pub enum Reason {
         /// [`PROBE_MEMORY`] release windows.
         next: Duration,
     },
+    /// Idle again: after the first `release` window of acting the SPE was still behind, and the
+    /// scheduling had neither lowered its backlog nor raised its intake; left to Linux for
+    /// `hold` (and while that lasts, even when it falls behind).
+    NoGain {
+        /// How long it acted.
+        acted: Duration,
+        /// Tuples waiting at the verdict.
+        backlog: f64,
+        /// Tuples that would be waiting at the pace at which it fell behind.
+        expected: f64,
+        /// The sources' intake while it acted, tuples/s.
+        rate: f64,
+        /// Their intake when the SPE fell behind, tuples/s.
+        rate_before: f64,
+        /// How long the rule leaves the SPE to Linux before it may act again.
+        hold: Duration,
+    },
     /// Active, and staying so: no sign of room yet.
     Holding {
         /// Why it cannot let go yet.
@@ -246,7 +285,8 @@ pub enum Reason {
 
 impl Reason {
     /// A short, stable name of the kind of reason, for metric labels: `starting`, `cpu_room`,
-    /// `keeping_up`, `rate_fell_back`, `probing`, `behind`, `losing_ground`, `holding`.
+    /// `keeping_up`, `rate_fell_back`, `probing`, `no_gain`, `behind`, `losing_ground`,
+    /// `holding`.
     pub fn code(&self) -> &'static str {
         match self {
             Reason::Starting => "starting",
@@ -254,6 +294,7 @@ impl Reason {
             Reason::KeepingUp { .. } => "keeping_up",
             Reason::RateFellBack { .. } => "rate_fell_back",
             Reason::Probing { .. } => "probing",
+            Reason::NoGain { .. } => "no_gain",
             Reason::Behind { .. } => "behind",
             Reason::LosingGround { .. } => "losing_ground",
             Reason::Holding { .. } => "holding",
@@ -290,6 +331,14 @@ impl fmt::Display for Reason {
                  without (should it fall behind again soon, the next check waits {})",
                 seconds(*kept_up),
                 seconds(*next)
+            ),
+            Reason::NoGain { acted, backlog, expected, rate, rate_before, hold } => write!(
+                f,
+                "scheduling did not help: after {} of it the SPE is still behind, {backlog:.0} tuples waiting \
+                 (at the pace at which it fell behind, {expected:.0}) and {rate:.0} tuples/s taken in (against \
+                 {rate_before:.0}); not scheduling it for {}",
+                seconds(*acted),
+                seconds(*hold)
             ),
             Reason::Behind { busy, lag } => {
                 write!(f, "the SPE falls behind")?;
@@ -330,8 +379,14 @@ pub struct Activation {
     /// When it became active (or idle).
     since: Duration,
     reason: Reason,
-    /// The input rate over the window that activated it, tuples/s.
-    behind_at: f64,
+    /// The SPE's pace over the window that activated it.
+    before: Pace,
+    /// While active: whether the no-gain verdict is still to be taken (once per activation).
+    verdict_due: bool,
+    /// No-gain verdicts in a row (each doubles the hold after the next).
+    no_gains: u32,
+    /// After a no-gain verdict: the rule does not act before this, and why.
+    held: Option<(Duration, Reason)>,
     /// The samples of the longest window (release, or the losing-ground window) and one before.
     samples: VecDeque<LoadSample>,
     /// State changes so far.
@@ -343,6 +398,17 @@ pub struct Activation {
     probed_at: Option<Duration>,
     /// Probes failed in a row (each doubles the probe window, up to [`PROBE_DOUBLINGS`]).
     probes_failed: u32,
+}
+
+/// How an SPE fell behind: measured over the window that activated the rule.
+#[derive(Clone, Copy, Debug, Default)]
+struct Pace {
+    /// The sources' intake, tuples/s.
+    rate: f64,
+    /// Tuples waiting at activation (`None`: no backlog reported).
+    backlog: Option<f64>,
+    /// How fast the backlog grew, tuples/s.
+    growth: f64,
 }
 
 /// Measures of the samples from `from` on (and the one before, as the window's start).
@@ -359,6 +425,18 @@ struct Window {
     lag: Option<(f64, f64)>,
     /// Backlog at the window's end minus at its start.
     growth: Option<f64>,
+    /// Backlog at the window's end.
+    backlog: Option<f64>,
+    /// How fast the backlog grew inside the window (from its first sample to its last, so that
+    /// a step at its opening does not count), tuples/s.
+    trend: Option<f64>,
+}
+
+impl Window {
+    /// The pace this window shows, as the baseline of the no-gain verdict.
+    fn pace(&self) -> Pace {
+        Pace { rate: self.rate.unwrap_or(0.0), backlog: self.backlog, growth: self.trend.unwrap_or(0.0) }
+    }
 }
 
 impl Activation {
@@ -369,7 +447,10 @@ impl Activation {
             active: false,
             since: Duration::ZERO,
             reason: Reason::Starting,
-            behind_at: 0.0,
+            before: Pace::default(),
+            verdict_due: false,
+            no_gains: 0,
+            held: None,
             samples: VecDeque::new(),
             transitions: 0,
             kept_up_since: None,
@@ -478,7 +559,14 @@ impl Activation {
             (Some(a), Some(b)) => Some(b - a),
             _ => None,
         };
-        Some(Window { busy_mean, all_busy, all_room, rate, lag, growth })
+        let first_inside = *inside[0];
+        let trend = match (first_inside.backlog, last.backlog) {
+            (Some(a), Some(b)) if last.at > first_inside.at => {
+                Some((b - a) / (last.at - first_inside.at).as_secs_f64())
+            }
+            _ => None,
+        };
+        Some(Window { busy_mean, all_busy, all_room, rate, lag, growth, backlog: last.backlog, trend })
     }
 
     fn change(&mut self, now: Duration, active: bool, reason: Reason) -> Option<Transition> {
@@ -496,11 +584,20 @@ impl Activation {
             let failed = self.probed_at.is_some_and(|p| now <= p + self.config.release * PROBE_MEMORY);
             self.probes_failed = if failed { self.probes_failed.saturating_add(1) } else { 0 };
             self.probed_at = None;
+            self.verdict_due = true;
+            // Acting long after the last hold ended: the load has changed; the verdicts start over.
+            if self.held.take().is_some_and(|(until, _)| now > until + self.config.release * PROBE_MEMORY) {
+                self.no_gains = 0;
+            }
         } else if matches!(reason, Reason::Probing { .. }) {
             self.probed_at = Some(now);
+            self.no_gains = 0;
         } else {
             self.probes_failed = 0;
             self.probed_at = None;
+            if !matches!(reason, Reason::NoGain { .. }) {
+                self.no_gains = 0;
+            }
         }
         Some(Transition { active, reason })
     }
@@ -519,12 +616,19 @@ impl Activation {
             (None, Some(l)) => l,
             (None, None) => false,
         };
-        if act {
-            self.behind_at = w.rate.unwrap_or(0.0);
+        let way_in = if act {
             let lag = w.lag.map(|(min, _)| duration(min));
-            return self.change(now, true, Reason::Behind { busy: w.busy_mean, lag });
-        }
-        if let Some(reason) = self.losing_ground(now) {
+            Some((Reason::Behind { busy: w.busy_mean, lag }, w.pace()))
+        } else {
+            self.losing_ground(now)
+        };
+        if let Some((reason, pace)) = way_in {
+            // After a no-gain verdict, Linux keeps the SPE for the hold, behind or not.
+            if let Some((_, why)) = self.held.as_ref().filter(|(until, _)| now < *until) {
+                self.reason = why.clone();
+                return None;
+            }
+            self.before = pace;
             return self.change(now, true, reason);
         }
         // Not both: say what is missing — room on the machine first (then priorities cannot
@@ -537,9 +641,9 @@ impl Activation {
     }
 
     /// The second way in: behind in every round of the longer window, the backlog grown by at
-    /// least another `lag` of input, and the machine nearly saturated on average. Sets
-    /// `behind_at` when it holds.
-    fn losing_ground(&mut self, now: Duration) -> Option<Reason> {
+    /// least another `lag` of input, and the machine nearly saturated on average; with the pace
+    /// over that window.
+    fn losing_ground(&self, now: Duration) -> Option<(Reason, Pace)> {
         let span = self.config.losing_ground;
         let w = self.window(now, span)?;
         let (busy, rate, (min_lag, _), growth) = (w.busy_mean?, w.rate?, w.lag?, w.growth?);
@@ -549,8 +653,7 @@ impl Activation {
         if !(nearly_saturated && min_lag >= lag_on && grew) {
             return None;
         }
-        self.behind_at = rate;
-        Some(Reason::LosingGround { busy, growth: duration(growth / rate), window: span })
+        Some((Reason::LosingGround { busy, growth: duration(growth / rate), window: span }, w.pace()))
     }
 
     fn consider_release(&mut self, now: Duration) -> Option<Transition> {
@@ -564,7 +667,14 @@ impl Activation {
         };
         let lag_on = self.config.lag.as_secs_f64();
         let keeping_up = w.lag.is_none_or(|(_, max)| max < lag_on);
+        // The first window of acting shows whether it changed the SPE's course.
+        let verdict_due = std::mem::take(&mut self.verdict_due);
         if !keeping_up {
+            if verdict_due {
+                if let Some(reason) = self.no_gain(now, &w) {
+                    return self.change(now, false, reason);
+                }
+            }
             self.reason = Reason::Holding { why: "the SPE is behind" };
             return None;
         }
@@ -575,8 +685,9 @@ impl Activation {
         // The rate can only tell when there is a backlog figure (an SPE that reports none is
         // judged by its CPU alone).
         if let (Some(rate), Some(_)) = (w.rate, w.lag) {
-            if self.behind_at > 0.0 && rate < RATE_MARGIN * self.behind_at {
-                return self.change(now, false, Reason::RateFellBack { rate, behind_at: self.behind_at });
+            let behind_at = self.before.rate;
+            if behind_at > 0.0 && rate < RATE_MARGIN * behind_at {
+                return self.change(now, false, Reason::RateFellBack { rate, behind_at });
             }
         }
         // Kept up for the probe window with the machine busy and the input as high: it may keep
@@ -596,6 +707,30 @@ impl Activation {
             },
         };
         None
+    }
+
+    /// The no-gain verdict on the window `w` that began when it became active: `Some` (and the
+    /// hold set) when the SPE's backlog is not [`BACKLOG_GAIN`] below its extrapolation and its
+    /// intake not [`INTAKE_GAIN`] above the rate at which it fell behind. Without a backlog at
+    /// both ends nothing can be told, and it stays.
+    fn no_gain(&mut self, now: Duration, w: &Window) -> Option<Reason> {
+        let (Some(at_start), Some(backlog), Some(rate)) = (self.before.backlog, w.backlog, w.rate) else {
+            return None;
+        };
+        let acted = now.saturating_sub(self.since);
+        let expected = at_start + self.before.growth.max(0.0) * acted.as_secs_f64();
+        let rate_before = self.before.rate;
+        let drained = backlog <= (1.0 - BACKLOG_GAIN) * expected;
+        let took_in_more = rate_before > 0.0 && rate >= (1.0 + INTAKE_GAIN) * rate_before;
+        if drained || took_in_more {
+            self.no_gains = 0;
+            return None;
+        }
+        self.no_gains = self.no_gains.saturating_add(1);
+        let hold = self.config.release * (1u32 << self.no_gains.min(PROBE_DOUBLINGS));
+        let reason = Reason::NoGain { acted, backlog, expected, rate, rate_before, hold };
+        self.held = Some((now + hold, reason.clone()));
+        Some(reason)
     }
 }
 

@@ -118,8 +118,8 @@ pub struct ActivityState {
     pub state: &'static str,
     /// Why, for people.
     pub reason: String,
-    /// Why, as a code: `starting`, `cpu_room`, `keeping_up`, `rate_fell_back`, `probing`, `behind`,
-    /// `losing_ground`, `holding`, `always`.
+    /// Why, as a code: `starting`, `cpu_room`, `keeping_up`, `rate_fell_back`, `probing`, `no_gain`,
+    /// `behind`, `losing_ground`, `holding`, `always`.
     pub code: &'static str,
     /// Seconds since the middleware started at which this state began.
     pub since_s: f64,

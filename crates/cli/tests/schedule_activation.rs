@@ -273,13 +273,17 @@ fn after_a_passing_overload_that_it_acted_on_the_engine_is_handed_back_to_see() 
     let dir = temp_dir("activation-overload");
     let (mw, mw_port) = schedule(port, &dir.0.join("state.json"), false);
     let mw = wait_for_middleware("a first round", mw, || activity(mw_port).is_some());
-    // Two busy loops for 6 s: the engine gets ~1.2 cores and falls behind; the rule acts.
+    // Two busy loops: the engine gets ~1.2 cores and falls behind; the rule acts. They stop 2 s
+    // later, so that the backlog (a few thousand tuples, drained at ~700 a second by the 0.4
+    // core the engine leaves) is gone well before the rule's no-gain verdict 10 s after it
+    // acted: the verdict finds the backlog below where it was and keeps scheduling (it errs
+    // towards acting); only the check whether Linux alone keeps up can end it then. (With the
+    // busy loops on for 6 s the backlog could still be there at the verdict, and with the
+    // operators at nice 0 and worse, against busy loops at nice 0, scheduling cannot help: a
+    // no-gain verdict, rightly.)
     let hogs = Hogs::start(2);
     let mw = wait_for_middleware("the middleware to act", mw, || activity(mw_port).is_some_and(|(a, _)| a));
-    let until = Instant::now() + Duration::from_secs(6);
-    while Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    std::thread::sleep(Duration::from_secs(2));
     drop(hogs);
     // The backlog drains, the engine keeps up at the same rate with the machine busy; after 10 s
     // of keeping up the middleware hands the engine back to Linux to see, and every thread
@@ -288,7 +292,11 @@ fn after_a_passing_overload_that_it_acted_on_the_engine_is_handed_back_to_see() 
         activity(mw_port).is_some_and(|(a, _)| !a)
     });
     let (_, reason) = activity(mw_port).unwrap();
-    assert_eq!(reason, "probing", "handed back while the machine stayed busy at the same rate");
+    if reason != "probing" {
+        mw.signal(libc::SIGINT);
+        let (_, err) = mw.wait();
+        panic!("handed back as '{reason}', not to see whether Linux alone keeps up; the middleware said:\n{err}");
+    }
     assert_eq!(nices(&threads), before, "every thread is back to its original value");
     assert!(applied(mw_port).is_empty(), "{:?}", applied(mw_port));
     let busy = value(mw_port, "moirai_schedule_machine_cpu_busy").unwrap();

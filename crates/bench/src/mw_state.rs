@@ -18,10 +18,15 @@
 //!   middleware's start on its own clock as the instant of a scrape (the middle of its request)
 //!   minus the uptime that scrape reported; empty when it never acted.
 //!
+//! - **`middleware_activations`** and **`middleware_releases`**: how many times the middleware
+//!   started acting on the SPE, and how many times it turned idle on it, by reason (`no_gain`,
+//!   `probing`, …: the labels of `moirai_schedule_releases_total`), from its start to the
+//!   window's end — why it acted for the share it did.
+//!
 //! A configuration of the engine's policy executor (`qs@policy:2`) has no middleware: its
-//! scheduler is inside the engine, and the same two columns come from its run summary
+//! scheduler is inside the engine, and the same columns come from its run summary
 //! ([`policy_activity`]: the share of the measured window in which its priorities ordered the
-//! ready queue, and when they first did).
+//! ready queue, when they first did, and its activations and releases over the run).
 //!
 //! A middleware that cannot listen on the chosen port is retried on another one (as the engine
 //! is); one whose `/metrics` does not answer fails its point, since the lab could not say whether
@@ -94,6 +99,10 @@ pub struct MwState {
     pub active_s: BTreeMap<String, f64>,
     /// `moirai_schedule_first_active_seconds` per SPE that was ever active.
     pub first_active_s: BTreeMap<String, f64>,
+    /// `moirai_schedule_activations_total` per SPE.
+    pub activations: BTreeMap<String, f64>,
+    /// `moirai_schedule_releases_total` per (SPE, reason).
+    pub releases: BTreeMap<(String, String), f64>,
 }
 
 impl MwState {
@@ -104,26 +113,32 @@ impl MwState {
         let mut uptime = None;
         for line in text.lines().filter(|l| !l.starts_with('#')) {
             let Some((series, value)) = line.rsplit_once(' ') else { continue };
-            let (name, spe) = match series.split_once('{') {
-                Some((name, labels)) => (name, spe_label(labels)),
-                None => (series, None),
-            };
-            let map = match name {
+            let (name, labels) = series.split_once('{').unwrap_or((series, ""));
+            let per_spe = match name {
                 "moirai_schedule_uptime_seconds" => None,
                 "moirai_schedule_active_seconds_total" => Some(&mut state.active_s),
                 "moirai_schedule_first_active_seconds" => Some(&mut state.first_active_s),
+                "moirai_schedule_activations_total" => Some(&mut state.activations),
+                "moirai_schedule_releases_total" => None,
                 _ => continue,
             };
             let value: f64 = match value.parse() {
                 Ok(v) if f64::is_finite(v) && v >= 0.0 => v,
                 _ => return Err(format!("`{line}` has no finite value >= 0")),
             };
-            match (map, spe) {
-                (None, _) => uptime = Some(value),
-                (Some(map), Some(spe)) => {
+            if name == "moirai_schedule_uptime_seconds" {
+                uptime = Some(value);
+                continue;
+            }
+            let spe = label(labels, "spe").ok_or(format!("`{line}` names no SPE"))?;
+            match per_spe {
+                Some(map) => {
                     map.insert(spe, value);
                 }
-                (Some(_), None) => return Err(format!("`{line}` names no SPE")),
+                None => {
+                    let reason = label(labels, "reason").ok_or(format!("`{line}` names no reason"))?;
+                    state.releases.insert((spe, reason), value);
+                }
             }
         }
         state.uptime_s = uptime.ok_or(
@@ -134,9 +149,11 @@ impl MwState {
     }
 }
 
-/// The value of the `spe` label in `labels` (what follows `{`), escapes left as they are.
-fn spe_label(labels: &str) -> Option<String> {
-    let start = labels.find("spe=\"")? + 5;
+/// The value of the label `key` in `labels` (what follows `{`), escapes left as they are.
+fn label(labels: &str, key: &str) -> Option<String> {
+    let key = format!("{key}=\"");
+    // At the start or after a comma: not the end of another label's name.
+    let start = labels.match_indices(&key).find(|&(i, _)| i == 0 || labels[..i].ends_with(','))?.0 + key.len();
     let rest = &labels[start..];
     let mut escaped = false;
     let end = rest.char_indices().find(|&(_, c)| {
@@ -155,7 +172,29 @@ pub fn policy_activity(point: &mut Point) {
     if let Some(share) = extra.get("policy_active_share").and_then(serde_json::Value::as_f64) {
         point.middleware_active_share = Some(share);
         point.middleware_first_active_s = extra.get("policy_first_active_s").and_then(serde_json::Value::as_f64);
+        let changes = extra.get("activation_changes").and_then(serde_json::Value::as_array);
+        let (mut activations, mut releases) = (0, BTreeMap::new());
+        for c in changes.into_iter().flatten() {
+            match (c["active"].as_bool(), c["code"].as_str()) {
+                (Some(true), _) => activations += 1,
+                (Some(false), Some(code)) => *releases.entry(code.to_string()).or_default() += 1,
+                _ => {}
+            }
+        }
+        point.middleware_activations = Some(activations);
+        point.middleware_releases = releases;
     }
+}
+
+/// How many times the middleware started acting, and turned idle by reason, summed over the
+/// SPEs of one scrape.
+pub fn activations_and_releases(state: &MwState) -> (u64, BTreeMap<String, u64>) {
+    let activations = state.activations.values().sum::<f64>() as u64;
+    let mut releases = BTreeMap::new();
+    for ((_, reason), n) in &state.releases {
+        *releases.entry(reason.clone()).or_default() += *n as u64;
+    }
+    (activations, releases)
 }
 
 /// The share of the window between two scrapes in which the middleware acted, summed over SPEs;
@@ -306,6 +345,9 @@ impl Middleware {
         if let [Some((_, a)), Some((at, b))] = &self.state {
             point.middleware_active_share = active_share(a, b);
             point.middleware_first_active_s = first_active_after(b, *at, t0);
+            let (activations, releases) = activations_and_releases(b);
+            point.middleware_activations = Some(activations);
+            point.middleware_releases = releases;
         }
         let status = self.child.terminate(Signal::INT, MIDDLEWARE_GRACE);
         if !was_running {
@@ -386,8 +428,8 @@ fn with_node(path: &Path, id: &str, ext: &str) -> PathBuf {
 }
 
 /// [`Middleware::finish`] for every middleware of a point: with one per node, the point's CPU is
-/// their sum (each node's in [`Point::middleware_cpu_nodes`]), its active share their mean and its
-/// first activation the earliest; the first failure fails the point (all are stopped).
+/// their sum (each node's in [`Point::middleware_cpu_nodes`]), its active share their mean, its
+/// first activation the earliest, its activations and releases their sums; the first failure fails the point (all are stopped).
 pub fn finish_all(mws: Vec<Middleware>, t0: Instant, point: &mut Point) -> Result<(), MwFailure> {
     if mws.len() <= 1 {
         return mws.into_iter().next().map_or(Ok(()), |m| m.finish(t0, point));
@@ -410,6 +452,11 @@ pub fn finish_all(mws: Vec<Middleware>, t0: Instant, point: &mut Point) -> Resul
     point.middleware_active_share = all(|p| p.middleware_active_share).map(|s| s.iter().sum::<f64>() / s.len() as f64);
     point.middleware_first_active_s =
         nodes.iter().filter_map(|p| p.middleware_first_active_s).min_by(|a, b| a.total_cmp(b));
+    point.middleware_activations = nodes.iter().map(|p| p.middleware_activations).sum();
+    point.middleware_releases = BTreeMap::new();
+    for (reason, n) in nodes.iter().flat_map(|p| &p.middleware_releases) {
+        *point.middleware_releases.entry(reason.clone()).or_default() += n;
+    }
     result
 }
 
@@ -422,6 +469,7 @@ fn cpu_sample(pid: u32) -> Option<(Instant, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::progress::releases_text;
 
     const METRICS: &str = "# HELP moirai_schedule_uptime_seconds Seconds since the middleware started.\n\
         # TYPE moirai_schedule_uptime_seconds gauge\n\
@@ -430,7 +478,10 @@ mod tests {
         moirai_schedule_active{spe=\"engine\",reason=\"behind\"} 1\n\
         moirai_schedule_active_seconds_total{spe=\"engine\"} 4.25\n\
         moirai_schedule_active_seconds_total{spe=\"a \\\"b\\\"\"} 0\n\
-        moirai_schedule_first_active_seconds{spe=\"engine\"} 8.25\n";
+        moirai_schedule_first_active_seconds{spe=\"engine\"} 8.25\n\
+        moirai_schedule_activations_total{spe=\"engine\"} 3\n\
+        moirai_schedule_releases_total{spe=\"engine\",reason=\"no_gain\"} 1\n\
+        moirai_schedule_releases_total{spe=\"engine\",reason=\"probing\"} 1\n";
 
     #[test]
     fn the_state_is_read_from_the_middlewares_metrics() {
@@ -440,6 +491,9 @@ mod tests {
         assert_eq!(s.active_s["engine"], 4.25);
         assert_eq!(s.active_s["a \\\"b\\\""], 0.0);
         assert_eq!(s.first_active_s.iter().collect::<Vec<_>>(), [(&"engine".to_string(), &8.25)]);
+        let (activations, releases) = activations_and_releases(&s);
+        assert_eq!(activations, 3);
+        assert_eq!(releases_text(&releases), "no_gain:1 probing:1");
         // Before its first round a middleware lists no SPE.
         assert_eq!(MwState::parse("moirai_schedule_uptime_seconds 0.01\n").unwrap().active_s.len(), 0);
         let e = MwState::parse("moirai_schedule_rounds_total 3\n").unwrap_err();
@@ -448,6 +502,10 @@ mod tests {
         assert!(e.contains("no finite value"), "{e}");
         let e = MwState::parse("moirai_schedule_uptime_seconds 1\nmoirai_schedule_active_seconds_total 3\n");
         assert!(e.unwrap_err().contains("names no SPE"));
+        let e = MwState::parse("moirai_schedule_uptime_seconds 1\nmoirai_schedule_releases_total{spe=\"e\"} 3\n");
+        assert!(e.unwrap_err().contains("names no reason"));
+        // A label whose name ends like another's is not that one.
+        assert_eq!(label("xspe=\"a\",spe=\"b\"", "spe").as_deref(), Some("b"));
     }
 
     #[test]
@@ -456,6 +514,7 @@ mod tests {
             uptime_s: uptime,
             active_s: [("engine".to_string(), active)].into_iter().collect(),
             first_active_s: first.map(|f| ("engine".to_string(), f)).into_iter().collect(),
+            ..MwState::default()
         };
         // Idle for the first 2 s of a 10 s window, then active.
         let (a, b) = (state(3.0, 0.0, None), state(13.0, 8.0, Some(5.0)));
@@ -472,6 +531,30 @@ mod tests {
         let first = first_active_after(&b, at, t0).unwrap();
         assert!((first - 6.5).abs() < 1e-6, "{first}");
         assert_eq!(first_active_after(&a, at, t0), None, "never active");
+    }
+
+    #[test]
+    fn the_policy_executor_s_activity_comes_from_its_run_summary() {
+        let mut p = crate::summary::tests::point("qs@policy:2", 80_000.0, 1, 79_000.0, 2.0);
+        let run = p.run.as_mut().unwrap();
+        run.extra.insert("policy_active_share".into(), serde_json::json!(0.46));
+        run.extra.insert("policy_first_active_s".into(), serde_json::json!(1.4));
+        run.extra.insert(
+            "activation_changes".into(),
+            serde_json::json!([
+                { "at_s": 1.4, "active": true, "code": "behind", "reason": "…" },
+                { "at_s": 11.4, "active": false, "code": "no_gain", "reason": "…" },
+                { "at_s": 31.6, "active": true, "code": "behind", "reason": "…" },
+            ]),
+        );
+        policy_activity(&mut p);
+        assert_eq!((p.middleware_active_share, p.middleware_first_active_s), (Some(0.46), Some(1.4)));
+        assert_eq!(p.middleware_activations, Some(2));
+        assert_eq!(releases_text(&p.middleware_releases), "no_gain:1");
+        // A point of another configuration has none of it.
+        let mut os = crate::summary::tests::point("os", 80_000.0, 1, 79_000.0, 2.0);
+        policy_activity(&mut os);
+        assert_eq!((os.middleware_active_share, os.middleware_activations), (None, None));
     }
 
     #[test]

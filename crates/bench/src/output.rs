@@ -121,6 +121,9 @@ struct Row<'a> {
     middleware_cpu_nodes: String,
     middleware_active_share: Option<f64>,
     middleware_first_active_s: Option<f64>,
+    middleware_activations: Option<u64>,
+    /// `reason:count`, space-separated (`no_gain:1 probing:2`).
+    middleware_releases: String,
     threads: Option<u64>,
     wall_s: f64,
     failure: &'a str,
@@ -168,6 +171,8 @@ pub fn write_csv(path: &Path, points: &[Point]) -> Result<(), BenchError> {
                 .join(" "),
             middleware_active_share: p.middleware_active_share.filter(|_| r.is_some()),
             middleware_first_active_s: p.middleware_first_active_s.filter(|_| r.is_some()),
+            middleware_activations: p.middleware_activations.filter(|_| r.is_some()),
+            middleware_releases: crate::progress::releases_text(&p.middleware_releases),
             threads: r.map(|r| r.threads),
             wall_s: p.wall_s,
             failure: p.failure.as_deref().unwrap_or(""),
@@ -230,6 +235,8 @@ pub(crate) mod tests {
         ok.middleware_cpu = Some(0.031);
         ok.middleware_active_share = Some(0.75);
         ok.middleware_first_active_s = Some(2.5);
+        ok.middleware_activations = Some(2);
+        ok.middleware_releases = [("no_gain".to_string(), 1), ("probing".to_string(), 1)].into_iter().collect();
         write_csv(&path, &[ok, failed("qs", 1000.0, 1)]).unwrap();
         let mut r = csv::Reader::from_path(&path).unwrap();
         let header = r.headers().unwrap().clone();
@@ -242,6 +249,8 @@ pub(crate) mod tests {
         assert_eq!(col(&rows[0], "middleware_cpu_share"), "0.031");
         assert_eq!(col(&rows[0], "middleware_active_share"), "0.75");
         assert_eq!(col(&rows[0], "middleware_first_active_s"), "2.5");
+        assert_eq!(col(&rows[0], "middleware_activations"), "2");
+        assert_eq!(col(&rows[0], "middleware_releases"), "no_gain:1 probing:1");
         assert_eq!(col(&rows[1], "middleware_active_share"), "");
         assert_eq!(col(&rows[0], "ok"), "true");
         assert_eq!(col(&rows[1], "ok"), "false");

@@ -2,6 +2,8 @@
 //! ([`moirai_contract::summary`]: what `moirai run <workload> --json` prints on the last line of
 //! its stdout in every execution mode).
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 pub use moirai_contract::summary::{Latency, QueueLen, RunSummary};
@@ -32,6 +34,14 @@ pub struct Point {
     /// it never did (or there is no middleware).
     #[serde(default)]
     pub middleware_first_active_s: Option<f64>,
+    /// How many times the middleware (or the policy executor) started acting on the SPE, from
+    /// its start to the window's end; `None` without one.
+    #[serde(default)]
+    pub middleware_activations: Option<u64>,
+    /// How many times it turned idle on the SPE, by reason code (`no_gain`, `probing`, …), over
+    /// the same time.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub middleware_releases: BTreeMap<String, u64>,
     /// With one middleware per node (a standalone cluster, `crate::cluster_job`): each node's
     /// middleware CPU, in the order of the TaskManagers; `middleware_cpu` is their sum.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -3,6 +3,7 @@
 //!
 //! Hand-rolled rather than `indicatif`: one line and an estimate are all a sweep needs.
 
+use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
@@ -117,16 +118,32 @@ pub fn describe_point(p: &Point) -> String {
             r.e2e_latency_ms.p99,
             r.cpu_cores,
             p.middleware_cpu.map(|c| format!(", middleware {:.1} % of a core", c * 100.0)).unwrap_or_default(),
-            p.middleware_active_share.map(|s| describe_activity(s, p.middleware_first_active_s)).unwrap_or_default()
+            p.middleware_active_share.map(|s| describe_activity(s, p)).unwrap_or_default()
         ),
         (None, None) => head,
     }
 }
 
-/// `, acting 85 % of the window (first at 3.20 s)`: whether the middleware acted.
-fn describe_activity(share: f64, first: Option<f64>) -> String {
-    let first = first.map_or("never".into(), |s| format!("first at {s:.2} s"));
-    format!(", acting {:.0} % of the window ({first})", share * 100.0)
+/// `, acting 85 % of the window (first at 3.20 s; 2 activations, handed back: no_gain:1)`:
+/// whether the middleware acted, how often, and why it stopped.
+fn describe_activity(share: f64, p: &Point) -> String {
+    let first = p.middleware_first_active_s.map_or("never".into(), |s| format!("first at {s:.2} s"));
+    let times = match p.middleware_activations {
+        Some(n) if n > 0 => {
+            let back = match releases_text(&p.middleware_releases) {
+                r if r.is_empty() => String::new(),
+                r => format!(", handed back: {r}"),
+            };
+            format!("; {n} activation{}{back}", if n == 1 { "" } else { "s" })
+        }
+        _ => String::new(),
+    };
+    format!(", acting {:.0} % of the window ({first}{times})", share * 100.0)
+}
+
+/// `no_gain:1 probing:2`: how many times the middleware turned idle, by reason.
+pub fn releases_text(releases: &BTreeMap<String, u64>) -> String {
+    releases.iter().map(|(reason, n)| format!("{reason}:{n}")).collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]
@@ -142,6 +159,12 @@ mod tests {
         p.middleware_first_active_s = Some(3.2);
         let line = describe_point(&p);
         assert!(line.ends_with("middleware 1.2 % of a core, acting 85 % of the window (first at 3.20 s)"), "{line}");
+        p.middleware_activations = Some(2);
+        p.middleware_releases = [("no_gain".to_string(), 1)].into_iter().collect();
+        let line = describe_point(&p);
+        assert!(line.ends_with("(first at 3.20 s; 2 activations, handed back: no_gain:1)"), "{line}");
+        p.middleware_activations = Some(0);
+        p.middleware_releases.clear();
         p.middleware_active_share = Some(0.0);
         p.middleware_first_active_s = None;
         assert!(describe_point(&p).ends_with("acting 0 % of the window (never)"));

@@ -508,6 +508,8 @@ pub(crate) mod tests {
             middleware_cpu: None,
             middleware_active_share: None,
             middleware_first_active_s: None,
+            middleware_activations: None,
+            middleware_releases: Default::default(),
             middleware_cpu_nodes: Vec::new(),
         }
     }

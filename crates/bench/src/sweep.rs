@@ -369,6 +369,8 @@ fn run_point(
             middleware_cpu: None,
             middleware_active_share: None,
             middleware_first_active_s: None,
+            middleware_activations: None,
+            middleware_releases: Default::default(),
             middleware_cpu_nodes: Vec::new(),
         };
         match attempt_point(spec, prepared, config, stop, &mut point) {

@@ -396,10 +396,16 @@ fn print_summary(r: &RunSummary, mode: &ContinuousFields, json: bool) {
     );
     if let Some(p) = &mode.policy {
         let first = p.policy_first_active_s.map_or("never".into(), |s| format!("first at {s:.2} s"));
+        let activations = p.activation_changes.iter().filter(|c| c.active).count();
+        let mut releases = std::collections::BTreeMap::<&str, usize>::new();
+        for c in p.activation_changes.iter().filter(|c| !c.active) {
+            *releases.entry(c.code).or_default() += 1;
+        }
+        let releases: Vec<String> = releases.iter().map(|(code, n)| format!("{code}:{n}")).collect();
+        let back = if releases.is_empty() { String::new() } else { format!(", handed back: {}", releases.join(" ")) };
         println!(
-            "policy active     {:.0} % of the measured window ({first}; {} change(s) of the activation rule)",
+            "policy active     {:.0} % of the measured window ({first}; {activations} activation(s){back})",
             p.policy_active_share * 100.0,
-            p.activation_changes.len()
         );
     }
     if let Some(x) = &mode.exchange {
@@ -455,7 +461,7 @@ mod tests {
 
     #[test]
     fn the_policy_s_active_share_counts_only_the_measured_window() {
-        let change = |at_s: f64, active: bool| ActivationChange { at_s, active, reason: String::new() };
+        let change = |at_s: f64, active: bool| ActivationChange { at_s, active, code: "", reason: String::new() };
         let p = PolicyActivity::over(vec![change(1.0, true), change(3.0, false), change(6.0, true)], 2.0, 10.0);
         // Active 2..3 and 6..10 of 2..10.
         assert!((p.policy_active_share - 5.0 / 8.0).abs() < 1e-9, "{}", p.policy_active_share);

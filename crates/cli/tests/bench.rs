@@ -272,14 +272,26 @@ fn a_policy_configuration_runs_the_middleware_beside_the_engine() {
     assert!(always > 0.5 && always <= 1.0, "acting always, it acted in {always} of the window: {}", points[2]);
     let first = num(&points[2]["middleware_first_active_s"], "middleware_first_active_s");
     assert!((0.0..2.0).contains(&first), "{first}");
+    // How often it started and stopped: acting always, it started once and never stopped; with
+    // the rule, each stop (by its reason) follows a start.
+    assert_eq!(points[2]["middleware_activations"], 1, "{}", points[2]);
+    assert!(points[2].get("middleware_releases").is_none(), "{}", points[2]);
+    let started = num(&points[1]["middleware_activations"], "middleware_activations");
+    let stopped: f64 = points[1]
+        .get("middleware_releases")
+        .and_then(|r| r.as_object())
+        .map_or(0.0, |r| r.values().map(|n| num(n, "a count of releases")).sum());
+    assert!(stopped <= started && started <= stopped + 1.0, "{}", points[1]);
     // The same in results.csv, the summary table and the progress lines.
     let csv = std::fs::read_to_string(out.0.join("results.csv")).unwrap();
     let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
     let col = header.iter().position(|h| *h == "middleware_active_share").expect("a column of the share");
     assert!(header.contains(&"middleware_first_active_s"), "{header:?}");
+    let activations = header.iter().position(|h| *h == "middleware_activations").expect("a column of activations");
     let always_row: Vec<&str> = csv.lines().nth(3).unwrap().split(',').collect();
     let in_csv: f64 = always_row[col].parse().unwrap_or(f64::NAN);
     assert!((in_csv - always).abs() < 1e-9, "{csv}");
+    assert_eq!(always_row[activations], "1", "{csv}");
     assert!(stdout.contains("mw active %"), "{stdout}");
     assert!(stderr.contains("acting") && stderr.contains("% of the window"), "{stderr}");
 }

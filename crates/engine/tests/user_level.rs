@@ -128,7 +128,7 @@ fn below_saturation_the_policy_stays_idle_unless_told_always() {
     assert_eq!(always.view().policy_active(), Some(true));
     let changes = always.view().activation_changes();
     assert_eq!(changes.len(), 1, "{changes:?}");
-    assert!(changes[0].active && changes[0].reason.contains("always"), "{changes:?}");
+    assert!(changes[0].active && changes[0].reason.contains("always") && changes[0].code == "always", "{changes:?}");
     always.stop();
     wait_or_fail(always, HANG).unwrap();
 }
@@ -164,6 +164,7 @@ fn past_saturation_the_policy_acts_and_when_the_rate_falls_back_every_operator_r
     assert!(levels_now(&engine).iter().all(|&l| l == 0), "handed back: {:?}", levels_now(&engine));
     let changes = engine.view().activation_changes();
     assert_eq!(changes.iter().map(|c| c.active).collect::<Vec<_>>(), [true, false], "no flapping: {changes:?}");
+    assert!(["behind", "losing_ground"].contains(&changes[0].code), "{changes:?}");
     assert!(changes[0].reason.contains("behind") || changes[0].reason.contains("loses ground"), "{changes:?}");
     engine.stop();
     wait_or_fail(engine, HANG).unwrap();

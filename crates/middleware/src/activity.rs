@@ -45,6 +45,8 @@ pub struct SpeActivity {
     pub since: Duration,
     /// How many times it became active.
     pub activations: u64,
+    /// How many times it turned idle, per reason code (`no_gain`, `probing`, …).
+    pub releases: BTreeMap<&'static str, u64>,
     /// How long the middleware has acted on it.
     pub time: ActiveTime,
 }
@@ -83,12 +85,23 @@ impl ActiveTime {
     }
 }
 
+/// One SPE's rule and what it did so far.
+struct SpeRule {
+    rule: Activation,
+    /// How many times it became active.
+    activations: u64,
+    /// How many times it turned idle, per reason code.
+    releases: BTreeMap<&'static str, u64>,
+    /// How long it was active.
+    time: ActiveTime,
+}
+
 /// The activation rules of the SPEs.
 pub struct Activity {
     mode: ActivationMode,
     cpu_threshold: f64,
-    /// Per SPE name: its rule, how many times it became active, and how long it was active.
-    rules: BTreeMap<String, (Activation, u64, ActiveTime)>,
+    /// Per SPE name.
+    rules: BTreeMap<String, SpeRule>,
     /// The machine's CPU ticks at the last reading (busy, total).
     cpu_before: Option<(u64, u64)>,
     /// The machine's busy share since the reading before.
@@ -101,7 +114,8 @@ impl Activity {
         let rules = spes
             .iter()
             .map(|(name, kind)| {
-                (name.clone(), (Activation::new(config_for(kind, cpu_threshold)), 0, ActiveTime::default()))
+                let rule = Activation::new(config_for(kind, cpu_threshold));
+                (name.clone(), SpeRule { rule, activations: 0, releases: BTreeMap::new(), time: ActiveTime::default() })
             })
             .collect();
         Activity { mode, cpu_threshold, rules, cpu_before: None, busy: None }
@@ -143,44 +157,48 @@ impl Activity {
         if self.mode == ActivationMode::Always {
             return None;
         }
-        let (rule, activations, _) = self.rules.get_mut(spe)?;
+        let spe = self.rules.get_mut(spe)?;
         let sample = LoadSample {
             at,
             cpu_busy: self.busy,
             backlog: sources.and_then(|s| s.waiting()),
             ingested: sources.map(|s| s.ingested),
         };
-        let t = rule.update(sample);
-        if t.as_ref().is_some_and(|t| t.active) {
-            *activations += 1;
+        let t = spe.rule.update(sample);
+        match &t {
+            Some(t) if t.active => spe.activations += 1,
+            Some(t) => *spe.releases.entry(t.reason.code()).or_default() += 1,
+            None => {}
         }
         t
     }
 
     /// Whether the middleware acts on SPE `spe` now.
     pub fn is_active(&self, spe: &str) -> bool {
-        self.mode == ActivationMode::Always || self.rules.get(spe).is_some_and(|(r, _, _)| r.is_active())
+        self.mode == ActivationMode::Always || self.rules.get(spe).is_some_and(|s| s.rule.is_active())
     }
 
     /// Counts the time acted on each SPE up to the round at `at`; call once per round, after
     /// [`Activity::update`].
     pub fn account(&mut self, at: Duration) {
         let always = self.mode == ActivationMode::Always;
-        for (rule, _, time) in self.rules.values_mut() {
-            time.account(at, always || rule.is_active());
+        for spe in self.rules.values_mut() {
+            spe.time.account(at, always || spe.rule.is_active());
         }
     }
 
     /// What SPE `spe`'s rule says now.
     pub fn view(&self, spe: &str) -> Option<SpeActivity> {
-        let (rule, activations, time) = self.rules.get(spe)?;
+        let SpeRule { rule, activations, releases, time } = self.rules.get(spe)?;
         if self.mode == ActivationMode::Always {
             return Some(SpeActivity {
                 active: true,
                 reason: "always active (--activation always)".into(),
                 code: "always",
                 since: Duration::ZERO,
-                activations: 0,
+                // Acting from the first round on, it started once.
+                activations: u64::from(time.first.is_some()),
+                releases: BTreeMap::new(),
                 time: *time,
             });
         }
@@ -190,6 +208,7 @@ impl Activity {
             code: rule.reason().code(),
             since: rule.since(),
             activations: *activations,
+            releases: releases.clone(),
             time: *time,
         })
     }
@@ -309,6 +328,17 @@ mod tests {
         assert_eq!(kept.iter().map(|g| g.name.as_str()).collect::<Vec<_>>(), ["engine"]);
         let flink_only = Schedule::Single([(OpRef { spe: 1, op: 0 }, 2.0)].into_iter().collect());
         assert!(a.filter(flink_only, &cluster).is_none(), "nothing of an idle SPE is scheduled");
+        // The backlog drains and the machine has room: idle after the release window, counted
+        // under its reason.
+        assert!(a.view("engine").unwrap().releases.is_empty());
+        a.busy = Some(0.3);
+        let released = (9..=70u64).find_map(|i| {
+            let load = SourceLoad { backlog: Some(0.0), ingested: 20_000.0 * i as f64, queued: None };
+            a.update("engine", Duration::from_millis(200 * i), Some(load)).map(|t| (i, t))
+        });
+        let (i, t) = released.expect("handed back");
+        assert!(!t.active && i >= 55, "not before 10 s of acting: round {i}");
+        assert_eq!(a.view("engine").unwrap().releases, BTreeMap::from([("cpu_room", 1)]));
     }
 
     #[test]

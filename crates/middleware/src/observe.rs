@@ -171,6 +171,17 @@ pub fn render(stats: &Stats, cpu_seconds: f64, uptime: Duration) -> String {
     }
     let _ = writeln!(
         o,
+        "# HELP moirai_schedule_releases_total Times the middleware turned idle on the SPE, by reason (cpu_room, \
+         keeping_up, rate_fell_back, probing, no_gain; absent until it first did).\n\
+         # TYPE moirai_schedule_releases_total counter"
+    );
+    for (spe, a) in &stats.activity {
+        for (reason, n) in &a.releases {
+            let _ = writeln!(o, "moirai_schedule_releases_total{{spe=\"{}\",reason=\"{reason}\"}} {n}", escape(spe));
+        }
+    }
+    let _ = writeln!(
+        o,
         "# HELP moirai_schedule_active_seconds_total Seconds the middleware has acted on the SPE (from the round \
          that found it active to the one that found it idle, or to now).\n\
          # TYPE moirai_schedule_active_seconds_total counter"
@@ -401,7 +412,7 @@ mod tests {
     }
 
     #[test]
-    fn metrics_say_how_long_and_since_when_the_middleware_acted_on_each_spe() {
+    fn metrics_say_how_long_since_when_and_why_not_the_middleware_acted_on_each_spe() {
         use crate::activity::ActiveTime;
         let s = |ms: u64| Duration::from_millis(ms);
         let view = |active: bool, time: ActiveTime| SpeActivity {
@@ -410,12 +421,15 @@ mod tests {
             code: if active { "behind" } else { "cpu_room" },
             since: Duration::ZERO,
             activations: u64::from(time.first.is_some()),
+            releases: BTreeMap::new(),
             time,
         };
         let mut stats = Stats::default();
         // Acted on from 1.5 s to 4 s, and again since 6 s; never on "idle".
         let engine = ActiveTime { closed: s(2500), open_since: Some(s(6000)), first: Some(s(1500)) };
-        stats.activity.insert("engine".into(), view(true, engine));
+        // … and handed back once at 4 s, the scheduling having changed nothing.
+        let engine = SpeActivity { releases: BTreeMap::from([("no_gain", 1)]), ..view(true, engine) };
+        stats.activity.insert("engine".into(), engine);
         stats.activity.insert("idle".into(), view(false, ActiveTime::default()));
         let text = render(&stats, 0.25, s(7250));
         let lines: Vec<&str> = text.lines().collect();
@@ -424,12 +438,15 @@ mod tests {
             "moirai_schedule_active_seconds_total{spe=\"engine\"} 3.75",
             "moirai_schedule_active_seconds_total{spe=\"idle\"} 0",
             "moirai_schedule_first_active_seconds{spe=\"engine\"} 1.5",
+            "moirai_schedule_releases_total{spe=\"engine\",reason=\"no_gain\"} 1",
             "# TYPE moirai_schedule_active_seconds_total counter",
+            "# TYPE moirai_schedule_releases_total counter",
             "# TYPE moirai_schedule_first_active_seconds gauge",
         ] {
             assert!(lines.contains(&expected), "no line '{expected}' in:\n{text}");
         }
         assert!(!text.contains("first_active_seconds{spe=\"idle\"}"), "never active: no first activation");
+        assert!(!text.contains("releases_total{spe=\"idle\""), "never handed back: no release");
         // Through the endpoint: the uptime runs on the middleware's clock.
         let shared = SharedStats::default();
         shared.lock().started = Some(Instant::now() - s(3000));

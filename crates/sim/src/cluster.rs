@@ -18,7 +18,7 @@ use moirai_contract::RunSummary;
 
 use crate::event::Nanos;
 use crate::model::Model;
-use crate::sim::{SimConfig, Simulation};
+use crate::sim::{MwActivity, SimConfig, Simulation};
 use crate::SimError;
 
 /// The seed of node `node` of a cluster run with `seed`: the seed itself for node 0, a
@@ -57,8 +57,9 @@ pub struct ClusterRun {
     /// When the last node's run ended.
     pub end: Nanos,
     /// With a middleware: the share of the run it acted, averaged over the nodes (each node has
-    /// its own), and the earliest time one of them first acted, in seconds (`None`: never).
-    pub middleware_activity: Option<(f64, Option<f64>)>,
+    /// its own), the earliest time one of them first acted, in seconds (`None`: never), and the
+    /// nodes' activations and releases summed.
+    pub middleware_activity: Option<MwActivity>,
 }
 
 /// Runs `models` (one per node) under `config` one node after another, each with its
@@ -70,17 +71,21 @@ pub fn run(
     params: serde_json::Value,
 ) -> Result<ClusterRun, SimError> {
     let mut tally = None;
-    let mut activity: Option<(f64, Option<f64>)> = None;
+    let mut activity: Option<MwActivity> = None;
     for (k, model) in models.iter().enumerate() {
         let mut sim = Simulation::new(model, SimConfig { seed: node_seed(config.seed, k), ..config.clone() })?;
         let events = sim.run();
-        if let Some((share, first)) = sim.middleware_activity() {
-            let (sum, earliest) = activity.get_or_insert((0.0, None));
-            *sum += share / models.len() as f64;
-            *earliest = match (*earliest, first) {
+        if let Some(node) = sim.middleware_activity() {
+            let all = activity.get_or_insert_with(MwActivity::default);
+            all.share += node.share / models.len() as f64;
+            all.first_s = match (all.first_s, node.first_s) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             };
+            all.activations += node.activations;
+            for (reason, n) in node.releases {
+                *all.releases.entry(reason).or_default() += n;
+            }
         }
         let node = sim.tally(events);
         match &mut tally {

@@ -152,8 +152,13 @@ pub fn run_points(
                     run: Some(cluster.summary),
                     middleware_cpu: None,
                     middleware_cpu_nodes: Vec::new(),
-                    middleware_active_share: cluster.middleware_activity.map(|(share, _)| share),
-                    middleware_first_active_s: cluster.middleware_activity.and_then(|(_, first)| first),
+                    middleware_active_share: cluster.middleware_activity.as_ref().map(|a| a.share),
+                    middleware_first_active_s: cluster.middleware_activity.as_ref().and_then(|a| a.first_s),
+                    middleware_activations: cluster.middleware_activity.as_ref().map(|a| a.activations),
+                    middleware_releases: cluster
+                        .middleware_activity
+                        .map(|a| a.releases.into_iter().map(|(r, n)| (r.to_string(), n)).collect())
+                        .unwrap_or_default(),
                 };
                 progress(&point);
                 points.push(point);

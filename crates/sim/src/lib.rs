@@ -59,7 +59,7 @@ pub mod wordcount;
 
 pub use linear_road::LACHESIS_COSTS;
 pub use model::{Model, NodeCost, Rate};
-pub use sim::{CostDist, SimConfig, Simulation, Translator};
+pub use sim::{CostDist, MwActivity, SimConfig, Simulation, Translator};
 pub use wordcount::WORDCOUNT_COSTS;
 
 /// Why a simulation cannot run. Each message names what was wrong and how to fix it.

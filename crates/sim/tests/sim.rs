@@ -9,7 +9,7 @@ use moirai_engine::graph::{LogicalEdge, LogicalGraph, LogicalNode, NodeKind, Par
 use moirai_engine::{Engine, EngineConfig};
 use moirai_middleware::activity::ActivationMode;
 use moirai_sim::lab::{self, Sweep};
-use moirai_sim::{Model, NodeCost, Rate, SimConfig, SimError, Simulation};
+use moirai_sim::{Model, MwActivity, NodeCost, Rate, SimConfig, SimError, Simulation};
 use moirai_workloads::syn::{self, SynConfig};
 use proptest::prelude::*;
 
@@ -461,19 +461,20 @@ fn the_middleware_acts_only_past_saturation_unless_told_always() {
         (sim.nices().to_vec(), sim.middleware_activity().expect("a middleware"))
     };
     // Below saturation the rule keeps it idle: every thread keeps nice 0, it never acted.
-    let (nices, (share, first)) = run(4_000.0, ActivationMode::Auto);
+    let (nices, a) = run(4_000.0, ActivationMode::Auto);
     assert!(nices.iter().all(|&n| n == 0), "{nices:?}");
-    assert_eq!((share, first), (0.0, None));
+    assert_eq!(a, MwActivity::default(), "never acted");
     // Told to act always, it acts from the first round (the queues are short and alike, so QS
     // ranks the threads alike: the values themselves say little here).
-    let (_, (share, first)) = run(4_000.0, ActivationMode::Always);
-    assert!(share > 0.99 && first == Some(0.0), "{share} {first:?}");
+    let (_, a) = run(4_000.0, ActivationMode::Always);
+    assert!(a.share > 0.99 && a.first_s == Some(0.0), "{a:?}");
+    assert!(a.activations == 1 && a.releases.is_empty(), "started once, never stopped: {a:?}");
     // Past saturation it acts, after the rule's confirm window (1 s), for most of the window.
-    let (nices, (share, first)) = run(15_000.0, ActivationMode::Auto);
+    let (nices, a) = run(15_000.0, ActivationMode::Auto);
     assert!(nices.contains(&-20), "{nices:?}");
-    let first = first.expect("it acted");
+    let first = a.first_s.expect("it acted");
     assert!((1.0..3.0).contains(&first), "first acted at {first} s");
-    assert!(share > 0.5, "acted for {share} of the window");
+    assert!(a.share > 0.5, "acted for {} of the window", a.share);
 
     // A configuration says it as the lab's do; bad values are refused with the fix.
     let base = SimConfig::new(1, Duration::from_secs(1));
@@ -509,11 +510,17 @@ fn when_the_rate_falls_back_the_middleware_hands_every_thread_back() {
         (sim.nices().to_vec(), sim.middleware_activity().expect("a middleware"))
     };
     // Cut at 3 s, while it is behind: acting, threads reniced.
-    let (nices, (_, first)) = run(3);
-    assert!(first.is_some() && nices.iter().any(|&n| n != 0), "{first:?} {nices:?}");
-    // The whole run: it acted, and handed every thread back.
-    let (nices, (share, first)) = run(30);
-    assert!(first.is_some_and(|f| f < 3.0), "{first:?}");
-    assert!(share > 0.0 && share < 0.9, "acted for part of the window: {share}");
+    let (nices, a) = run(3);
+    assert!(a.first_s.is_some() && nices.iter().any(|&n| n != 0), "{a:?} {nices:?}");
+    // The whole run: it acted once, and handed every thread back once the input fell.
+    let (nices, a) = run(30);
+    assert!(a.first_s.is_some_and(|f| f < 3.0), "{a:?}");
+    assert!(a.share > 0.0 && a.share < 0.9, "acted for part of the window: {a:?}");
+    assert_eq!(a.activations, 1, "{a:?}");
+    let released: Vec<_> = a.releases.iter().collect();
+    assert!(
+        matches!(released[..], [(&"cpu_room" | &"rate_fell_back", &1)]),
+        "handed back once, for room or the input falling: {a:?}"
+    );
     assert!(nices.iter().all(|&n| n == 0), "every thread back at nice 0: {nices:?}");
 }

@@ -79,6 +79,9 @@ enum Gate {
     Auto(Box<AutoGate>),
 }
 
+/// A change of the gate: active or not, the reason's code and the reason.
+type Change = (bool, &'static str, String);
+
 impl Gate {
     fn new(config: &PolicyThreading) -> Gate {
         match config.activation {
@@ -93,11 +96,11 @@ impl Gate {
 
     /// The state change this round brings, if any (`Always`: active from the first round).
     #[cfg_attr(not(feature = "policies"), allow(unused_variables))]
-    fn update(&mut self, view: &EngineView, ops: &[OperatorSnapshot], at: Duration) -> Option<(bool, String)> {
+    fn update(&mut self, view: &EngineView, ops: &[OperatorSnapshot], at: Duration) -> Option<Change> {
         match self {
             Gate::Always => lock(&view.observed.activation_changes)
                 .is_empty()
-                .then(|| (true, "always active (activation=always)".to_string())),
+                .then(|| (true, "always", "always active (activation=always)".to_string())),
             #[cfg(feature = "policies")]
             Gate::Auto(gate) => gate.update(view, ops, at),
         }
@@ -131,7 +134,7 @@ impl AutoGate {
         }
     }
 
-    fn update(&mut self, view: &EngineView, ops: &[OperatorSnapshot], at: Duration) -> Option<(bool, String)> {
+    fn update(&mut self, view: &EngineView, ops: &[OperatorSnapshot], at: Duration) -> Option<Change> {
         if self.last.is_some_and(|(fed, _)| at.saturating_sub(fed) < ACTIVATION_PERIOD) {
             return None;
         }
@@ -158,7 +161,7 @@ impl AutoGate {
             backlog: Some(waiting as f64),
             ingested: Some(ingested as f64),
         };
-        self.rule.update(sample).map(|t| (t.active, t.reason.to_string()))
+        self.rule.update(sample).map(|t| (t.active, t.reason.code(), t.reason.to_string()))
     }
 }
 
@@ -181,14 +184,19 @@ impl Controller for PolicyController {
     fn round(&mut self, view: &EngineView, at: Duration) {
         let Some(topology) = &self.topology else { return };
         let ops = view.snapshot();
-        if let Some((active, reason)) = self.gate.update(view, &ops, at) {
+        if let Some((active, code, reason)) = self.gate.update(view, &ops, at) {
             tracing::info!(
                 "moirai engine: policy '{}' {} at {:.2} s: {reason}",
                 self.policy,
                 if active { "orders the ready queue" } else { "idle, one level for every operator" },
                 at.as_secs_f64()
             );
-            lock(&view.observed.activation_changes).push(ActivationChange { at_s: at.as_secs_f64(), active, reason });
+            lock(&view.observed.activation_changes).push(ActivationChange {
+                at_s: at.as_secs_f64(),
+                active,
+                code,
+                reason,
+            });
             self.pools.iter().for_each(|p| p.set_levels_apply(active));
             if !active {
                 // At once, whether or not the policy works this round.

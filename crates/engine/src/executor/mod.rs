@@ -119,6 +119,9 @@ pub struct ActivationChange {
     pub at_s: f64,
     /// Whether the priorities apply from then on.
     pub active: bool,
+    /// Why, as a stable code: the activation rule's (`behind`, `no_gain`, `probing`, …), as the
+    /// middleware labels it, or `always`.
+    pub code: &'static str,
     /// Why, as the activation rule says it.
     pub reason: String,
 }

@@ -163,6 +163,7 @@ fn each_spe_says_whether_the_middleware_acts_on_it() {
             code: "behind",
             since: Duration::from_millis(2500),
             activations: 1,
+            releases: Default::default(),
             time: Default::default(),
         },
     );

@@ -55,6 +55,7 @@ mod executor;
 mod observe;
 mod operator;
 mod policy;
+pub use policy::MwActivity;
 mod step;
 mod thread;
 

@@ -4,6 +4,8 @@
 //! adapter, as they would observe a live engine, and both act only while the activation rule
 //! says scheduling can help ([`Gate`]), as `moirai schedule` and the engine's policy executor do.
 
+use std::collections::BTreeMap;
+
 use moirai_engine::adapter;
 use moirai_engine::adapter::PolicyPrioritizer;
 use moirai_engine::user_level::levels;
@@ -43,20 +45,41 @@ pub(crate) struct Gate {
     /// How long it has acted (between rounds that found it active), and when it first did.
     pub active_ns: Nanos,
     pub first_active: Option<Nanos>,
+    /// How many times the rule turned active, and idle by reason code.
+    pub activations: u64,
+    pub releases: BTreeMap<&'static str, u64>,
+}
+
+/// Whether a scheduler acted over a run, as the lab reports a real middleware's.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MwActivity {
+    /// The share of the measured window in which it acted, 0..=1.
+    pub share: f64,
+    /// When it first acted, in seconds from the start; `None`: never.
+    pub first_s: Option<f64>,
+    /// How many times it started acting (once, from the start, with activation `always`).
+    pub activations: u64,
+    /// How many times it turned idle, by the rule's reason code.
+    pub releases: BTreeMap<&'static str, u64>,
 }
 
 impl Gate {
     /// A gate by `mode`, with the moirai engine's windows (`activity::config_for`).
     pub(crate) fn new(mode: ActivationMode, cpu_threshold: f64) -> Gate {
         let rule = (mode == ActivationMode::Auto).then(|| Activation::new(config_for("moirai", cpu_threshold)));
-        Gate { rule, cpu_mark: None, active_ns: 0, first_active: None }
+        Gate { rule, cpu_mark: None, active_ns: 0, first_active: None, activations: 0, releases: BTreeMap::new() }
     }
 
-    /// The share of the measured window `warm_end..end` in which it acted, and when it first did,
-    /// in seconds from the start.
-    fn activity(&self, warm_end: Nanos, end: Nanos) -> (f64, Option<f64>) {
+    /// What it did over the run, with the measured window `warm_end..end`.
+    fn activity(&self, warm_end: Nanos, end: Nanos) -> MwActivity {
         let share = self.active_ns as f64 / end.saturating_sub(warm_end).max(1) as f64;
-        (share.min(1.0), self.first_active.map(|t| t as f64 / 1e9))
+        let activations = if self.rule.is_some() { self.activations } else { u64::from(self.first_active.is_some()) };
+        MwActivity {
+            share: share.min(1.0),
+            first_s: self.first_active.map(|t| t as f64 / 1e9),
+            activations,
+            releases: self.releases.clone(),
+        }
     }
 }
 
@@ -193,6 +216,11 @@ impl Simulation<'_> {
         };
         let sample = LoadSample { at: ns(now), cpu_busy: busy, backlog: load.waiting(), ingested: Some(load.ingested) };
         let turned = rule.update(sample);
+        match &turned {
+            Some(t) if t.active => gate.activations += 1,
+            Some(t) => *gate.releases.entry(t.reason.code()).or_default() += 1,
+            None => {}
+        }
         let active = rule.is_active();
         if active {
             gate.first_active.get_or_insert(now);
@@ -200,10 +228,10 @@ impl Simulation<'_> {
         GateRound { active, turned_idle: turned.is_some_and(|t| !t.active) }
     }
 
-    /// The share of the measured window in which the middleware acted (its rounds found the rule
-    /// active), and when it first did, in seconds from the start — without a middleware, those of
+    /// What the middleware did (the share of the measured window in which its rounds found the
+    /// rule active, when it first did, how often it started and stopped) — without a middleware,
     /// the policy executor's levels; `None` with neither.
-    pub fn middleware_activity(&self) -> Option<(f64, Option<f64>)> {
+    pub fn middleware_activity(&self) -> Option<MwActivity> {
         let gate = match (&self.middleware, &self.user_policy) {
             (Some(mw), _) => &mw.gate,
             (None, Some(user)) => &user.gate,

@@ -32,6 +32,7 @@ pub const MIDDLEWARE_ARGS: &[&str] = &[
     "period",
     "activation",
     "activation-threshold",
+    "activation-lag",
     "smoothing",
     // `qs/verbose`: every decision in the point's middleware log (`<out>/middleware-logs/`).
     "verbose",

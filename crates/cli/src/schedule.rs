@@ -111,6 +111,10 @@ pub struct ScheduleArgs {
     /// --activation auto [default: 0.9].
     #[arg(long, value_name = "SHARE")]
     activation_threshold: Option<f64>,
+    /// How much input waiting counts as behind, for --activation auto, in time at the input
+    /// rate (10ms to 10s) [default: per SPE kind, see docs/schedule.md].
+    #[arg(long, value_name = "DURATION", value_parser = |s: &str| moirai_middleware::config::parse_activation_lag(s))]
+    activation_lag: Option<Duration>,
     /// Stop after this many rounds (then restore), instead of running until SIGINT/SIGTERM.
     #[arg(long)]
     rounds: Option<u64>,
@@ -232,6 +236,7 @@ fn from_flags(a: &ScheduleArgs) -> Result<Config, String> {
         policies: vec![policy],
         activation: a.activation.unwrap_or_default(),
         activation_threshold: a.activation_threshold.unwrap_or(DEFAULT_ACTIVATION_THRESHOLD),
+        activation_lag: a.activation_lag,
     };
     config.validate()?;
     Ok(config)
@@ -318,6 +323,9 @@ pub fn run(a: ScheduleArgs) -> i32 {
                 }
                 if let Some(share) = a.activation_threshold {
                     c.activation_threshold = share;
+                }
+                if a.activation_lag.is_some() {
+                    c.activation_lag = a.activation_lag;
                 }
                 c
             })

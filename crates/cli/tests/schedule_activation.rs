@@ -309,7 +309,7 @@ fn after_a_passing_overload_that_it_acted_on_the_engine_is_handed_back_to_see() 
 }
 
 #[test]
-fn an_activation_threshold_out_of_range_is_refused_with_the_range() {
+fn an_activation_threshold_or_lag_out_of_range_is_refused_with_the_range() {
     let dir = temp_dir("activation-bad");
     let state = dir.0.join("state.json").display().to_string();
     for bad in ["1.5", "0.2", "-1", "nan"] {
@@ -321,6 +321,17 @@ fn an_activation_threshold_out_of_range_is_refused_with_the_range() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
         assert!(err.contains("from 0.5 to 1") && err.contains("--activation-threshold"), "{bad}: {err}");
+        assert!(!dir.0.join("state.json").exists(), "nothing was created before the refusal");
+    }
+    for (bad, says) in [("5ms", "from 10ms to 10s"), ("soon", "e.g. \"100ms\"")] {
+        let out = std::process::Command::new(BIN)
+            .args(["schedule", "--engine", "http://127.0.0.1:9", "--policy", "qs", "--state-file", &state])
+            .arg(format!("--activation-lag={bad}"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
+        assert!(err.contains(says) && err.contains("--activation-lag"), "{bad}: {err}");
         assert!(!dir.0.join("state.json").exists(), "nothing was created before the refusal");
     }
     let out = std::process::Command::new(BIN)

@@ -23,13 +23,16 @@ use moirai_sched::{Cluster, Schedule};
 /// The rule's windows for an SPE whose driver is `kind`: a JVM SPE's metrics (Flink's REST
 /// store, Storm's CSV reporter) refresh about once a second, so its confirm window spans more
 /// rounds; the losing-ground window (3 s) is the same for every kind (measured on Flink: 9 s
-/// there started acting 10 s into a 20 s run).
-pub fn config_for(kind: &str, cpu_threshold: f64) -> ActivationConfig {
+/// there started acting 10 s into a 20 s run). `lag`, when given, replaces the kind's (the
+/// rule's default, 100 ms, on every kind: see `docs/schedule.md` for what 25 ms did on moirai's
+/// engine).
+pub fn config_for(kind: &str, cpu_threshold: f64, lag: Option<Duration>) -> ActivationConfig {
     let base = ActivationConfig { cpu_threshold, ..ActivationConfig::default() };
-    match kind {
+    let kinds = match kind {
         "flink" | "storm" => ActivationConfig { confirm: Duration::from_secs(3), ..base },
         _ => base,
-    }
+    };
+    kinds.with_lag(lag.unwrap_or(kinds.lag))
 }
 
 /// What an SPE's rule says now, for the log, the dashboard and `/metrics`.
@@ -109,12 +112,12 @@ pub struct Activity {
 }
 
 impl Activity {
-    /// Rules for SPEs of the given `(name, driver kind)`.
-    pub fn new(mode: ActivationMode, cpu_threshold: f64, spes: &[(String, String)]) -> Activity {
+    /// Rules for SPEs of the given `(name, driver kind)`; `lag` replaces each kind's.
+    pub fn new(mode: ActivationMode, cpu_threshold: f64, lag: Option<Duration>, spes: &[(String, String)]) -> Activity {
         let rules = spes
             .iter()
             .map(|(name, kind)| {
-                let rule = Activation::new(config_for(kind, cpu_threshold));
+                let rule = Activation::new(config_for(kind, cpu_threshold, lag));
                 (name.clone(), SpeRule { rule, activations: 0, releases: BTreeMap::new(), time: ActiveTime::default() })
             })
             .collect();
@@ -285,10 +288,10 @@ mod tests {
         assert_eq!("auto".parse::<ActivationMode>(), Ok(ActivationMode::Auto));
         assert_eq!("always".parse::<ActivationMode>(), Ok(ActivationMode::Always));
         assert!("sometimes".parse::<ActivationMode>().unwrap_err().contains("auto or always"));
-        let always = Activity::new(ActivationMode::Always, 0.9, &spes());
+        let always = Activity::new(ActivationMode::Always, 0.9, None, &spes());
         assert!(always.is_active("engine") && always.is_active("flink"));
         assert_eq!(always.view("engine").unwrap().code, "always");
-        let auto = Activity::new(ActivationMode::Auto, 0.9, &spes());
+        let auto = Activity::new(ActivationMode::Auto, 0.9, None, &spes());
         assert!(!auto.is_active("engine"));
         assert_eq!(auto.view("flink").unwrap().code, "starting");
         assert_eq!(auto.views().len(), 2);
@@ -296,16 +299,22 @@ mod tests {
     }
 
     #[test]
-    fn jvm_spes_confirm_over_more_rounds() {
-        assert_eq!(config_for("moirai", 0.8).confirm, Duration::from_secs(1));
-        assert_eq!(config_for("flink", 0.8).confirm, Duration::from_secs(3));
-        assert_eq!(config_for("flink", 0.8).losing_ground, config_for("moirai", 0.8).losing_ground);
-        assert_eq!(config_for("storm", 0.95).cpu_threshold, 0.95);
+    fn jvm_spes_confirm_over_more_rounds_and_a_given_lag_replaces_the_kinds() {
+        assert_eq!(config_for("moirai", 0.8, None).confirm, Duration::from_secs(1));
+        assert_eq!(config_for("flink", 0.8, None).confirm, Duration::from_secs(3));
+        assert_eq!(config_for("flink", 0.8, None).losing_ground, config_for("moirai", 0.8, None).losing_ground);
+        assert_eq!(config_for("storm", 0.95, None).cpu_threshold, 0.95);
+        assert_eq!(config_for("flink", 0.9, None).lag, Duration::from_millis(100));
+        let engine = config_for("moirai", 0.9, Some(Duration::from_millis(25)));
+        assert_eq!((engine.lag, engine.keep_up), (Duration::from_millis(25), Duration::from_millis(100)));
+        let lag = Some(Duration::from_millis(40));
+        assert_eq!(config_for("storm", 0.9, lag).lag, Duration::from_millis(40), "the given lag, any kind");
+        assert_eq!(config_for("storm", 0.9, lag).confirm, Duration::from_secs(3), "the kind's other windows");
     }
 
     #[test]
     fn an_active_spe_is_scheduled_and_an_idle_one_is_left_out() {
-        let mut a = Activity::new(ActivationMode::Auto, 0.9, &spes());
+        let mut a = Activity::new(ActivationMode::Auto, 0.9, None, &spes());
         a.busy = Some(1.0);
         // The engine falls behind for a second (five rounds after the first one): active.
         for i in 0..=8u64 {
@@ -345,7 +354,7 @@ mod tests {
     fn the_time_acted_on_an_spe_runs_from_the_round_that_activates_it_to_the_one_that_releases_it() {
         let ms = Duration::from_millis;
         let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
-        let mut a = Activity::new(ActivationMode::Auto, 0.9, &spes());
+        let mut a = Activity::new(ActivationMode::Auto, 0.9, None, &spes());
         a.busy = Some(1.0);
         // Falling behind: active at the round of 1.0 s (as above).
         for i in 0..=5u64 {
@@ -380,7 +389,7 @@ mod tests {
         assert_eq!(v.time.first, Some(ms(1000)));
 
         // Always: acted on from the first round on.
-        let mut always = Activity::new(ActivationMode::Always, 0.9, &spes());
+        let mut always = Activity::new(ActivationMode::Always, 0.9, None, &spes());
         always.account(ms(30));
         always.account(ms(530));
         let t = always.view("engine").unwrap().time;

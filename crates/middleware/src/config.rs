@@ -8,6 +8,8 @@
 //! # ui_public = true                         # this says otherwise)
 //! # activation = "auto"                      # act only while scheduling can help (or "always")
 //! # activation_threshold = 0.9               # the machine's CPU share that counts as fully used
+//! # activation_lag = "100ms"                 # input waiting that counts as behind (default: per
+//!                                            # SPE kind)
 //!
 //! [[spe]]
 //! name = "engine"
@@ -87,6 +89,9 @@ pub struct Config {
     pub activation: ActivationMode,
     /// The share of the machine's CPU at which it counts as fully used, for the activation rule.
     pub activation_threshold: f64,
+    /// How much input waiting counts as behind, in time at the input rate, for the activation
+    /// rule; `None`: each SPE kind's default ([`crate::activity::config_for`]).
+    pub activation_lag: Option<Duration>,
 }
 
 pub use moirai_contract::policies::DEFAULT_ACTIVATION_THRESHOLD;
@@ -261,6 +266,7 @@ struct FileConfig {
     #[serde(default)]
     activation: ActivationMode,
     activation_threshold: Option<f64>,
+    activation_lag: Option<String>,
 }
 
 /// The keys of a policy table that are not the policy's own.
@@ -319,6 +325,13 @@ pub const DEFAULT_SMOOTHING: f64 = 0.5;
 /// SPEs it governs (1 s when it governs none).
 pub fn default_period(kinds: impl IntoIterator<Item = DriverKind>) -> Duration {
     kinds.into_iter().map(DriverKind::default_period).max().unwrap_or(Duration::from_secs(1))
+}
+
+/// Parses the activation rule's lag (`25ms`); a clear error otherwise (its range is checked by
+/// [`Config::validate`]).
+pub fn parse_activation_lag(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text)
+        .map_err(|e| format!("activation lag {text:?}: {e} (write e.g. \"100ms\"; --activation-lag or activation_lag)"))
 }
 
 /// Parses a duration such as `1s`, `250ms`; a clear error otherwise.
@@ -490,6 +503,7 @@ impl Config {
             policies,
             activation: file.activation,
             activation_threshold: file.activation_threshold.unwrap_or(DEFAULT_ACTIVATION_THRESHOLD),
+            activation_lag: file.activation_lag.as_deref().map(parse_activation_lag).transpose()?,
         };
         config.validate()?;
         Ok(config)
@@ -509,6 +523,10 @@ impl Config {
         }
         let rule = ActivationConfig { cpu_threshold: self.activation_threshold, ..ActivationConfig::default() };
         rule.validate().map_err(|e| format!("{e} (--activation-threshold, or activation_threshold in the file)"))?;
+        if let Some(lag) = self.activation_lag {
+            let rule = ActivationConfig::default().with_lag(lag);
+            rule.validate().map_err(|e| format!("{e} (--activation-lag, or activation_lag in the file)"))?;
+        }
         let mut names = BTreeSet::new();
         for s in &self.spes {
             if !names.insert(&s.name) {
@@ -783,6 +801,16 @@ mod tests {
         }
         let e = Config::from_toml(&format!("activation = \"never\"\n{FULL}")).unwrap_err();
         assert!(e.contains("never"), "{e}");
+        // The lag: each SPE kind's unless given; out of range or unreadable, refused with the fix.
+        assert_eq!(Config::from_toml(FULL).unwrap().activation_lag, None);
+        let c = Config::from_toml(&format!("activation_lag = \"40ms\"\n{FULL}")).unwrap();
+        assert_eq!(c.activation_lag, Some(Duration::from_millis(40)));
+        for bad in ["5ms", "1min"] {
+            let e = Config::from_toml(&format!("activation_lag = \"{bad}\"\n{FULL}")).unwrap_err();
+            assert!(e.contains("from 10ms to 10s") && e.contains("activation_lag"), "{e}");
+        }
+        let e = Config::from_toml(&format!("activation_lag = \"soon\"\n{FULL}")).unwrap_err();
+        assert!(e.contains("activation lag \"soon\"") && e.contains("100ms"), "{e}");
     }
 
     #[test]

@@ -34,7 +34,12 @@
 //!   [`RATE_MARGIN`] of the rate at which they fell behind when it activated (the rate has
 //!   fallen back; an SPE whose idle threads spin keeps the CPU busy at any rate, so CPU alone
 //!   cannot tell). A scheduler that works keeps the sources up to date, so "not behind" alone
-//!   would switch it off exactly when it helps; that is why room is needed as well.
+//!   would switch it off exactly when it helps; that is why room is needed as well. "Never
+//!   behind" here, and "kept up" below, mean below [`keep_up`](ActivationConfig::keep_up) of
+//!   input on average over the window (over each `confirm` window for the probe), which may
+//!   be more than `lag`: a queue that holds more for a round and drains is not behind (under
+//!   queue-size priorities at 80–90 % busy, moirai's engine had such rounds every few seconds,
+//!   and a rule that wanted every round below the level never handed it back).
 //! - **Active → idle, to see** ([`Reason::Probing`]) when the SPE, with a backlog figure, has
 //!   kept up for the probe window without room on the machine nor a fall of its input: it may
 //!   keep up without the scheduler too (a backlog that built while the SPE started and has
@@ -88,7 +93,6 @@
 //! ```
 
 use std::collections::VecDeque;
-use std::fmt;
 use std::time::Duration;
 
 /// What the rule is told about one SPE (and the machine it runs on) in one round.
@@ -118,8 +122,11 @@ pub struct ActivationConfig {
     pub confirm: Duration,
     /// The least time active, and how long the signs of room must last before it is idle again.
     pub release: Duration,
-    /// How much input waiting at the sources counts as behind, in time at their input rate.
+    /// How much input waiting counts as behind, in time at the input rate.
     pub lag: Duration,
+    /// How little input waiting counts as keeping up (on average over a window), in time at the
+    /// input rate; at least `lag`.
+    pub keep_up: Duration,
     /// How long an SPE must lose ground (behind in every round, the backlog growing by at least
     /// another `lag` of input) before the rule acts on a machine that is not quite saturated.
     pub losing_ground: Duration,
@@ -128,6 +135,10 @@ pub struct ActivationConfig {
 /// The accepted range of [`ActivationConfig::cpu_threshold`]: below half the machine, an SPE is
 /// not short of CPU whatever it runs; 1.0 is a machine that is never idle.
 pub const CPU_THRESHOLD_RANGE: std::ops::RangeInclusive<f64> = 0.5..=1.0;
+
+/// The accepted range of [`ActivationConfig::lag`]: below 10 ms a queue of one batch counts as
+/// behind; above 10 s the rule acts on backlogs that take seconds to drain.
+pub const LAG_RANGE: std::ops::RangeInclusive<Duration> = Duration::from_millis(10)..=Duration::from_secs(10);
 
 /// The share of the rate at which the sources fell behind below which the input counts as
 /// fallen back (room, for an SPE whose CPU use does not follow its input).
@@ -170,6 +181,7 @@ impl Default for ActivationConfig {
             confirm: Duration::from_secs(1),
             release: Duration::from_secs(10),
             lag: Duration::from_millis(100),
+            keep_up: Duration::from_millis(100),
             // Longer than `confirm`: a growing backlog is the only sign then.
             losing_ground: Duration::from_secs(3),
         }
@@ -189,7 +201,13 @@ impl ActivationConfig {
         self.losing_ground_level() - CPU_HYSTERESIS
     }
 
-    /// Checks the values: the CPU threshold within [`CPU_THRESHOLD_RANGE`], positive windows.
+    /// These thresholds with `lag` as the lag, the keep-up level raised to it where it was lower.
+    pub fn with_lag(self, lag: Duration) -> ActivationConfig {
+        ActivationConfig { lag, keep_up: self.keep_up.max(lag), ..self }
+    }
+
+    /// Checks the values: the CPU threshold within [`CPU_THRESHOLD_RANGE`], the lag within
+    /// [`LAG_RANGE`], positive windows.
     pub fn validate(&self) -> Result<(), String> {
         if !CPU_THRESHOLD_RANGE.contains(&self.cpu_threshold) {
             return Err(format!(
@@ -200,6 +218,22 @@ impl ActivationConfig {
                 CPU_THRESHOLD_RANGE.end()
             ));
         }
+        if !LAG_RANGE.contains(&self.lag) {
+            return Err(format!(
+                "activation lag {:?} is out of range: give how much input waiting counts as behind, in time at the \
+                 input rate, from {:?} to {:?} (e.g. 100ms)",
+                self.lag,
+                LAG_RANGE.start(),
+                LAG_RANGE.end()
+            ));
+        }
+        if self.keep_up < self.lag {
+            return Err(format!(
+                "the activation rule's keep-up level {:?} is below its lag {:?}: an SPE would be behind and keeping up \
+                 at once",
+                self.keep_up, self.lag
+            ));
+        }
         if self.confirm.is_zero() || self.release.is_zero() || self.losing_ground.is_zero() {
             return Err("the activation windows (confirm, release, losing_ground) must be positive".into());
         }
@@ -207,160 +241,7 @@ impl ActivationConfig {
     }
 }
 
-/// Why the rule is in its state, for logs, dashboards and metrics.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Reason {
-    /// Not enough rounds yet to judge (the first `confirm` window).
-    Starting,
-    /// Idle: the machine has room (mean busy share over the window).
-    CpuRoom {
-        /// Mean busy share.
-        busy: f64,
-        /// The level it was below: the CPU threshold when idle, the losing-ground level minus
-        /// the hysteresis when it let go.
-        threshold: f64,
-    },
-    /// Idle: the SPE keeps up (the largest backlog of the window, in time at its input rate).
-    KeepingUp {
-        /// Largest lag of the window.
-        lag: Duration,
-    },
-    /// Idle again: the SPE keeps up and its input fell below the rate at which it fell
-    /// behind.
-    RateFellBack {
-        /// Input now, tuples/s.
-        rate: f64,
-        /// The rate at which they fell behind, tuples/s.
-        behind_at: f64,
-    },
-    /// Active: the machine is saturated and the SPE falls behind.
-    Behind {
-        /// Mean busy share (`None`: unknown).
-        busy: Option<f64>,
-        /// Smallest lag of the window (`None`: no backlog reported).
-        lag: Option<Duration>,
-    },
-    /// Active: the SPE keeps losing ground while the machine is nearly saturated.
-    LosingGround {
-        /// Mean busy share of the window.
-        busy: f64,
-        /// How much the backlog grew over the window, in time at its input rate.
-        growth: Duration,
-        /// The window.
-        window: Duration,
-    },
-    /// Idle again, to see: the SPE kept up for the probe window while scheduled, with the
-    /// machine busy and its input as high as when it fell behind; without the scheduler it may
-    /// keep up too.
-    Probing {
-        /// How long it kept up while scheduled.
-        kept_up: Duration,
-        /// The probe window after this one, should the SPE fall behind again within
-        /// [`PROBE_MEMORY`] release windows.
-        next: Duration,
-    },
-    /// Idle again: after the first `release` window of acting the SPE was still behind, and the
-    /// scheduling had neither lowered its backlog nor raised its intake; left to Linux for
-    /// `hold` (and while that lasts, even when it falls behind).
-    NoGain {
-        /// How long it acted.
-        acted: Duration,
-        /// Tuples waiting at the verdict.
-        backlog: f64,
-        /// Tuples that would be waiting at the pace at which it fell behind.
-        expected: f64,
-        /// The sources' intake while it acted, tuples/s.
-        rate: f64,
-        /// Their intake when the SPE fell behind, tuples/s.
-        rate_before: f64,
-        /// How long the rule leaves the SPE to Linux before it may act again.
-        hold: Duration,
-    },
-    /// Active, and staying so: no sign of room yet.
-    Holding {
-        /// Why it cannot let go yet.
-        why: &'static str,
-    },
-}
-
-impl Reason {
-    /// A short, stable name of the kind of reason, for metric labels: `starting`, `cpu_room`,
-    /// `keeping_up`, `rate_fell_back`, `probing`, `no_gain`, `behind`, `losing_ground`,
-    /// `holding`.
-    pub fn code(&self) -> &'static str {
-        match self {
-            Reason::Starting => "starting",
-            Reason::CpuRoom { .. } => "cpu_room",
-            Reason::KeepingUp { .. } => "keeping_up",
-            Reason::RateFellBack { .. } => "rate_fell_back",
-            Reason::Probing { .. } => "probing",
-            Reason::NoGain { .. } => "no_gain",
-            Reason::Behind { .. } => "behind",
-            Reason::LosingGround { .. } => "losing_ground",
-            Reason::Holding { .. } => "holding",
-        }
-    }
-}
-
-fn seconds(d: Duration) -> String {
-    if d >= Duration::from_secs(1000) {
-        "over 1000 s".into()
-    } else {
-        format!("{:.2} s", d.as_secs_f64())
-    }
-}
-
-impl fmt::Display for Reason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Reason::Starting => write!(f, "starting: watching the load for the first rounds"),
-            Reason::CpuRoom { busy, threshold } => {
-                write!(f, "the machine has room ({:.0} % busy, threshold {:.0} %)", busy * 100.0, threshold * 100.0)
-            }
-            Reason::KeepingUp { lag } => {
-                write!(f, "the SPE keeps up (backlog at most {} of input)", seconds(*lag))
-            }
-            Reason::RateFellBack { rate, behind_at } => write!(
-                f,
-                "the SPE keeps up and its input ({rate:.0} tuples/s) fell below the {behind_at:.0} tuples/s at \
-                 which it fell behind"
-            ),
-            Reason::Probing { kept_up, next } => write!(
-                f,
-                "the SPE kept up for {} while scheduled: handing it back to Linux to see whether it keeps up \
-                 without (should it fall behind again soon, the next check waits {})",
-                seconds(*kept_up),
-                seconds(*next)
-            ),
-            Reason::NoGain { acted, backlog, expected, rate, rate_before, hold } => write!(
-                f,
-                "scheduling did not help: after {} of it the SPE is still behind, {backlog:.0} tuples waiting \
-                 (at the pace at which it fell behind, {expected:.0}) and {rate:.0} tuples/s taken in (against \
-                 {rate_before:.0}); not scheduling it for {}",
-                seconds(*acted),
-                seconds(*hold)
-            ),
-            Reason::Behind { busy, lag } => {
-                write!(f, "the SPE falls behind")?;
-                if let Some(lag) = lag {
-                    write!(f, " (backlog {} of input, not draining)", seconds(*lag))?;
-                }
-                if let Some(busy) = busy {
-                    write!(f, " while the machine is {:.0} % busy", busy * 100.0)?;
-                }
-                Ok(())
-            }
-            Reason::LosingGround { busy, growth, window } => write!(
-                f,
-                "the SPE loses ground (its backlog grew by {} of input over {}) while the machine is {:.0} % busy",
-                seconds(*growth),
-                seconds(*window),
-                busy * 100.0
-            ),
-            Reason::Holding { why } => write!(f, "still needed: {why}"),
-        }
-    }
-}
+pub use reason::Reason;
 
 /// A state change, from [`Activation::update`].
 #[derive(Clone, Debug, PartialEq)]
@@ -423,6 +304,8 @@ struct Window {
     rate: Option<f64>,
     /// Smallest and largest lag of the window, s (`None`: no backlog).
     lag: Option<(f64, f64)>,
+    /// The mean lag of the samples with a backlog.
+    lag_mean: Option<f64>,
     /// Backlog at the window's end minus at its start.
     growth: Option<f64>,
     /// Backlog at the window's end.
@@ -517,9 +400,12 @@ impl Activation {
     }
 
     /// Follows, while active, since when the SPE has kept up in every round.
+    /// Whether the SPE keeps up for the probe: on average over the last `confirm` window below
+    /// the keep-up level (a queue that holds more for one round and drains is not behind; one
+    /// that grows raises the mean).
     fn note_keeping_up(&mut self, now: Duration) {
-        let lag_on = self.config.lag.as_secs_f64();
-        let keeping_up = self.window(now, self.config.confirm).and_then(|w| w.lag).is_some_and(|(_, max)| max < lag_on);
+        let keep_up = self.config.keep_up.as_secs_f64();
+        let keeping_up = self.window(now, self.config.confirm).and_then(|w| w.lag_mean).is_some_and(|m| m < keep_up);
         self.kept_up_since = if keeping_up { Some(self.kept_up_since.unwrap_or(now)) } else { None };
     }
 
@@ -566,7 +452,8 @@ impl Activation {
             }
             _ => None,
         };
-        Some(Window { busy_mean, all_busy, all_room, rate, lag, growth, backlog: last.backlog, trend })
+        let lag_mean = (!lags.is_empty()).then(|| lags.iter().sum::<f64>() / lags.len() as f64);
+        Some(Window { busy_mean, all_busy, all_room, rate, lag, lag_mean, growth, backlog: last.backlog, trend })
     }
 
     fn change(&mut self, now: Duration, active: bool, reason: Reason) -> Option<Transition> {
@@ -665,8 +552,7 @@ impl Activation {
             self.reason = Reason::Holding { why: "active for less than the release window" };
             return None;
         };
-        let lag_on = self.config.lag.as_secs_f64();
-        let keeping_up = w.lag.is_none_or(|(_, max)| max < lag_on);
+        let keeping_up = w.lag_mean.is_none_or(|m| m < self.config.keep_up.as_secs_f64());
         // The first window of acting shows whether it changed the SPE's course.
         let verdict_due = std::mem::take(&mut self.verdict_due);
         if !keeping_up {
@@ -737,6 +623,9 @@ impl Activation {
 fn duration(seconds: f64) -> Duration {
     Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX)
 }
+
+#[path = "activation_reason.rs"]
+mod reason;
 
 #[cfg(test)]
 #[path = "activation_tests.rs"]

@@ -224,6 +224,28 @@ fn while_it_keeps_the_sources_up_to_date_it_stays_active_until_the_probe_window(
 }
 
 #[test]
+fn a_queue_that_holds_more_for_one_round_a_second_still_keeps_up_for_the_probe() {
+    let mut r = rule();
+    let mut n = 0.0;
+    feed(&mut r, &mut n, 0.0, 3.0, |t| load(0.99, 10_000.0 * t, 30_000.0));
+    assert!(r.is_active());
+    let activated = r.since().as_secs_f64();
+    // Once a second one round finds 0.15 s of input waiting (above the keep-up level, 0.1 s),
+    // drained by the next: a second's mean stays ~0.04 s. Handed back to see after the probe
+    // window, as without the spikes; a queue that grows instead is not.
+    let spiky = |t: f64| load(0.98, if (t * 5.0).round() as u64 % 5 == 2 { 4_500.0 } else { 300.0 }, 30_000.0);
+    let changes = feed(&mut r, &mut n, 3.2, activated + 13.0, spiky);
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    assert_eq!(changes[0].2.code(), "probing", "{changes:?}");
+    let mut r = rule();
+    let mut n = 0.0;
+    feed(&mut r, &mut n, 0.0, 3.0, |t| load(0.99, 10_000.0 * t, 30_000.0));
+    let growing = |t: f64| load(0.98, 2_000.0 + 500.0 * (t - 3.0), 30_000.0);
+    let changes = feed(&mut r, &mut n, 3.2, 30.0, growing);
+    assert!(changes.iter().all(|c| c.2.code() != "probing"), "{changes:?}");
+}
+
+#[test]
 fn a_start_up_backlog_drained_while_acting_is_handed_back_and_stays_so() {
     // Storm at 22k tuples/s: ~10k tuples wait while the JVM warms up, the machine is fully
     // busy (its executors spin) whether or not the SPE keeps up, and the input stays the same.
@@ -370,6 +392,18 @@ fn thresholds_out_of_range_are_refused_with_the_range() {
     }
     let e = ActivationConfig { confirm: Duration::ZERO, ..ActivationConfig::default() }.validate().unwrap_err();
     assert!(e.contains("positive"), "{e}");
+    for bad in [0, 9, 10_001] {
+        let lag = Duration::from_millis(bad);
+        let e = ActivationConfig::default().with_lag(lag).validate().unwrap_err();
+        assert!(e.contains("activation lag") && e.contains("from 10ms to 10s"), "{e}");
+    }
+    for good in [10, 25, 10_000] {
+        let rule = ActivationConfig::default().with_lag(Duration::from_millis(good));
+        rule.validate().unwrap();
+        assert!(rule.keep_up >= rule.lag && rule.keep_up >= Duration::from_millis(100), "{rule:?}");
+    }
+    let e = ActivationConfig { keep_up: Duration::from_millis(50), ..ActivationConfig::default() }.validate();
+    assert!(e.unwrap_err().contains("below its lag"));
 }
 
 #[test]

@@ -77,6 +77,9 @@ pub struct SimConfig {
     pub activation: ActivationMode,
     /// The rule's CPU threshold (`--activation-threshold`).
     pub activation_threshold: f64,
+    /// The rule's lag (`--activation-lag`); `None`: the middleware's default for moirai's engine.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "display_lag")]
+    pub activation_lag: Option<std::time::Duration>,
     /// How often the middleware's policy runs.
     pub policy_period_ns: Nanos,
     /// How long the queries may drain after the sources stop before the run is cut.
@@ -91,6 +94,14 @@ fn display<S: serde::Serializer>(t: &Threading, s: S) -> Result<S::Ok, S::Error>
 
 fn display_activation<S: serde::Serializer>(a: &ActivationMode, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(a.as_str())
+}
+
+/// `"25ms"`, as the flag says it.
+fn display_lag<S: serde::Serializer>(lag: &Option<std::time::Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match lag {
+        Some(d) => s.collect_str(&format_args!("{d:?}")),
+        None => s.serialize_none(),
+    }
 }
 
 fn display_translator<S: serde::Serializer>(t: &Translator, s: S) -> Result<S::Ok, S::Error> {
@@ -228,6 +239,7 @@ impl SimConfig {
             translator: Translator::Nice,
             activation: ActivationMode::Auto,
             activation_threshold: moirai_sched::ActivationConfig::default().cpu_threshold,
+            activation_lag: None,
             policy_period_ns: 1_000_000_000,
             drain_limit_ns: duration.as_nanos() as Nanos,
             sample_period_ns: 100_000_000,
@@ -275,6 +287,10 @@ impl SimConfig {
                 thresholds.start(),
                 thresholds.end()
             ));
+        }
+        if let Some(lag) = self.activation_lag {
+            let rule = moirai_sched::ActivationConfig::default().with_lag(lag);
+            rule.validate().map_err(SimError::Config)?;
         }
         if self.policy_period_ns < 1_000_000 || self.sample_period_ns == 0 {
             return bad("--policy-period must be at least 1ms".into());

@@ -98,13 +98,16 @@ pub fn configure(c: &Configuration, base: &SimConfig) -> Result<SimConfig, SimEr
     let mut args = c.schedule_args.iter();
     while let Some(arg) = args.next() {
         let key = arg.as_str();
-        if !matches!(key, "--translator" | "--activation" | "--activation-threshold") {
+        if !matches!(key, "--translator" | "--activation" | "--activation-threshold" | "--activation-lag") {
             continue;
         }
         let value = args.next().map(String::as_str).unwrap_or("");
         match key {
             "--translator" => config.translator = value.parse().map_err(not)?,
             "--activation" => config.activation = value.parse().map_err(not)?,
+            "--activation-lag" => {
+                config.activation_lag = Some(moirai_middleware::config::parse_activation_lag(value).map_err(not)?)
+            }
             _ => {
                 config.activation_threshold = value.parse().map_err(|_| {
                     not(format!("/activation-threshold={value} is not a share of the CPU (from 0.5 to 1, e.g. 0.9)"))

@@ -482,6 +482,9 @@ fn the_middleware_acts_only_past_saturation_unless_told_always() {
     assert_eq!(base.activation, ActivationMode::Auto, "the middleware's default");
     assert_eq!(configure("qs/activation=always").unwrap().activation, ActivationMode::Always);
     assert_eq!(configure("qs/activation-threshold=0.8").unwrap().activation_threshold, 0.8);
+    assert_eq!(configure("qs/activation-lag=40ms").unwrap().activation_lag, Some(Duration::from_millis(40)));
+    let e = configure("qs/activation-lag=1ms").unwrap_err().to_string();
+    assert!(e.contains("from 10ms to 10s"), "{e}");
     let e = configure("qs/activation-threshold=2").unwrap_err().to_string();
     assert!(e.contains("out of range") && e.contains("0.5 to 1"), "{e}");
     let e = configure("qs/activation=sometimes").unwrap_err().to_string();

@@ -241,13 +241,13 @@ impl<'m> Simulation<'m> {
         sim.nices = vec![0; sim.threads.len()];
         if let Some(name) = &sim.config.os_policy {
             let controller = os_controller(name, sim.config.policy_period_ns)?;
-            let gate = Gate::new(sim.config.activation, sim.config.activation_threshold);
+            let gate = Gate::new(sim.config.activation, sim.config.activation_threshold, sim.config.activation_lag);
             sim.middleware = Some(Middleware { controller, gate });
             sim.events.push(0, Event::OsPolicy);
         }
         if let Threading::Policy(p) = &sim.config.threading {
             let prioritizer = PolicyPrioritizer::new(&p.policy).map_err(|e| SimError::Config(e.to_string()))?;
-            let gate = Gate::new(p.activation, p.activation_threshold);
+            let gate = Gate::new(p.activation, p.activation_threshold, None);
             sim.user_policy = Some(UserPolicy { prioritizer, period_ns: p.period.as_nanos() as Nanos, gate });
             sim.events.push(0, Event::UserPolicy);
         }

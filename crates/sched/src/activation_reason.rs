@@ -1,0 +1,159 @@
+//! Why the activation rule is in its state ([`Reason`]), in words and as a stable code.
+
+use std::fmt;
+use std::time::Duration;
+
+/// Why the rule is in its state, for logs, dashboards and metrics.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reason {
+    /// Not enough rounds yet to judge (the first `confirm` window).
+    Starting,
+    /// Idle: the machine has room (mean busy share over the window).
+    CpuRoom {
+        /// Mean busy share.
+        busy: f64,
+        /// The level it was below: the CPU threshold when idle, the losing-ground level minus
+        /// the hysteresis when it let go.
+        threshold: f64,
+    },
+    /// Idle: the SPE keeps up (the largest backlog of the window, in time at its input rate).
+    KeepingUp {
+        /// Largest lag of the window.
+        lag: Duration,
+    },
+    /// Idle again: the SPE keeps up and its input fell below the rate at which it fell
+    /// behind.
+    RateFellBack {
+        /// Input now, tuples/s.
+        rate: f64,
+        /// The rate at which they fell behind, tuples/s.
+        behind_at: f64,
+    },
+    /// Active: the machine is saturated and the SPE falls behind.
+    Behind {
+        /// Mean busy share (`None`: unknown).
+        busy: Option<f64>,
+        /// Smallest lag of the window (`None`: no backlog reported).
+        lag: Option<Duration>,
+    },
+    /// Active: the SPE keeps losing ground while the machine is nearly saturated.
+    LosingGround {
+        /// Mean busy share of the window.
+        busy: f64,
+        /// How much the backlog grew over the window, in time at its input rate.
+        growth: Duration,
+        /// The window.
+        window: Duration,
+    },
+    /// Idle again, to see: the SPE kept up for the probe window while scheduled, with the
+    /// machine busy and its input as high as when it fell behind; without the scheduler it may
+    /// keep up too.
+    Probing {
+        /// How long it kept up while scheduled.
+        kept_up: Duration,
+        /// The probe window after this one, should the SPE fall behind again within
+        /// [`PROBE_MEMORY`](super::PROBE_MEMORY) release windows.
+        next: Duration,
+    },
+    /// Idle again: after the first `release` window of acting the SPE was still behind, and the
+    /// scheduling had neither lowered its backlog nor raised its intake; left to Linux for
+    /// `hold` (and while that lasts, even when it falls behind).
+    NoGain {
+        /// How long it acted.
+        acted: Duration,
+        /// Tuples waiting at the verdict.
+        backlog: f64,
+        /// Tuples that would be waiting at the pace at which it fell behind.
+        expected: f64,
+        /// The sources' intake while it acted, tuples/s.
+        rate: f64,
+        /// Their intake when the SPE fell behind, tuples/s.
+        rate_before: f64,
+        /// How long the rule leaves the SPE to Linux before it may act again.
+        hold: Duration,
+    },
+    /// Active, and staying so: no sign of room yet.
+    Holding {
+        /// Why it cannot let go yet.
+        why: &'static str,
+    },
+}
+
+impl Reason {
+    /// A short, stable name of the kind of reason, for metric labels: `starting`, `cpu_room`,
+    /// `keeping_up`, `rate_fell_back`, `probing`, `no_gain`, `behind`, `losing_ground`,
+    /// `holding`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Reason::Starting => "starting",
+            Reason::CpuRoom { .. } => "cpu_room",
+            Reason::KeepingUp { .. } => "keeping_up",
+            Reason::RateFellBack { .. } => "rate_fell_back",
+            Reason::Probing { .. } => "probing",
+            Reason::NoGain { .. } => "no_gain",
+            Reason::Behind { .. } => "behind",
+            Reason::LosingGround { .. } => "losing_ground",
+            Reason::Holding { .. } => "holding",
+        }
+    }
+}
+
+fn seconds(d: Duration) -> String {
+    if d >= Duration::from_secs(1000) {
+        "over 1000 s".into()
+    } else {
+        format!("{:.2} s", d.as_secs_f64())
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Reason::Starting => write!(f, "starting: watching the load for the first rounds"),
+            Reason::CpuRoom { busy, threshold } => {
+                write!(f, "the machine has room ({:.0} % busy, threshold {:.0} %)", busy * 100.0, threshold * 100.0)
+            }
+            Reason::KeepingUp { lag } => {
+                write!(f, "the SPE keeps up (backlog at most {} of input)", seconds(*lag))
+            }
+            Reason::RateFellBack { rate, behind_at } => write!(
+                f,
+                "the SPE keeps up and its input ({rate:.0} tuples/s) fell below the {behind_at:.0} tuples/s at \
+                 which it fell behind"
+            ),
+            Reason::Probing { kept_up, next } => write!(
+                f,
+                "the SPE kept up for {} while scheduled: handing it back to Linux to see whether it keeps up \
+                 without (should it fall behind again soon, the next check waits {})",
+                seconds(*kept_up),
+                seconds(*next)
+            ),
+            Reason::NoGain { acted, backlog, expected, rate, rate_before, hold } => write!(
+                f,
+                "scheduling did not help: after {} of it the SPE is still behind, {backlog:.0} tuples waiting \
+                 (at the pace at which it fell behind, {expected:.0}) and {rate:.0} tuples/s taken in (against \
+                 {rate_before:.0}); not scheduling it for {}",
+                seconds(*acted),
+                seconds(*hold)
+            ),
+            Reason::Behind { busy, lag } => {
+                write!(f, "the SPE falls behind")?;
+                if let Some(lag) = lag {
+                    write!(f, " (backlog {} of input, not draining)", seconds(*lag))?;
+                }
+                if let Some(busy) = busy {
+                    write!(f, " while the machine is {:.0} % busy", busy * 100.0)?;
+                }
+                Ok(())
+            }
+            Reason::LosingGround { busy, growth, window } => write!(
+                f,
+                "the SPE loses ground (its backlog grew by {} of input over {}) while the machine is {:.0} % busy",
+                seconds(*growth),
+                seconds(*window),
+                busy * 100.0
+            ),
+            Reason::Holding { why } => write!(f, "still needed: {why}"),
+        }
+    }
+}

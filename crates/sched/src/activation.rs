@@ -37,7 +37,9 @@
 //!   would switch it off exactly when it helps; that is why room is needed as well. "Never
 //!   behind" here, and "kept up" below, mean below [`keep_up`](ActivationConfig::keep_up) of
 //!   input on average over the window (over each `confirm` window for the probe), which may
-//!   be more than `lag`: a queue that holds more for a round and drains is not behind (under
+//!   be more than `lag` (an SPE that holds between the two counts as behind while idle and as
+//!   keeping up while acted on: it is acted on, then handed back to see, the probes doubling as
+//!   below): a queue that holds more for a round and drains is not behind (under
 //!   queue-size priorities at 80–90 % busy, moirai's engine had such rounds every few seconds,
 //!   and a rule that wanted every round below the level never handed it back).
 //! - **Active → idle, to see** ([`Reason::Probing`]) when the SPE, with a backlog figure, has
@@ -229,8 +231,8 @@ impl ActivationConfig {
         }
         if self.keep_up < self.lag {
             return Err(format!(
-                "the activation rule's keep-up level {:?} is below its lag {:?}: an SPE would be behind and keeping up \
-                 at once",
+                "the activation rule's keep-up level {:?} is below its lag {:?}: an SPE that holds between the two \
+                 would never count as keeping up once acted on, and never be handed back",
                 self.keep_up, self.lag
             ));
         }

@@ -108,6 +108,11 @@ pub const DEFAULT_ACTIVATION_THRESHOLD: f64 = 0.9;
 /// The accepted range of the activation threshold (`moirai_sched::activation::CPU_THRESHOLD_RANGE`).
 pub const ACTIVATION_THRESHOLD_RANGE: std::ops::RangeInclusive<f64> = 0.5..=1.0;
 
+/// The accepted range of the activation rule's lag, how much input waiting counts as behind
+/// (`moirai_sched::activation::LAG_RANGE`).
+pub const ACTIVATION_LAG_RANGE: std::ops::RangeInclusive<std::time::Duration> =
+    std::time::Duration::from_millis(10)..=std::time::Duration::from_secs(10);
+
 impl ActivationMode {
     /// Its name in flags and files.
     pub fn as_str(self) -> &'static str {

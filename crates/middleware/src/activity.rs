@@ -277,6 +277,7 @@ mod tests {
             moirai_contract::policies::ACTIVATION_THRESHOLD_RANGE,
             moirai_sched::activation::CPU_THRESHOLD_RANGE
         );
+        assert_eq!(moirai_contract::policies::ACTIVATION_LAG_RANGE, moirai_sched::activation::LAG_RANGE);
     }
 
     fn spes() -> Vec<(String, String)> {

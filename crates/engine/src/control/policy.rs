@@ -90,7 +90,9 @@ impl Gate {
             #[cfg(not(feature = "policies"))]
             ActivationMode::Auto => Gate::Always,
             #[cfg(feature = "policies")]
-            ActivationMode::Auto => Gate::Auto(Box::new(AutoGate::new(config.activation_threshold))),
+            ActivationMode::Auto => {
+                Gate::Auto(Box::new(AutoGate::new(config.activation_threshold, config.activation_lag)))
+            }
         }
     }
 
@@ -124,14 +126,16 @@ struct AutoGate {
 
 #[cfg(feature = "policies")]
 impl AutoGate {
-    fn new(cpu_threshold: f64) -> AutoGate {
+    fn new(cpu_threshold: f64, lag: Option<Duration>) -> AutoGate {
         use moirai_sched::activation::{Activation, ActivationConfig};
         // The windows of the middleware's rule for moirai's engine (whose metrics change at
         // every round): confirm 1 s, release 10 s, losing ground 3 s.
-        AutoGate {
-            rule: Activation::new(ActivationConfig { cpu_threshold, ..ActivationConfig::default() }),
-            last: None,
-        }
+        let config = ActivationConfig { cpu_threshold, ..ActivationConfig::default() };
+        let config = match lag {
+            Some(lag) => config.with_lag(lag),
+            None => config,
+        };
+        AutoGate { rule: Activation::new(config), last: None }
     }
 
     fn update(&mut self, view: &EngineView, ops: &[OperatorSnapshot], at: Duration) -> Option<Change> {
@@ -229,5 +233,26 @@ impl Controller for PolicyController {
             }
             Err(_) => {}
         }
+    }
+}
+
+#[cfg(all(test, feature = "policies"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_gate_takes_the_threading_model_s_lag() {
+        let default = moirai_sched::activation::ActivationConfig::default();
+        let gate = AutoGate::new(0.8, None);
+        assert_eq!((gate.rule.config().cpu_threshold, gate.rule.config().lag), (0.8, default.lag));
+        let gate = AutoGate::new(0.9, Some(Duration::from_millis(25)));
+        assert_eq!(gate.rule.config().lag, Duration::from_millis(25));
+        // Kept up still means below the default keep-up level on average.
+        assert_eq!(gate.rule.config().keep_up, default.keep_up);
+        let gate = AutoGate::new(0.9, Some(Duration::from_millis(500)));
+        assert_eq!(
+            (gate.rule.config().lag, gate.rule.config().keep_up),
+            (Duration::from_millis(500), Duration::from_millis(500))
+        );
     }
 }

@@ -3,7 +3,9 @@
 use std::fmt;
 use std::time::Duration;
 
-use moirai_contract::policies::{ActivationMode, ACTIVATION_THRESHOLD_RANGE, DEFAULT_ACTIVATION_THRESHOLD};
+use moirai_contract::policies::{
+    ActivationMode, ACTIVATION_LAG_RANGE, ACTIVATION_THRESHOLD_RANGE, DEFAULT_ACTIVATION_THRESHOLD,
+};
 
 use super::{available_cores, InvalidSetting, MAX_POOL_THREADS};
 
@@ -21,7 +23,7 @@ fn help() -> String {
     let names: Vec<&str> = moirai_contract::policies::user_level().collect();
     format!(
         "policy:<name>[:N][:batch=B][:quantum=DURATION][:period=DURATION][:sources=K|off][:activation=auto|always]\
-         [:activation-threshold=S], with <name> one of {}, metric:<metric>, script:\"<expression>\"",
+         [:activation-threshold=S][:activation-lag=DURATION], with <name> one of {}, metric:<metric>, script:\"<expression>\"",
         names.join(", ")
     )
 }
@@ -50,6 +52,9 @@ pub struct PolicyThreading {
     pub activation: ActivationMode,
     /// The activation rule's CPU threshold (0.5..=1.0).
     pub activation_threshold: f64,
+    /// The activation rule's lag, how much input waiting counts as behind (in time at the input
+    /// rate; 10 ms..=10 s); `None`: the rule's default (the middleware's `--activation-lag`).
+    pub activation_lag: Option<Duration>,
 }
 
 impl PolicyThreading {
@@ -72,6 +77,7 @@ impl PolicyThreading {
             source_every: (policy == "qbs").then_some(QBS_SOURCE_EVERY),
             activation: ActivationMode::Auto,
             activation_threshold: DEFAULT_ACTIVATION_THRESHOLD,
+            activation_lag: None,
         }
     }
 
@@ -150,6 +156,18 @@ fn parse(params: &str, whole: &str) -> Result<PolicyThreading, String> {
                             ))
                         }
                     };
+                }
+                Some(("activation-lag", v)) => {
+                    let lag = duration(v, "activation-lag")?;
+                    if !ACTIVATION_LAG_RANGE.contains(&lag) {
+                        return Err(format!(
+                            "'{whole}': activation-lag {v} is how much input waiting counts as behind, in time at \
+                             the input rate, from {:?} to {:?}, e.g. activation-lag=25ms",
+                            ACTIVATION_LAG_RANGE.start(),
+                            ACTIVATION_LAG_RANGE.end()
+                        ));
+                    }
+                    c.activation_lag = Some(lag);
                 }
                 Some(("period", v)) => {
                     c.period = duration(v, "period")?;
@@ -236,6 +254,9 @@ impl fmt::Display for PolicyThreading {
         if self.activation_threshold != DEFAULT_ACTIVATION_THRESHOLD {
             write!(f, ":activation-threshold={}", self.activation_threshold)?;
         }
+        if let Some(lag) = self.activation_lag {
+            write!(f, ":activation-lag={}", humantime::format_duration(lag))?;
+        }
         Ok(())
     }
 }
@@ -258,6 +279,7 @@ mod tests {
             "metric:rate_in:2:period=1s",
             "qs:2:activation=always",
             "qbs:2:activation-threshold=0.75",
+            "qs:2:activation-lag=25ms",
         ] {
             let c = PolicyThreading::parse(text, text).unwrap_or_else(|e| panic!("{text}: {e}"));
             let again = PolicyThreading::parse(&c.to_string(), text).unwrap();
@@ -288,6 +310,8 @@ mod tests {
             ("qs:2:activation=sometimes", "use auto or always"),
             ("qs:2:activation-threshold=0.2", "from 0.5 to 1"),
             ("qs:2:activation-threshold=high", "activation-threshold 'high'"),
+            ("qs:2:activation-lag=1ms", "from 10ms to 10s"),
+            ("qs:2:activation-lag=soon", "activation-lag 'soon'"),
         ] {
             let e = PolicyThreading::parse(text, text).unwrap_err().to_string();
             assert!(e.contains(expect), "{text}: {e}");

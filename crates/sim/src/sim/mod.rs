@@ -247,7 +247,7 @@ impl<'m> Simulation<'m> {
         }
         if let Threading::Policy(p) = &sim.config.threading {
             let prioritizer = PolicyPrioritizer::new(&p.policy).map_err(|e| SimError::Config(e.to_string()))?;
-            let gate = Gate::new(p.activation, p.activation_threshold, None);
+            let gate = Gate::new(p.activation, p.activation_threshold, p.activation_lag);
             sim.user_policy = Some(UserPolicy { prioritizer, period_ns: p.period.as_nanos() as Nanos, gate });
             sim.events.push(0, Event::UserPolicy);
         }

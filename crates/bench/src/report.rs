@@ -153,7 +153,8 @@ pub fn render(r: &Results<'_>) -> String {
     h.push_str(
         "<h2>Side by side</h2>\n<p>Medians over repetitions; “x first” is the ratio to the first \
                 configuration at the same rate. Middleware CPU is a share of one core, from /proc; “mw active %” is the share of the \
-                measured window in which the middleware acted on the SPE, from its /metrics.</p>\n<table><tr>",
+                measured window in which the middleware acted on the SPE, from its /metrics; “mw handed back” how many times it \
+                 stopped acting, by reason, over the repetitions.</p>\n<table><tr>",
     );
     let (header, rows) = r.summary.table_rows();
     for c in header {

@@ -92,6 +92,9 @@ pub struct CellStats {
     /// Median share of the window in which the middleware acted, when the configuration has
     /// middleware.
     pub middleware_active_share: Option<f64>,
+    /// How many times the middleware handed the SPE back, by reason (`no_gain`, `probing`, …),
+    /// summed over the repetitions, when it reported them.
+    pub middleware_releases: Option<std::collections::BTreeMap<String, u64>>,
 }
 
 /// One (configuration, rate) of the table.
@@ -204,6 +207,17 @@ pub fn summarise(points: &[Point], configurations: &[String], rates: &[f64], cri
                     engine_cpu_cores: median(&runs.iter().map(|r| r.cpu_cores).collect::<Vec<_>>()),
                     middleware_cpu: mw_median(|p| p.middleware_cpu),
                     middleware_active_share: mw_median(|p| p.middleware_active_share),
+                    middleware_releases: {
+                        let reported =
+                            here.iter().filter(|p| p.failure.is_none() && p.middleware_activations.is_some());
+                        reported.fold(None, |sum, p| {
+                            let mut sum: std::collections::BTreeMap<String, u64> = sum.unwrap_or_default();
+                            for (reason, n) in &p.middleware_releases {
+                                *sum.entry(reason.clone()).or_default() += n;
+                            }
+                            Some(sum)
+                        })
+                    },
                 }
             });
             let why_not = match &stats {
@@ -299,6 +313,7 @@ impl Summary {
             "engine cores",
             "middleware % core",
             "mw active %",
+            "mw handed back",
             "sustainable",
         ];
         let base_label = self.configurations.first().map(|c| c.configuration.as_str()).unwrap_or("");
@@ -323,8 +338,13 @@ impl Summary {
                     format!("{:.2}", s.engine_cpu_cores),
                     s.middleware_cpu.map_or("-".into(), |m| format!("{:.1}", m * 100.0)),
                     s.middleware_active_share.map_or("-".into(), |m| format!("{:.0}", m * 100.0)),
+                    match &s.middleware_releases {
+                        None => "-".into(),
+                        Some(r) if r.is_empty() => "never".into(),
+                        Some(r) => crate::progress::releases_text(r),
+                    },
                 ]),
-                None => row.extend(vec!["-".to_string(); 9]),
+                None => row.extend(vec!["-".to_string(); 10]),
             }
             if exchange {
                 row.push(
@@ -614,6 +634,8 @@ pub(crate) mod tests {
         points.extend([0.2, 0.9, 0.6].into_iter().enumerate().map(|(i, share)| Point {
             middleware_cpu: Some(0.01),
             middleware_active_share: Some(share),
+            middleware_activations: Some(1),
+            middleware_releases: [("no_gain".to_string(), 1), ("probing".to_string(), i as u64)].into(),
             ..point("qs", 1000.0, 2 + i as u32, 990.0, 0.5)
         }));
         let s = summarise(&points, &labels(&["os", "qs"]), &[1000.0], &Criteria::default());
@@ -623,6 +645,8 @@ pub(crate) mod tests {
         // The median share of the window in which the middleware acted, over the points that have one.
         let active = header.iter().position(|h| *h == "mw active %").unwrap();
         assert_eq!((rows[0][active].as_str(), rows[1][active].as_str()), ("-", "60"));
+        // Why it stopped, summed over the repetitions that reported it.
+        assert_eq!((rows[0][active + 1].as_str(), rows[1][active + 1].as_str()), ("-", "no_gain:3 probing:3"));
         let text = s.render_table();
         assert!(text.contains("sustainable rate (every repetition ran, median ingress >= 98 %"), "{text}");
         assert!(text.lines().count() >= 6);

@@ -314,7 +314,7 @@ pub fn run_sweep(spec: &SweepSpec, prepared: &Prepared, stop: &AtomicBool) -> (V
     let mut progress = Progress::new(spec.total_points(), spec.duration);
     for &rate in &spec.rates {
         for rep in 1..=spec.reps {
-            for config in &spec.configurations {
+            for config in rotated(&spec.configurations, rep) {
                 if stop.load(Ordering::SeqCst) {
                     progress.finish();
                     return (points, SweepEnd::Interrupted);
@@ -340,6 +340,16 @@ pub fn run_sweep(spec: &SweepSpec, prepared: &Prepared, stop: &AtomicBool) -> (V
     }
     progress.finish();
     (points, SweepEnd::Completed)
+}
+
+/// The configurations in the order repetition `rep` (from 1) runs them: each repetition starts
+/// one configuration later than the one before (A B C, B C A, C A B, …), so that no
+/// configuration always runs first, right after the previous rate's last point, or always
+/// after the same neighbour; over a multiple of the configurations' count of repetitions each
+/// runs in every position equally often.
+fn rotated(configurations: &[Configuration], rep: u32) -> impl Iterator<Item = &Configuration> {
+    let start = (rep as usize).saturating_sub(1) % configurations.len().max(1);
+    configurations[start..].iter().chain(&configurations[..start])
 }
 
 enum PointRun {

@@ -306,6 +306,13 @@ fn a_sweep_interleaves_configurations_and_writes_everything() {
     for f in &done.files {
         assert!(std::fs::metadata(f).unwrap().len() > 200, "{} is too small", f.display());
     }
+    // Each repetition starts one configuration later.
+    let s = SweepSpec { reps: 3, ..fake.spec("os,os,os", &[1000.0], "ok") };
+    let done = crate::run(&s, &AtomicBool::new(false)).unwrap();
+    let order: Vec<(&str, u32)> = done.points.iter().map(|p| (p.configuration.as_str(), p.rep)).collect();
+    let expected =
+        [("os", 1), ("os#2", 1), ("os#3", 1), ("os#2", 2), ("os#3", 2), ("os", 2), ("os#3", 3), ("os", 3), ("os#2", 3)];
+    assert_eq!(order, expected);
 }
 
 #[test]

@@ -10,7 +10,7 @@
 # Storm: 20 x 3). Each SPE is given 25 s to start; then the SPEs' answering threads are measured
 # for SECONDS without a middleware (their own background: Flink's metric fetcher, Storm's
 # reporter), then the middleware is started with `--activation always` (every round translates:
-# the dearest case; pass --activation auto to measure an idle middleware), given 10 s, and
+# the dearest case; ACTIVATION=auto measures an idle middleware), given 10 s, and
 # measured for SECONDS: its CPU (utime + stime + cutime + cstime of /proc/<pid>/stat: itself and
 # the jcmd children it waited for) over its rounds (moirai_schedule_rounds_total), no dashboard.
 # The SPEs' answering cost is the CPU of their answering threads with the middleware minus
@@ -95,7 +95,7 @@ answering() {
   if has storm; then out="$out storm $(threads_cpu $ST '^Attach Listener')"; fi
   echo $out; }
 a0=$(answering); sleep "$S"; a1=$(answering)
-$M schedule --config $D/schedule.toml --activation always "$@" > $D/mw.log 2>&1 & W=$!; PIDS+=($W)
+$M schedule --config $D/schedule.toml --activation "${ACTIVATION:-always}" "$@" > $D/mw.log 2>&1 & W=$!; PIDS+=($W)
 sleep 10
 rounds() { curl -s http://127.0.0.1:$MPORT/metrics | awk '/^moirai_schedule_rounds_total/{print $2}'; }
 threads() { curl -s http://127.0.0.1:$MPORT/metrics | awk '/^moirai_schedule_threads /{print $2}'; }

@@ -38,7 +38,7 @@ for path in sys.argv[1:]:
                     back[reason] = back.get(reason, 0) + int(n)
             backs = " ".join(f"{k}:{v}" for k, v in sorted(back.items())) or "–"
             print(
-                f"| {rate / 1000:.0f}k | `{c}` | {len(rs)} | {median(rs, 'ingress_tps'):.0f} | {p50:.2f} | {p50 / b50:.2f} |"
+                f"| {rate / 1000:g}k | `{c}` | {len(rs)} | {median(rs, 'ingress_tps'):.0f} | {p50:.2f} | {p50 / b50:.2f} |"
                 f" {p99:.0f} ({min(p99s):.0f}–{max(p99s):.0f}) | {p99 / b99:.2f} | {act} | {first} | {backs} |"
             )
     print()

@@ -36,9 +36,9 @@ pub fn config_for(kind: &str, cpu_threshold: f64, lag: Option<Duration>) -> Acti
 }
 
 /// The activation lag on moirai's engine unless configured (the keep-up level stays the rule's
-/// 100 ms). Measured (`docs/schedule.md`, "When it acts"): on the Lachesis SYN at 1.2× and 1.4×
-/// Linux's saturation point, p99 0.46× and 0.04× of Linux alone's against 1.70× and 0.18× with
-/// 100 ms; on a pipeline of three 200 µs operators at 95 % busy, 0.90× against 1.72×; where the
+/// 100 ms). Measured (`docs/schedule.md`, "When it acts"): on the Lachesis SYN at 38k and 45k
+/// tuples/s (99 % busy, and past Linux's saturation point), p99 0.46× and 0.04× of Linux alone's
+/// against 1.70× and 0.18× with 100 ms; on a pipeline of three 200 µs operators at 95 % busy, 0.90× against 1.72×; where the
 /// engine keeps up with room (83–88 % busy) neither acted.
 pub const ENGINE_LAG: Duration = Duration::from_millis(25);
 

@@ -23,24 +23,17 @@ use moirai_sched::{Cluster, Schedule};
 /// The rule's windows for an SPE whose driver is `kind`: a JVM SPE's metrics (Flink's REST
 /// store, Storm's CSV reporter) refresh about once a second, so its confirm window spans more
 /// rounds; the losing-ground window (3 s) is the same for every kind (measured on Flink: 9 s
-/// there started acting 10 s into a 20 s run). `lag`, when given, replaces the kind's:
-/// [`ENGINE_LAG`] on moirai's engine, the rule's default (100 ms) on the others.
+/// there started acting 10 s into a 20 s run). `lag`, when given, replaces the kind's (the
+/// rule's default, 100 ms, on every kind: see `docs/schedule.md`, "When it acts", for what 25 ms
+/// did on moirai's engine, and why it is not the default there).
 pub fn config_for(kind: &str, cpu_threshold: f64, lag: Option<Duration>) -> ActivationConfig {
     let base = ActivationConfig { cpu_threshold, ..ActivationConfig::default() };
     let kinds = match kind {
         "flink" | "storm" => ActivationConfig { confirm: Duration::from_secs(3), ..base },
-        "moirai" => base.with_lag(ENGINE_LAG),
         _ => base,
     };
     kinds.with_lag(lag.unwrap_or(kinds.lag))
 }
-
-/// The activation lag on moirai's engine unless configured (the keep-up level stays the rule's
-/// 100 ms). Measured (`docs/schedule.md`, "When it acts"): on the Lachesis SYN at 38k and 45k
-/// tuples/s (99 % busy, and past Linux's saturation point), p99 0.46× and 0.04× of Linux alone's
-/// against 1.70× and 0.18× with 100 ms; on a pipeline of three 200 µs operators at 95 % busy, 0.90× against 1.72×; where the
-/// engine keeps up with room (83–88 % busy) neither acted.
-pub const ENGINE_LAG: Duration = Duration::from_millis(25);
 
 /// What an SPE's rule says now, for the log, the dashboard and `/metrics`.
 #[derive(Clone, Debug, PartialEq)]
@@ -313,10 +306,8 @@ mod tests {
         assert_eq!(config_for("flink", 0.8, None).losing_ground, config_for("moirai", 0.8, None).losing_ground);
         assert_eq!(config_for("storm", 0.95, None).cpu_threshold, 0.95);
         assert_eq!(config_for("flink", 0.9, None).lag, Duration::from_millis(100));
-        let engine = config_for("moirai", 0.9, None);
-        assert_eq!((engine.lag, engine.keep_up), (ENGINE_LAG, Duration::from_millis(100)));
-        let engine = config_for("moirai", 0.9, Some(Duration::from_millis(100)));
-        assert_eq!((engine.lag, engine.keep_up), (Duration::from_millis(100), Duration::from_millis(100)));
+        let engine = config_for("moirai", 0.9, Some(Duration::from_millis(25)));
+        assert_eq!((engine.lag, engine.keep_up), (Duration::from_millis(25), Duration::from_millis(100)));
         let lag = Some(Duration::from_millis(40));
         assert_eq!(config_for("storm", 0.9, lag).lag, Duration::from_millis(40), "the given lag, any kind");
         assert_eq!(config_for("storm", 0.9, lag).confirm, Duration::from_secs(3), "the kind's other windows");

@@ -12,6 +12,8 @@
 //!   process's group and the group's nice value (a handle across sessions).
 //! - [`caps`]: capability and privilege checks, and a [`caps::preflight`] that lists everything
 //!   missing before the middleware touches anything.
+//! - [`sighting`]: whether a process's thread set changed, and whether a tid still names the
+//!   thread first seen, each told by a read of a file kept open.
 //! - [`restore`]: the [`RestoreLog`], which records every thread's and group's original state
 //!   before the first change, persists it crash-safely and puts everything back — at exit, or
 //!   after a crash on the next start.
@@ -49,6 +51,7 @@ pub mod proc;
 pub mod process;
 pub mod realtime;
 pub mod restore;
+pub mod sighting;
 #[cfg(test)]
 mod testutil;
 

@@ -19,6 +19,7 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::time::Instant;
 
 /// How much of a file's end the first read (and a read after a truncation) looks at.
 pub const TAIL: u64 = 256;
@@ -36,6 +37,8 @@ pub struct CsvTail {
     partial: bool,
     /// The value of the last complete, non-empty line read (`None` when it did not parse).
     last: Option<f64>,
+    /// When a read last found a complete line that had not been read before.
+    grew: Option<Instant>,
 }
 
 impl CsvTail {
@@ -46,7 +49,7 @@ impl CsvTail {
 
     /// An open file, not read yet.
     pub fn new(file: File) -> Self {
-        CsvTail { file, offset: None, partial: false, last: None }
+        CsvTail { file, offset: None, partial: false, last: None, grew: None }
     }
 
     /// The value of the file's last complete, non-empty line now (`None` for a header, a value
@@ -60,6 +63,12 @@ impl CsvTail {
                 None
             }
         }
+    }
+
+    /// When a read last found a line not read before (the first read's lines count): the file
+    /// is being written. `None` before any line was read.
+    pub fn grew(&self) -> Option<Instant> {
+        self.grew
     }
 
     /// Jumps to the file's last [`TAIL`] bytes and forgets the value.
@@ -118,6 +127,7 @@ impl CsvTail {
             }
             if let Some(line) = lines.split(|&b| b == b'\n').rev().find(|l| !l.trim_ascii().is_empty()) {
                 self.last = parse_value(line);
+                self.grew = Some(Instant::now());
             }
             self.offset = Some(from + (n - data.len()) as u64 + end as u64 + 1);
             self.partial = false;
@@ -171,9 +181,12 @@ mod tests {
         assert_eq!(tail.value(), None, "a header only");
         f.append("1795534869,20\n");
         assert_eq!(tail.value(), Some(20.0));
+        let grew = tail.grew().expect("a line was read");
         assert_eq!(tail.value(), Some(20.0), "nothing new: the last value stays");
+        assert_eq!(tail.grew(), Some(grew), "nothing new: it did not grow");
         f.append("1795534870,40\n1795534871,60\n");
         assert_eq!(tail.value(), Some(60.0), "two lines in one period: the last");
+        assert!(tail.grew() > Some(grew), "it grew");
         f.append("1795534872,NaN\n");
         assert_eq!(tail.value(), None, "not a finite number");
         f.append("\n1795534873,0.5\n\n");

@@ -48,6 +48,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
+use moirai_os::sighting::SeenThreads;
 use moirai_sched::Metric;
 
 use super::cpu_clocks::CpuClocks;
@@ -151,6 +152,8 @@ pub struct FlinkDriver {
     jobs: HashMap<String, Job>,
     /// The TaskManager's threads, listed every round: a mapped thread gone shows as a change.
     census: ThreadCensus,
+    /// The mapped threads' start times, each confirmed by a file kept open.
+    seen: SeenThreads,
     /// The mapped threads' CPU clocks, kept open.
     clocks: CpuClocks,
     /// In a cluster of several nodes: this node's TaskManager, whose subtasks alone are scheduled.
@@ -180,6 +183,7 @@ impl FlinkDriver {
             sources: None,
             jobs: HashMap::new(),
             census: ThreadCensus::new(),
+            seen: SeenThreads::new(),
             clocks: CpuClocks::new(),
             node: None,
             scrape: None,
@@ -264,7 +268,7 @@ impl FlinkDriver {
         // A thread that ended, or whose tid the kernel gave to another thread since the dump:
         // looked for (one stat per mapped thread) only when the JVM's thread set changed.
         let changed = self.census.refresh(map.pid);
-        let gone = changed && any_gone(map.pid, map.threads.values().flatten());
+        let gone = changed && any_gone(&mut self.seen, map.pid, map.threads.values().flatten());
         // A subtask's helper threads start after its task thread, some only when first needed
         // (a timer thread at the first timer): a dump taken in between lacks them. One born
         // since is looked up by its name in /proc (cut to 15 bytes, but the helpers' prefixes
@@ -337,9 +341,11 @@ impl FlinkDriver {
             // Another TaskManager's subtasks are never this node's, whatever runs in this JVM.
             node.retain(&mut index);
         }
+        // The files of the last map's threads are closed: only this map's are followed.
+        self.seen = SeenThreads::new();
         let threads = index
             .into_iter()
-            .map(|(key, threads)| (key, stamp(pid, threads.into_iter().map(|(_, tid)| tid))))
+            .map(|(key, threads)| (key, stamp(&mut self.seen, pid, threads.into_iter().map(|(_, tid)| tid))))
             .collect();
         for job in jobs {
             let mut names = BTreeSet::new();

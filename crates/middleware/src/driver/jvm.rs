@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use moirai_os::sighting::SeenThreads;
 use moirai_sched::ThreadRef;
 
 use super::hotspot_attach;
@@ -151,22 +152,18 @@ pub fn pick_jvm(mut scores: Vec<(usize, u32)>, preferred: Option<u32>, what: &st
 }
 
 /// The threads `tids` of `pid` with their start times now, so that a tid the kernel reuses later
-/// is never touched; threads already gone are left out.
-pub fn stamp(pid: u32, tids: impl IntoIterator<Item = i32>) -> Vec<ThreadRef> {
-    tids.into_iter()
-        .filter_map(|tid| {
-            let stat = moirai_os::proc::thread_stat(pid, tid).ok()?;
-            Some(ThreadRef { tid, start_ticks: stat.start_ticks })
-        })
-        .collect()
+/// is never touched; threads already gone are left out. `seen` keeps a file of each open, so that
+/// [`any_gone`] later checks them with a read each.
+pub fn stamp(seen: &mut SeenThreads, pid: u32, tids: impl IntoIterator<Item = i32>) -> Vec<ThreadRef> {
+    tids.into_iter().filter_map(|tid| Some(ThreadRef { tid, start_ticks: seen.start_ticks(pid, tid).ok()? })).collect()
 }
 
 /// Whether a mapped thread ended, or its tid now belongs to another thread. A thread whose
 /// `/proc` entry cannot be read for lack of descriptors is not gone: the mapping is kept (the
 /// translator checks each thread's start time again before it changes it).
-pub fn any_gone<'a>(pid: u32, threads: impl IntoIterator<Item = &'a ThreadRef>) -> bool {
-    threads.into_iter().any(|t| match moirai_os::proc::thread_stat(pid, t.tid) {
-        Ok(stat) => stat.start_ticks != t.start_ticks,
+pub fn any_gone<'a>(seen: &mut SeenThreads, pid: u32, threads: impl IntoIterator<Item = &'a ThreadRef>) -> bool {
+    threads.into_iter().any(|t| match seen.start_ticks(pid, t.tid) {
+        Ok(start_ticks) => start_ticks != t.start_ticks,
         Err(e) => !moirai_os::limits::is_out_of_descriptors(&e),
     })
 }

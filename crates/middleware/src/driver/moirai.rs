@@ -224,10 +224,13 @@ impl MoiraiDriver {
     fn verify(&mut self, pid: u32) -> Result<(), String> {
         let url = self.client.url().to_string();
         let refuse = |why: String| Err(format!("refusing to schedule the process {url} names (pid {pid}): {why}"));
+        let mut same_socket = false;
         match super::loopback_port(&url) {
             // The socket found in an earlier round, still held by this very process: the port is
             // still its own (one readlink instead of a scan of every socket and process).
-            Some(_) if self.listener.as_ref().is_some_and(|l| l.pid == pid && l.still_listening()) => {}
+            Some(_) if self.listener.as_ref().is_some_and(|l| l.pid == pid && l.still_listening()) => {
+                same_socket = true
+            }
             Some(port) => match identity::listener(port) {
                 Ok(Some(listener)) if listener.pid == pid => self.listener = Some(listener),
                 Ok(Some(listener)) => {
@@ -265,7 +268,10 @@ impl MoiraiDriver {
                  [[spe]] table (pid, uid, exe) are"
             )),
         }
-        let Some((uid, _)) = identity::owner(pid) else {
+        // The engine attached before, still holding its socket, is the same process: its owner
+        // was read when it was attached (`/proc/<pid>/status` is among the dearer files to read).
+        let attached_uid = self.attached.as_ref().filter(|(p, _, _)| same_socket && *p == pid).map(|a| a.1);
+        let Some(uid) = attached_uid.or_else(|| identity::owner(pid).map(|o| o.0)) else {
             return refuse("no such process on this machine".into());
         };
         if self.pins.pid.is_some_and(|p| p != pid) {

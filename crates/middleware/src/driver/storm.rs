@@ -41,6 +41,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use moirai_os::sighting::SeenThreads;
 use moirai_sched::{LogicalOperator, Metric, OpKind, PhysicalOperator, SpeTopology, ThreadRef};
 
 use super::cpu_clocks::CpuClocks;
@@ -148,6 +149,8 @@ pub struct StormDriver {
     census: ThreadCensus,
     /// The mapped threads' CPU clocks, kept open.
     clocks: CpuClocks,
+    /// The mapped threads' start times, each confirmed by a file kept open.
+    seen: SeenThreads,
     /// The topology last built from the executor map and the listing.
     built: Option<Built>,
     /// Thread dumps taken so far.
@@ -183,6 +186,7 @@ impl StormDriver {
             sources: None,
             census: ThreadCensus::new(),
             clocks: CpuClocks::new(),
+            seen: SeenThreads::new(),
             built: None,
             dumps: 0,
         })
@@ -229,13 +233,15 @@ impl StormDriver {
         let dump = thread_dump(pid)?;
         self.dumps += 1;
         let idle = idle_wait_in_dump(&dump);
+        // The files of the last map's threads are closed: only this map's are followed.
+        self.seen = SeenThreads::new();
         let mut executors = Vec::new();
         for (name, tid) in parse_thread_dump(&dump) {
             let Some((component, a, b)) = parse_executor_thread(&name) else { continue };
             if component.starts_with("__") {
                 continue;
             }
-            if let Some(thread) = stamp(pid, [tid]).pop() {
+            if let Some(thread) = stamp(&mut self.seen, pid, [tid]).pop() {
                 executors.push(Executor { component: component.to_string(), tasks: (a, b), thread });
             }
         }
@@ -457,11 +463,12 @@ impl Driver for StormDriver {
         // Threads first: the component ids they name are what the file names are parsed against.
         let components: BTreeSet<String> =
             self.map.iter().flat_map(|m| m.executors.iter().map(|e| e.component.clone())).collect();
-        // The worker's threads changed (listed every round): the files are listed again too.
+        // The worker's threads changed: a mapped one may be gone (looked for below). The files
+        // are listed again only if so (after the new dump), or when the directory changed.
         let threads_changed = self.map.as_ref().is_some_and(|m| self.census.refresh(m.pid));
         let (mut topologies, mut files) = self
             .dir
-            .live(dir, &components.iter().map(String::as_str).collect(), threads_changed)
+            .live(dir, &components.iter().map(String::as_str).collect(), false)
             .map_err(DriverError::Interface)?;
         // The dump is taken again when a mapped thread is gone, when topologies came or went, and
         // (every few seconds) while a live topology has no executor mapped — deploying, or the
@@ -471,7 +478,7 @@ impl Driver for StormDriver {
             Some(m) => {
                 let mapped: BTreeSet<&str> = files.iter().map(|(_, f)| f.topology.as_str()).collect();
                 // Looked for (one stat per executor) only when the JVM's thread set changed.
-                (threads_changed && any_gone(m.pid, m.executors.iter().map(|e| &e.thread)))
+                (threads_changed && any_gone(&mut self.seen, m.pid, m.executors.iter().map(|e| &e.thread)))
                     || m.topologies != topologies
                     || (mapped.len() < topologies.len() && m.taken.elapsed() >= DUMP_RETRY)
                     || (matches!(m.idle, IdleWait::Unknown(_)) && m.taken.elapsed() >= IDLE_RETRY)

@@ -7,9 +7,11 @@
 //! file, with 100 executors some 2 000 files). The reporter creates a file once and appends to
 //! it every period, so the set of files changes only when the directory does (its mtime moves
 //! with every file created or removed). The listing is therefore taken again when the
-//! directory's mtime, its owner or the components asked for change, when the caller says so (a
-//! thread of the worker came or went), and every [`RELIST`] — so that a topology whose files
-//! stopped being written is dropped at most [`LIVE`] + [`RELIST`] after its last write.
+//! directory's mtime, its owner or the components asked for change, when the caller says so
+//! (after a new thread dump), and every [`RELIST`] unless each of its files, kept open, was seen
+//! growing within [`LIVE`] — so that a topology whose files stopped being written is dropped at
+//! most [`LIVE`] + [`RELIST`] after its last write, while a steady topology (every file written
+//! each period) is never listed again for nothing: a listing cost as much as ten rounds' reads.
 //!
 //! A listing also keeps its files open (up to [`HELD`] of them) as [`CsvTail`]s: a value is then
 //! one `pread` of what the reporter appended since the last round, where opening the file by its
@@ -145,16 +147,29 @@ struct Listing {
     tails: Vec<Option<CsvTail>>,
 }
 
+impl Listing {
+    /// Whether every file of the listing is kept open and was seen growing within [`LIVE`], and
+    /// every live topology has a file among them: then no topology can have gone quiet since.
+    fn all_growing(&self) -> bool {
+        let growing = |t: &Option<CsvTail>| t.as_ref().and_then(CsvTail::grew).is_some_and(|g| g.elapsed() <= LIVE);
+        !self.tails.is_empty()
+            && self.tails.iter().all(growing)
+            && self.topologies.iter().all(|t| self.files.iter().any(|(_, f)| &f.topology == t))
+    }
+}
+
 /// One metrics directory and its last listing; see the [module docs](self).
 pub struct MetricDir {
     dir: PathBuf,
     listing: Option<Listing>,
+    /// [`RELIST`] (shorter in tests).
+    relist_after: Duration,
 }
 
 impl MetricDir {
     /// The directory at `dir`, not listed yet.
     pub fn new(dir: &Path) -> Self {
-        MetricDir { dir: dir.to_path_buf(), listing: None }
+        MetricDir { dir: dir.to_path_buf(), listing: None, relist_after: RELIST }
     }
 
     /// Its path.
@@ -183,7 +198,7 @@ impl MetricDir {
             !relist
                 && l.owner == owner
                 && l.modified == modified
-                && l.taken.elapsed() < RELIST
+                && (l.taken.elapsed() < self.relist_after || l.all_growing())
                 && l.components.len() == components.len()
                 && l.components.iter().zip(components).all(|(a, b)| a == b)
         });
@@ -332,6 +347,25 @@ mod tests {
         assert!(!Arc::ptr_eq(&second, &forced));
         let (_, none) = files.live(files.owner().unwrap(), &["other"].into(), false).unwrap();
         assert!(none.is_empty(), "no file of component `other`");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_old_listing_is_kept_while_every_file_grows() {
+        let dir = scratch("growing");
+        let mut files = MetricDir::new(&dir);
+        files.relist_after = Duration::ZERO;
+        let ops: BTreeSet<&str> = ["op"].into();
+        queue_file(&dir, "t-1-1", 1);
+        queue_file(&dir, "t-1-1", 2);
+        let (_, first) = files.live(files.owner().unwrap(), &ops, false).unwrap();
+        assert_eq!(first.len(), 2);
+        assert_eq!(files.value(0), Some(3.0));
+        let (_, again) = files.live(files.owner().unwrap(), &ops, false).unwrap();
+        assert!(!Arc::ptr_eq(&first, &again), "a file not read yet is not known to grow: listed again");
+        assert_eq!((files.value(0), files.value(1)), (Some(3.0), Some(3.0)));
+        let (_, kept) = files.live(files.owner().unwrap(), &ops, false).unwrap();
+        assert!(Arc::ptr_eq(&again, &kept), "every file seen growing within LIVE: the listing stands");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::OsError;
 use crate::nice::set_nice;
-use crate::proc::{clock_ticks_per_second, thread_stat, threads, ThreadStat, Tid};
+use crate::proc::{clock_ticks_per_second, thread_stat, threads, Tid};
 
 use super::{identity, Identity, RestoreReport, State};
 
@@ -64,22 +64,23 @@ impl State {
         self.heirs.iter().find(|r| r.pid == pid).filter(|r| identity(pid, pid as Tid, r.start_ticks) == Identity::Same)
     }
 
-    /// The original to record for thread `stat` of process `pid`, whose nice value is `nice`
-    /// before moirai first changes it: the baseline for an heir, `nice` otherwise.
-    pub(crate) fn original_nice_of(&self, pid: u32, stat: &ThreadStat, nice: i32) -> i32 {
+    /// The original to record for the thread of process `pid` started at `start_ticks`, whose
+    /// nice value is `nice` before moirai first changes it: the baseline for an heir, `nice` otherwise.
+    pub(crate) fn original_nice_of(&self, pid: u32, start_ticks: u64, nice: i32) -> i32 {
         match self.heirs_of(pid) {
-            Some(r) if r.inherited(stat.start_ticks, nice) => r.baseline,
+            Some(r) if r.inherited(start_ticks, nice) => r.baseline,
             _ => nice,
         }
     }
 
-    /// Notes that moirai sets `nice` on a thread of process `pid` (called before the change);
-    /// true if the record changed. The first change in a process reads its baseline; a process
-    /// whose main thread cannot be read is not followed (its heirs stay as they are).
-    pub(crate) fn note_nice_set(&mut self, pid: u32, nice: i32) -> Result<bool, OsError> {
-        let Ok(main) = thread_stat(pid, pid as Tid) else { return Ok(false) };
+    /// Notes that moirai sets `nice` on a thread of process `pid`, whose main thread started at
+    /// `main_start` (`None`: it cannot be read), called before the change; true if the record
+    /// changed. The first change in a process reads its baseline; a process whose main thread
+    /// cannot be read is not followed (its heirs stay as they are).
+    pub(crate) fn note_nice_set(&mut self, pid: u32, main_start: Option<u64>, nice: i32) -> Result<bool, OsError> {
+        let Some(main_start) = main_start else { return Ok(false) };
         if let Some(i) = self.heirs.iter().position(|r| r.pid == pid) {
-            if self.heirs[i].start_ticks == main.start_ticks {
+            if self.heirs[i].start_ticks == main_start {
                 let values = &mut self.heirs[i].values;
                 if values.contains(&nice) {
                     return Ok(false);
@@ -92,10 +93,14 @@ impl State {
         }
         // The main thread's original if moirai already changed it (a record from before this
         // one existed cannot be: the record is made at the first change), else its value now.
+        let Ok(main) = thread_stat(pid, pid as Tid) else { return Ok(false) };
+        if main.start_ticks != main_start {
+            return Ok(false);
+        }
         let baseline = self.nice.iter().find(|r| r.pid == pid && r.tid == pid as Tid).map_or(main.nice, |r| r.nice);
         self.heirs.push(HeirRecord {
             pid,
-            start_ticks: main.start_ticks,
+            start_ticks: main_start,
             since_ticks: now_ticks()?,
             baseline,
             values: vec![nice],

@@ -56,6 +56,7 @@ use crate::error::OsError;
 use crate::nice::{get_nice, set_nice, validate_nice};
 use crate::proc::{thread_stat, Tid};
 use crate::realtime::{get_sched_class, set_sched_class, SchedClass};
+use crate::sighting::SeenThreads;
 
 /// Start time of the calling process, for [`State::writer_start_ticks`].
 fn own_start_ticks() -> u64 {
@@ -74,6 +75,9 @@ pub struct RestoreLog {
     /// Restore on drop: true for a log that makes changes, false for the one-shot log of
     /// [`RestoreLog::restore_from`], which has already tried once.
     restore_on_drop: bool,
+    /// The start times of the threads it changed, each confirmed by a file kept open: a
+    /// round's changes check each thread's identity with one read instead of a `stat` by path.
+    seen: SeenThreads,
 }
 
 impl RestoreLog {
@@ -105,7 +109,7 @@ impl RestoreLog {
             writer_start_ticks: own_start_ticks(),
             ..State::default()
         };
-        let log = RestoreLog { path, state, fs, dirty: false, restore_on_drop: true };
+        let log = RestoreLog { path, state, fs, dirty: false, restore_on_drop: true, seen: SeenThreads::new() };
         log.persist()?;
         Ok(log)
     }
@@ -136,7 +140,14 @@ impl RestoreLog {
                 ),
             });
         }
-        let mut log = RestoreLog { path: path.to_path_buf(), state, fs, dirty: false, restore_on_drop: false };
+        let mut log = RestoreLog {
+            path: path.to_path_buf(),
+            state,
+            fs,
+            dirty: false,
+            restore_on_drop: false,
+            seen: SeenThreads::new(),
+        };
         Ok(log.restore())
     }
 
@@ -186,10 +197,11 @@ impl RestoreLog {
 
     fn record_nice(&mut self, pid: u32, tid: Tid, nice: i32) -> Result<(), OsError> {
         validate_nice(nice as i64)?;
-        let stat = thread_stat(pid, tid).map_err(|_| OsError::ThreadGone { tid })?;
+        let start_ticks = self.seen.start_ticks(pid, tid).map_err(|_| OsError::ThreadGone { tid })?;
+        let main_start = self.seen.start_ticks(pid, pid as Tid).ok();
         if let Some(i) = self.state.nice.iter().position(|r| r.pid == pid && r.tid == tid) {
-            if self.state.nice[i].start_ticks == stat.start_ticks {
-                self.dirty |= self.state.note_nice_set(pid, nice)?;
+            if self.state.nice[i].start_ticks == start_ticks {
+                self.dirty |= self.state.note_nice_set(pid, main_start, nice)?;
                 return Ok(());
             }
             // The recorded thread ended and the tid was reused: the old record is moot.
@@ -198,9 +210,9 @@ impl RestoreLog {
         // A thread born of one moirai reniced starts at moirai's value: its original is its
         // process's (see `heirs`). Judged before `nice` joins the values set there: a thread
         // already at a value moirai is only about to set did not inherit it.
-        let original = self.state.original_nice_of(pid, &stat, get_nice(tid)?);
-        self.state.note_nice_set(pid, nice)?;
-        self.state.nice.push(NiceRecord { pid, tid, start_ticks: stat.start_ticks, nice: original });
+        let original = self.state.original_nice_of(pid, start_ticks, get_nice(tid)?);
+        self.state.note_nice_set(pid, main_start, nice)?;
+        self.state.nice.push(NiceRecord { pid, tid, start_ticks, nice: original });
         self.dirty = true;
         Ok(())
     }
@@ -278,6 +290,7 @@ impl RestoreLog {
     /// undone leaves the record; what failed stays in it (and in the state file) for another
     /// attempt. The state file is removed once nothing is left.
     pub fn restore(&mut self) -> RestoreReport {
+        self.seen.clear();
         let mut report = undo::undo(&mut self.state, &*self.fs);
         self.dirty = true;
         let result = if self.state.is_empty() {
@@ -302,6 +315,7 @@ impl RestoreLog {
     /// middleware that lets go of one SPE while it keeps scheduling others. What fails stays
     /// recorded, for the next attempt or the final restore.
     pub fn restore_process(&mut self, pid: u32) -> RestoreReport {
+        self.seen.forget_process(pid);
         let mut part =
             State { cgroup: self.state.cgroup.clone(), instance: self.state.instance.clone(), ..State::default() };
         let mine = |r: &u32| *r == pid;

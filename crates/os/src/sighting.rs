@@ -101,7 +101,13 @@ pub const HELD: usize = 4096;
 #[derive(Debug, Default)]
 pub struct SeenThreads {
     held: HashMap<(u32, Tid), (u64, ThreadCpuClock)>,
+    /// Files opened so far; every [`SWEEP`]-th closes those of threads that ended (which nobody
+    /// may ask about again).
+    opened: u64,
 }
+
+/// How many files [`SeenThreads`] opens between two sweeps of its ended threads.
+const SWEEP: u64 = 256;
 
 impl SeenThreads {
     /// None seen yet.
@@ -126,6 +132,10 @@ impl SeenThreads {
         let file = (self.held.len() < HELD).then(|| ThreadCpuClock::open(pid, tid).ok()).flatten();
         let ticks = thread_stat(pid, tid)?.start_ticks;
         if let Some(file) = file {
+            self.opened += 1;
+            if self.opened % SWEEP == 0 {
+                self.held.retain(|_, (_, f)| f.read_ns().is_ok());
+            }
             self.held.insert((pid, tid), (ticks, file));
         }
         Ok(ticks)
@@ -230,6 +240,21 @@ mod tests {
         }
         assert!(seen.start_ticks(me, tid).is_err(), "an ended thread has no start time");
         assert_eq!(seen.open(), 0, "its file was closed");
+        // Files of threads that ended and are never asked about again are closed by a sweep.
+        let (ended, tx, handle) = waiting_thread();
+        seen.start_ticks(me, ended).unwrap();
+        drop(tx);
+        handle.join().unwrap();
+        while std::fs::metadata(format!("/proc/{me}/task/{ended}")).is_ok() {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(seen.open(), 1);
+        for _ in 0..SWEEP {
+            seen.held.remove(&(me, me as Tid)); // so that the next call opens a file again
+            seen.start_ticks(me, me as Tid).unwrap();
+        }
+        assert!(!seen.held.contains_key(&(me, ended)), "swept");
+        assert_eq!(seen.open(), 1, "the main thread's file");
         seen.start_ticks(me, me as Tid).unwrap();
         seen.forget_process(me);
         assert_eq!(seen.open(), 0);

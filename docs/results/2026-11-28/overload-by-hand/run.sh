@@ -23,5 +23,5 @@ idle() { grep -E "': (active|idle) —" $OUT | tail -1 | grep -q "': idle —" &
 until idle; do sleep 0.5; [ $(( $(date +%s) - ta )) -gt 90 ] && break; done
 tb=$(date +%s)
 kill -INT $W; wait $W; kill $E; wait $E 2>/dev/null
-echo "lag $LAG: $(grep -c "': active —" $OUT) activation(s); $(grep -E "': idle —" $OUT | sed -n 2p | cut -c1-150); waited $((tb-ta)) s"
+echo "lag $LAG: $(grep "': active —" $OUT | grep -vc 'still needed') activation(s); $(grep -E "': idle —" $OUT | sed -n 2p | cut -c1-150); waited $((tb-ta)) s"
 rm -rf $D

@@ -10,6 +10,7 @@
 
 use std::marker::PhantomData;
 
+use crate::executor::ahead::{boxed_lines, heap_lines};
 use crate::tuple::Tuple;
 
 /// Everything a chain element receives besides tuples.
@@ -24,6 +25,9 @@ pub trait Control: Send {
     fn flush(&mut self);
     /// The input has ended: emit what is held, then pass the end on.
     fn finish(&mut self);
+    /// Adds the addresses of the memory apart from the element itself that handing it a batch
+    /// touches first (what it owns on the heap and the elements after it), for a pool to prefetch.
+    fn touched(&self, _at: &mut Vec<usize>) {}
 }
 
 /// A chain element that takes tuples of type `T`.
@@ -128,6 +132,12 @@ impl<In, Out: Send, Op: Operator<In, Out>> Control for Link<Op, In, Out> {
         self.emit_with(|op, out| op.on_end(out));
         self.down.finish();
     }
+    #[cold]
+    fn touched(&self, at: &mut Vec<usize>) {
+        heap_lines(at, &self.buffer);
+        boxed_lines(at, &*self.down);
+        self.down.touched(at);
+    }
 }
 
 /// A two-input operator and its downstream: the head of a two-input physical operator.
@@ -186,5 +196,11 @@ impl<L, R, Out: Send, Op: TwoInputOperator<L, R, Out>> Control for TwoInputLink<
     fn finish(&mut self) {
         self.emit_with(|op, out| op.on_end(out));
         self.down.finish();
+    }
+    #[cold]
+    fn touched(&self, at: &mut Vec<usize>) {
+        heap_lines(at, &self.buffer);
+        boxed_lines(at, &*self.down);
+        self.down.touched(at);
     }
 }

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use crate::exchange::LinkSender;
+use crate::executor::ahead::heap_lines;
 use crate::graph::Partitioning;
 use crate::metrics::OperatorMetrics;
 use crate::operator::{Control, Input};
@@ -207,6 +208,14 @@ impl<T: Data> Control for Router<T> {
     }
     fn finish(&mut self) {
         self.end_all();
+    }
+    #[cold]
+    fn touched(&self, at: &mut Vec<usize>) {
+        heap_lines(at, &self.routes);
+        for r in &self.routes {
+            heap_lines(at, &r.senders);
+            heap_lines(at, &r.buffers);
+        }
     }
 }
 

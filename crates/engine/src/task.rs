@@ -5,6 +5,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use crate::executor::ahead::{boxed_lines, heap_lines};
 use crate::metrics::OperatorMetrics;
 use crate::operator::{Input, TwoInput};
 use crate::sync::channel::{Message, Received, Receiver};
@@ -43,6 +44,9 @@ pub trait Task: Send {
     fn has_input(&self) -> bool;
     /// What wakes the task: its input channels, or a source's stop request.
     fn signal(&self) -> &Arc<Signal>;
+    /// Adds the addresses of the memory apart from the task itself that a step touches first
+    /// (its ports' and chain's allocations), for a pool to prefetch before it runs the task.
+    fn touched(&self, _at: &mut Vec<usize>) {}
 }
 
 /// Watermarks and ends of the channels into one task.
@@ -162,6 +166,27 @@ impl<T: Send> Port<T> {
     fn has_input(&self) -> bool {
         self.receivers.iter().any(|r| r.is_ready())
     }
+
+    #[cold]
+    fn touched(&self, at: &mut Vec<usize>) {
+        heap_lines(at, &self.receivers);
+        heap_lines(at, &self.spares);
+    }
+}
+
+impl Progress {
+    #[cold]
+    fn touched(&self, at: &mut Vec<usize>) {
+        heap_lines(at, &self.watermarks);
+        heap_lines(at, &self.ended);
+    }
+}
+
+/// The chain's memory: its head and what the head reaches.
+#[cold]
+fn chain_touched(head: &dyn crate::operator::Control, at: &mut Vec<usize>) {
+    boxed_lines(at, head);
+    head.touched(at);
 }
 
 /// Fires due timers; then, if no input is left queued, flushes and says until when to sleep.
@@ -219,6 +244,13 @@ impl<T: Send> Task for OneInputTask<T> {
     fn signal(&self) -> &Arc<Signal> {
         &self.signal
     }
+
+    #[cold]
+    fn touched(&self, at: &mut Vec<usize>) {
+        self.port.touched(at);
+        self.progress.touched(at);
+        chain_touched(&*self.head, at);
+    }
 }
 
 /// A physical operator whose chain starts with a two-input operator.
@@ -262,6 +294,14 @@ impl<L: Send, R: Send> Task for TwoInputTask<L, R> {
 
     fn signal(&self) -> &Arc<Signal> {
         &self.signal
+    }
+
+    #[cold]
+    fn touched(&self, at: &mut Vec<usize>) {
+        self.left.touched(at);
+        self.right.touched(at);
+        self.progress.touched(at);
+        chain_touched(&*self.head, at);
     }
 }
 

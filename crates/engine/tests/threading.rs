@@ -3,8 +3,9 @@
 //! - a pool of one worker finishes a query where a blocking design deadlocks: a producer whose
 //!   channel is full while the only thread that could drain it is the producer's own;
 //! - under a pool of several workers one operator instance never runs on two threads at once;
-//! - a query of 10 000 operators builds, starts and runs to its end (correctness only: how fast
-//!   it starts is a benchmark);
+//! - a query of 10 000 operators builds, starts and runs to its end, every tuple in order, also
+//!   with the prefetch hints a pool of that size issues (correctness only: how fast is a
+//!   benchmark);
 //! - fused placement puts operators on the named threads their hints name, and refuses a hint
 //!   that names no declared thread;
 //! - `/topology` lists a pool's worker threads, each operator's last thread, the thread level.
@@ -82,7 +83,9 @@ fn an_operator_instance_never_runs_on_two_workers_at_once() {
 
 #[test]
 fn ten_thousand_operators_build_start_and_finish() {
-    for model in ["dynamic:2", "fused"] {
+    // Pools this large prefetch along the pipeline: with one worker (`dynamic:1`, `fused`)
+    // everywhere, with two within each worker's segment.
+    for model in ["dynamic:2", "dynamic:1", "fused"] {
         let q = Query::new("long");
         let mut s = q.source("numbers", Source::new(|_, _| 0u64..200));
         for i in 0..9_998 {

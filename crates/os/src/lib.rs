@@ -10,6 +10,7 @@
 //!   real-time translator, with the safety net it needs.
 //! - [`autogroup`]: session groups (`sched_autogroup`): whether the kernel uses them, a
 //!   process's group and the group's nice value (a handle across sessions).
+//! - [`cache`]: a prefetch hint, for memory an engine's worker will read next.
 //! - [`caps`]: capability and privilege checks, and a [`caps::preflight`] that lists everything
 //!   missing before the middleware touches anything.
 //! - [`sighting`]: whether a process's thread set changed, and whether a tid still names the
@@ -28,9 +29,9 @@
 //! - [`file`](mod@file): files another process keeps writing, read without updating their access time.
 //! - [`error`]: [`OsError`], one error type whose messages say what to do.
 //!
-//! This is the only crate of moirai with `unsafe` code: every system call the others need has a
-//! thin safe wrapper here (the others `#![forbid(unsafe_code)]`), each `unsafe` block with the
-//! reason it is sound.
+//! This is the only crate of moirai with `unsafe` code: every system call the others need, and
+//! the CPU's prefetch hint, has a thin safe wrapper here (the others `#![forbid(unsafe_code)]`),
+//! each `unsafe` block with the reason it is sound.
 //!
 //! The mechanisms act on threads of *other* processes (Flink JVMs, moirai engines): every call
 //! takes the pid and tid explicitly, and the changing ones that the middleware uses go through
@@ -38,6 +39,7 @@
 #![forbid(missing_docs)]
 
 pub mod autogroup;
+pub mod cache;
 pub mod caps;
 pub mod cgroup;
 pub mod error;

@@ -171,8 +171,7 @@ impl Ready {
     }
 
     /// The task's home worker, if it has one.
-    #[cfg(test)]
-    fn home(&self, id: usize) -> Option<usize> {
+    pub(super) fn home(&self, id: usize) -> Option<usize> {
         self.home_of[id]
     }
 

@@ -16,6 +16,7 @@
 //! ([`crate::threading`]).
 
 mod affinity;
+pub(crate) mod ahead;
 mod dedicated;
 mod pool;
 mod turn_cpu;

@@ -39,6 +39,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::affinity::{segments, set_worker, Ready};
+use super::ahead::{boxed_lines, one_per_line, Ahead};
 use super::turn_cpu::{TurnCpu, SETTLE_NS};
 use super::{panic_message, Executor, ExecutorTask, Observed, OnPanic, Started, ThreadLevel};
 use crate::metrics::OperatorMetrics;
@@ -216,7 +217,11 @@ impl Pool {
         }
     }
 
-    fn worker(&self, index: usize, tid: i32) {
+    /// Runs worker `index` (Linux thread `tid`) until the pool is done; with `HINTS`, issuing
+    /// `ahead`'s prefetch hints as each turn starts. A pool without hints runs the loop compiled
+    /// without them: on the raw 5-operator pipeline, a loop that merely checked for hints ran
+    /// 0.78–0.91× as fast (the loop turns every few hundred nanoseconds there).
+    fn worker<const HINTS: bool>(&self, index: usize, tid: i32, ahead: Option<&Ahead>) {
         // Turns this worker started (for a source interval).
         let mut turns: u64 = 0;
         let mut cpu = TurnCpu::new(now_ns());
@@ -259,6 +264,9 @@ impl Pool {
                 turns += 1;
                 // A stale entry (the operator was claimed by a producer's drain, or already ran)
                 // fails the claim and is dropped.
+                if let Some(ahead) = ahead.filter(|_| HINTS) {
+                    ahead.prefetch(id);
+                }
                 if self.slots[id].state.claim() && self.run(id, tid, &mut cpu) {
                     // Blocked on a full output: drain a queued consumer now (IBM's producer
                     // that executes its consumer instead of waiting).
@@ -303,6 +311,36 @@ impl Pool {
             }
         }
     }
+}
+
+/// A core's L2 cache where the kernel does not say (1 MiB: this machine's, and the order of
+/// today's server CPUs').
+const L2_GUESS: usize = 1 << 20;
+
+/// The least memory one operator's turn touches (16 cache lines: slot, state word, hook, signal,
+/// counters, task, channel): a pool whose operators fit a core's L2 by this count gets no hints,
+/// and spends nothing on working them out.
+const MIN_TOUCHED: usize = 16 * 64;
+
+/// The memory a turn of a slot's operator touches: its slot, state word, wake hook, signal,
+/// counters, task (and what the task names: ports, chain, router) and input channels.
+fn touched(slot: &Slot) -> Vec<usize> {
+    let mut at = Vec::new();
+    boxed_lines(&mut at, slot);
+    boxed_lines(&mut at, &*slot.state);
+    boxed_lines(&mut at, &*slot.metrics);
+    boxed_lines(&mut at, &*slot.signal);
+    at.extend(slot.signal.hook_address());
+    // No worker runs yet: the lock is free.
+    let task = lock(&slot.task);
+    boxed_lines(&mut at, &**task);
+    task.touched(&mut at);
+    drop(task);
+    for c in &slot.metrics.inputs {
+        boxed_lines(&mut at, &**c);
+    }
+    one_per_line(&mut at);
+    at
 }
 
 /// One or more pools: `dynamic`, `elastic` and `policy` have one; `fused` one per named thread.
@@ -408,6 +446,7 @@ impl Executor for Pools {
             placed[p].push(t);
         }
         let mut pools = Vec::new();
+        let mut aheads = Vec::new();
         for (p, tasks) in placed.into_iter().enumerate() {
             let placement: Vec<(Option<usize>, bool)> = tasks.iter().map(|t| (t.affinity, t.source)).collect();
             let ready = Arc::new(Ready::new(&self.discipline, self.workers, self.affinity, &placement));
@@ -431,10 +470,23 @@ impl Executor for Pools {
                     }
                 })
                 .collect::<Vec<_>>();
+            let cache = moirai_os::cache::l2_bytes().unwrap_or(L2_GUESS);
+            let ahead = (slots.len() * MIN_TOUCHED > cache).then(|| {
+                // Collected once every task is in place: nothing is allocated between the tasks'
+                // state words and hooks, whose places in memory decide which share a cache line.
+                let touched: Vec<Vec<usize>> = slots.iter().map(touched).collect();
+                let downstream: Vec<Vec<usize>> = slots.iter().map(|s| s.downstream.clone()).collect();
+                // Which worker runs an operator is known only where the pool keeps operators on
+                // their home worker, or has one worker.
+                let one_worker =
+                    |a: usize, b: usize| self.workers == 1 || ready.home(a).is_some_and(|h| ready.home(b) == Some(h));
+                Ahead::plan(&downstream, &touched, one_worker, cache)
+            });
             // Every task starts queued, in plan order.
             for (i, slot) in slots.iter().enumerate() {
                 ready.enqueue(i, slot.metrics.priority_level.load(Ordering::Relaxed));
             }
+            aheads.push(ahead.flatten().map(Arc::new));
             pools.push(Arc::new(Pool {
                 name: self.names[p].clone(),
                 slots,
@@ -456,7 +508,7 @@ impl Executor for Pools {
         let npools = pools.len();
         let total_level: usize = pools.iter().map(|p| p.level.load(Ordering::SeqCst)).sum();
         observed.thread_level.store(total_level, Ordering::SeqCst);
-        for pool in &pools {
+        for (pool, ahead) in pools.iter().zip(&aheads) {
             // Workers above the level and the pool's ready queue must see an abort.
             let (ready, parked) = (pool.ready.clone(), pool.clone());
             let wake = Arc::new(Signal::default());
@@ -469,11 +521,14 @@ impl Executor for Pools {
                 let name = worker_name(&pool.name, index, npools);
                 let tid = Arc::new(AtomicI32::new(0));
                 lock(&observed.threads).push((name.clone(), tid.clone()));
-                let (pool, observed) = (pool.clone(), observed.clone());
+                let (pool, observed, ahead) = (pool.clone(), observed.clone(), ahead.clone());
                 match std::thread::Builder::new().name(name).spawn(move || {
                     let me = moirai_os::current_tid();
                     tid.store(me, Ordering::SeqCst);
-                    pool.worker(index, me);
+                    match ahead.as_deref() {
+                        Some(ahead) => pool.worker::<true>(index, me, Some(ahead)),
+                        None => pool.worker::<false>(index, me, None),
+                    }
                     observed.ended.thread_ended();
                 }) {
                     Ok(t) => threads.push(t),

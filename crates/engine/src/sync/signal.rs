@@ -69,6 +69,11 @@ impl Signal {
         let _ = self.hook.set(hook);
     }
 
+    /// Where the wake hook lives, once set (for a pool's prefetch hints).
+    pub(crate) fn hook_address(&self) -> Option<usize> {
+        self.hook.get().map(|hook| moirai_os::cache::address_of(&**hook))
+    }
+
     /// True while some output channel of the task is full: it must not be stepped until then.
     pub fn is_blocked(&self) -> bool {
         self.full_outputs.load(Ordering::SeqCst) > 0

@@ -20,7 +20,7 @@ pub fn prefetch(addr: usize) {
     let _ = addr;
 }
 
-/// The size of the L2 cache of the CPU the caller runs on first, as the kernel describes it
+/// The size of one core's L2 cache (CPU 0's), as the kernel describes it
 /// (`/sys/devices/system/cpu/cpu0/cache/index*/`: level 2, data or unified); `None` where it
 /// does not.
 pub fn l2_bytes() -> Option<usize> {

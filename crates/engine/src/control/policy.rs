@@ -188,20 +188,15 @@ impl Controller for PolicyController {
     fn round(&mut self, view: &EngineView, at: Duration) {
         let Some(topology) = &self.topology else { return };
         let ops = view.snapshot();
-        if let Some((active, code, reason)) = self.gate.update(view, &ops, at) {
+        let change = self.gate.update(view, &ops, at);
+        if let Some((active, _, reason)) = &change {
             tracing::info!(
                 "moirai engine: policy '{}' {} at {:.2} s: {reason}",
                 self.policy,
-                if active { "orders the ready queue" } else { "idle, one level for every operator" },
+                if *active { "orders the ready queue" } else { "idle, one level for every operator" },
                 at.as_secs_f64()
             );
-            lock(&view.observed.activation_changes).push(ActivationChange {
-                at_s: at.as_secs_f64(),
-                active,
-                code,
-                reason,
-            });
-            self.pools.iter().for_each(|p| p.set_levels_apply(active));
+            self.pools.iter().for_each(|p| p.set_levels_apply(*active));
             if !active {
                 // At once, whether or not the policy works this round.
                 for m in view.operators() {
@@ -209,7 +204,7 @@ impl Controller for PolicyController {
                 }
             }
         }
-        let active = view.policy_active() == Some(true);
+        let active = change.as_ref().map_or(view.policy_active() == Some(true), |(active, ..)| *active);
         let result = self.prioritizer.priorities(topology, &ops, at).and_then(|p| {
             if p.len() == ops.len() {
                 Ok(p)
@@ -232,6 +227,16 @@ impl Controller for PolicyController {
                 );
             }
             Err(_) => {}
+        }
+        // Recorded once this round's levels are out: whoever sees the policy active (the view,
+        // `/metrics`) sees its levels too.
+        if let Some((active, code, reason)) = change {
+            lock(&view.observed.activation_changes).push(ActivationChange {
+                at_s: at.as_secs_f64(),
+                active,
+                code,
+                reason,
+            });
         }
     }
 }

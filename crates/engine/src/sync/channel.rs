@@ -26,12 +26,15 @@
 //! one lock with one notification, and the receive that takes a batch also takes a watermark queued
 //! right behind it ([`Received::watermark`]). At a low rate, where a source sends a watermark behind
 //! every tuple, a hop then costs one send, one receive and one step of the consumer instead of two.
+//!
+//! The queue holds its two oldest messages inside the channel (`sync/queue.rs`): such a hop
+//! touches no allocation of the queue's own.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 use super::primitive::atomic::{AtomicU64, Ordering};
 use super::primitive::{lock, Mutex};
+use super::queue::Queue;
 use super::Signal;
 use crate::tuple::{now_ns, step_now_ns, Tuple};
 
@@ -47,7 +50,8 @@ pub enum Message<T> {
 }
 
 struct State<T> {
-    queue: VecDeque<(u64, Message<T>)>,
+    /// (when it was queued, message), oldest first.
+    queue: Queue<(u64, Message<T>)>,
     /// Tuples in `queue` (batches only).
     tuples: usize,
     /// When the channel became full, if it counts among its producer's full outputs now.
@@ -138,7 +142,7 @@ pub struct Closed;
 pub fn channel<T: Send>(capacity: usize, consumer: Arc<Signal>, producer: Arc<Signal>) -> (Sender<T>, Receiver<T>) {
     let channel = Arc::new(Channel {
         state: Mutex::new(State {
-            queue: VecDeque::new(),
+            queue: Queue::default(),
             tuples: 0,
             full_since: None,
             closed: false,

@@ -26,6 +26,7 @@
 //!   while a task runs leaves it notified, and letting go of a notified task queues it again.
 
 pub mod channel;
+mod queue;
 mod signal;
 mod state;
 

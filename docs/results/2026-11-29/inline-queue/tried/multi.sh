@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# usage: multi.sh OUT.csv REPS "label=binary ..." SYN_ARGS...
+set -u
+out=$1; reps=$2; bins=$3; shift 3
+[ -f "$out" ] || echo "rep,binary,cpu_cores,ingress_tps,e2e_p50_ms,e2e_p99_ms" > "$out"
+for rep in $(seq 1 "$reps"); do
+  for lb in $bins; do
+    label=${lb%%=*}; bin=${lb#*=}
+    "$bin" run syn "$@" --json 2>/dev/null | tail -1 | python3 -c "
+import json, sys
+d = json.load(sys.stdin); e = d['e2e_latency_ms']
+print('$rep,$label,%.5f,%.1f,%.3f,%.3f' % (d['cpu_cores'], d['ingress_tps'], e['p50'], e['p99']))" >> "$out"
+    tail -1 "$out"
+  done
+done

@@ -6,8 +6,10 @@
 
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
 use crate::exchange::LinkSender;
-use crate::executor::ahead::heap_lines;
+use crate::executor::ahead::spilled_lines;
 use crate::graph::Partitioning;
 use crate::metrics::OperatorMetrics;
 use crate::operator::{Control, Input};
@@ -57,12 +59,16 @@ impl<T: Send> Out<T> {
 }
 
 /// One outgoing logical edge of a physical operator.
+///
+/// A forward edge (one consumer) keeps its sender and buffer inside the route, and a router of
+/// one route keeps that inside the router: at a low rate a hop crosses a long pipeline, and each
+/// allocation of its own would be one more cache line to fetch per operator.
 pub struct Route<T> {
     partitioning: Partitioning,
     key_hash: Option<KeyHash<T>>,
     /// One per consumer instance reached (just one for a forward edge).
-    senders: Vec<Out<T>>,
-    buffers: Vec<Vec<Tuple<T>>>,
+    senders: SmallVec<[Out<T>; 1]>,
+    buffers: SmallVec<[Vec<Tuple<T>>; 1]>,
     next: usize,
 }
 
@@ -76,7 +82,7 @@ impl<T: Data> Route<T> {
     pub fn with_outs(partitioning: Partitioning, key_hash: Option<KeyHash<T>>, senders: Vec<Out<T>>) -> Self {
         assert!(partitioning != Partitioning::KeyBy || key_hash.is_some(), "a keyed route needs a key hash");
         let buffers = senders.iter().map(|_| Vec::new()).collect();
-        Route { partitioning, key_hash, senders, buffers, next: 0 }
+        Route { partitioning, key_hash, senders: senders.into_iter().collect(), buffers, next: 0 }
     }
 
     #[inline]
@@ -96,7 +102,7 @@ impl<T: Data> Route<T> {
 
 /// Sends the tuples of a physical operator to its consumers.
 pub struct Router<T> {
-    routes: Vec<Route<T>>,
+    routes: SmallVec<[Route<T>; 1]>,
     /// Copies sent per tuple taken in: one per route, one per consumer of a broadcast route.
     fanout: usize,
     batch_size: usize,
@@ -109,7 +115,13 @@ impl<T: Data> Router<T> {
     pub fn new(routes: Vec<Route<T>>, batch_size: usize, metrics: Arc<OperatorMetrics>) -> Self {
         let fanout =
             routes.iter().map(|r| if r.partitioning == Partitioning::Broadcast { r.senders.len() } else { 1 }).sum();
-        Router { routes, fanout, batch_size: batch_size.max(1), metrics, last_watermark: 0 }
+        Router {
+            routes: routes.into_iter().collect(),
+            fanout,
+            batch_size: batch_size.max(1),
+            metrics,
+            last_watermark: 0,
+        }
     }
 
     /// Sends `buffer` as a batch. Without a vector given back by the consumer, a full batch's
@@ -211,10 +223,10 @@ impl<T: Data> Control for Router<T> {
     }
     #[cold]
     fn touched(&self, at: &mut Vec<usize>) {
-        heap_lines(at, &self.routes);
+        spilled_lines(at, &self.routes);
         for r in &self.routes {
-            heap_lines(at, &r.senders);
-            heap_lines(at, &r.buffers);
+            spilled_lines(at, &r.senders);
+            spilled_lines(at, &r.buffers);
         }
     }
 }
@@ -241,6 +253,8 @@ mod tests {
         router.push_batch(&mut vec![Tuple::at(0, 9)]);
         router.flush();
         assert!(router.routes[0].buffers[0].is_empty() && router.routes[0].buffers[0].capacity() == 0);
+        // A forward router holds its route, sender and buffer inside itself.
+        assert!(!router.routes.spilled() && !router.routes[0].senders.spilled() && !router.routes[0].buffers.spilled());
         assert!(matches!(rx.try_recv(), Some(Message::Batch(b)) if b.len() == 1 && b[0].data == 9));
     }
 }

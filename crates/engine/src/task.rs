@@ -5,7 +5,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use crate::executor::ahead::{boxed_lines, heap_lines};
+use smallvec::SmallVec;
+
+use crate::executor::ahead::{boxed_lines, spilled_lines};
 use crate::metrics::OperatorMetrics;
 use crate::operator::{Input, TwoInput};
 use crate::sync::channel::{Message, Received, Receiver};
@@ -49,18 +51,23 @@ pub trait Task: Send {
     fn touched(&self, _at: &mut Vec<usize>) {}
 }
 
-/// Watermarks and ends of the channels into one task.
+/// Watermarks and ends of the channels into one task (up to two inside the task itself).
 #[derive(Debug)]
 pub(crate) struct Progress {
-    watermarks: Vec<u64>,
-    ended: Vec<bool>,
+    watermarks: SmallVec<[u64; 2]>,
+    ended: SmallVec<[bool; 2]>,
     open: usize,
     current: u64,
 }
 
 impl Progress {
     pub(crate) fn new(channels: usize) -> Self {
-        Progress { watermarks: vec![0; channels], ended: vec![false; channels], open: channels, current: 0 }
+        Progress {
+            watermarks: smallvec::smallvec![0; channels],
+            ended: smallvec::smallvec![false; channels],
+            open: channels,
+            current: 0,
+        }
     }
 
     fn combined(&self) -> u64 {
@@ -101,11 +108,12 @@ impl Progress {
     }
 }
 
-/// The channels of one input port.
+/// The channels of one input port (one inside the port itself: at a low rate a tuple crosses a
+/// long pipeline, and every allocation of an operator's own is one more cache line to fetch).
 pub(crate) struct Port<T> {
-    receivers: Vec<Receiver<T>>,
+    receivers: SmallVec<[Receiver<T>; 1]>,
     /// Per channel, the emptied vector of its last batch, handed back with the next receive.
-    spares: Vec<Option<Vec<Tuple<T>>>>,
+    spares: SmallVec<[Option<Vec<Tuple<T>>>; 1]>,
     /// Index of the first of these channels in the task's [`Progress`].
     base: usize,
 }
@@ -133,7 +141,7 @@ impl Polled {
 impl<T: Send> Port<T> {
     pub(crate) fn new(receivers: Vec<Receiver<T>>, base: usize) -> Self {
         let spares = receivers.iter().map(|_| None).collect();
-        Port { receivers, spares, base }
+        Port { receivers: receivers.into_iter().collect(), spares, base }
     }
 
     /// Takes at most one message from each channel (a batch with the watermark behind it) and
@@ -169,16 +177,16 @@ impl<T: Send> Port<T> {
 
     #[cold]
     fn touched(&self, at: &mut Vec<usize>) {
-        heap_lines(at, &self.receivers);
-        heap_lines(at, &self.spares);
+        spilled_lines(at, &self.receivers);
+        spilled_lines(at, &self.spares);
     }
 }
 
 impl Progress {
     #[cold]
     fn touched(&self, at: &mut Vec<usize>) {
-        heap_lines(at, &self.watermarks);
-        heap_lines(at, &self.ended);
+        spilled_lines(at, &self.watermarks);
+        spilled_lines(at, &self.ended);
     }
 }
 
@@ -329,5 +337,46 @@ impl StopFlag {
     /// True once requested.
     pub fn is_requested(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sync::channel::channel;
+
+    fn port_of(channels: usize) -> Port<u64> {
+        let rx = (0..channels)
+            .map(|_| channel::<u64>(16, Arc::new(Signal::default()), Arc::new(Signal::default())).1)
+            .collect();
+        Port::new(rx, 0)
+    }
+
+    #[test]
+    fn one_channel_in_keeps_the_port_and_progress_inside_the_task() {
+        // A pipeline's operator: nothing of its port or progress has an allocation of its own,
+        // so it adds no line for a pool to hint.
+        let (port, progress) = (port_of(1), Progress::new(1));
+        assert!(!port.receivers.spilled() && !port.spares.spilled());
+        assert!(!progress.watermarks.spilled() && !progress.ended.spilled());
+        let mut at = Vec::new();
+        port.touched(&mut at);
+        progress.touched(&mut at);
+        assert!(at.is_empty(), "{at:?}");
+        // A join's two channels still fit the progress; a port of three spills, and its
+        // allocations are hinted.
+        assert!(!Progress::new(2).watermarks.spilled());
+        let (port, progress) = (port_of(3), Progress::new(3));
+        port.touched(&mut at);
+        progress.touched(&mut at);
+        let line = |p: usize| p / 64 * 64;
+        for first in [
+            port.receivers.as_ptr() as usize,
+            port.spares.as_ptr() as usize,
+            progress.watermarks.as_ptr() as usize,
+            progress.ended.as_ptr() as usize,
+        ] {
+            assert!(at.contains(&line(first)), "{first:#x} among {at:x?}");
+        }
     }
 }

@@ -11,6 +11,8 @@
 //! - [`autogroup`]: session groups (`sched_autogroup`): whether the kernel uses them, a
 //!   process's group and the group's nice value (a handle across sessions).
 //! - [`cache`]: a prefetch hint, for memory an engine's worker will read next.
+//! - [`ticks`]: the CPU's time-stamp counter, and whether the kernel keeps time by it (a cheaper
+//!   clock for an engine's worker).
 //! - [`caps`]: capability and privilege checks, and a [`caps::preflight`] that lists everything
 //!   missing before the middleware touches anything.
 //! - [`sighting`]: whether a process's thread set changed, and whether a tid still names the
@@ -29,9 +31,9 @@
 //! - [`file`](mod@file): files another process keeps writing, read without updating their access time.
 //! - [`error`]: [`OsError`], one error type whose messages say what to do.
 //!
-//! This is the only crate of moirai with `unsafe` code: every system call the others need, and
-//! the CPU's prefetch hint, has a thin safe wrapper here (the others `#![forbid(unsafe_code)]`),
-//! each `unsafe` block with the reason it is sound.
+//! This is the only crate of moirai with `unsafe` code: every system call the others need, the
+//! CPU's prefetch hint and its time-stamp counter have a thin safe wrapper here (the others
+//! `#![forbid(unsafe_code)]`), each `unsafe` block with the reason it is sound.
 //!
 //! The mechanisms act on threads of *other* processes (Flink JVMs, moirai engines): every call
 //! takes the pid and tid explicitly, and the changing ones that the middleware uses go through
@@ -56,6 +58,7 @@ pub mod restore;
 pub mod sighting;
 #[cfg(test)]
 mod testutil;
+pub mod ticks;
 
 pub use caps::{euid, has_capability, is_root, preflight, Cap, Need};
 pub use cgroup::{CgroupLayout, CgroupTree, CgroupVersion, Hierarchy};

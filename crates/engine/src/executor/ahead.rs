@@ -91,6 +91,14 @@ pub(crate) fn heap_lines<T>(at: &mut Vec<usize>, v: &Vec<T>) {
     }
 }
 
+/// Adds the cache lines of what `v` holds on the heap once it spilled there (inline, its items
+/// are part of what holds `v`).
+pub(crate) fn spilled_lines<A: smallvec::Array>(at: &mut Vec<usize>, v: &smallvec::SmallVec<A>) {
+    if v.spilled() && size_of::<A::Item>() > 0 {
+        lines(at, v.as_ptr() as usize, v.len().max(1) * size_of::<A::Item>());
+    }
+}
+
 /// Adds the cache lines of a boxed value.
 pub(crate) fn boxed_lines<T: ?Sized>(at: &mut Vec<usize>, b: &T) {
     lines(at, moirai_os::cache::address_of(b), size_of_val(b));

@@ -19,6 +19,7 @@ mod affinity;
 pub(crate) mod ahead;
 mod dedicated;
 mod pool;
+mod turn_clock;
 mod turn_cpu;
 
 use std::sync::atomic::{AtomicI32, AtomicUsize};

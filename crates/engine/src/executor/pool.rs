@@ -39,7 +39,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::affinity::{segments, set_worker, Ready};
-use super::ahead::{boxed_lines, one_per_line, Ahead};
+use super::ahead::{boxed_lines, lines, one_per_line, Ahead};
 use super::turn_cpu::{TurnCpu, SETTLE_NS};
 use super::{panic_message, Executor, ExecutorTask, Observed, OnPanic, Started, ThreadLevel};
 use crate::metrics::OperatorMetrics;
@@ -59,14 +59,26 @@ impl Ready {
     }
 }
 
+/// One operator of a pool. What a turn reads (the task's lock and the pointers to what it
+/// shares) comes first and each slot starts a cache line, so that a turn touches one line of
+/// the pool's slots (`TURN_BYTES`).
+#[repr(C, align(64))]
 struct Slot {
-    name: String,
     task: Mutex<Box<dyn Task>>,
     metrics: Arc<OperatorMetrics>,
     signal: Arc<Signal>,
     state: Arc<TaskState>,
-    /// Operators of this pool it sends to.
+    /// Operators of this pool it sends to (read when the operator ends a turn blocked).
     downstream: Vec<usize>,
+    name: String,
+}
+
+// A turn's part fits one cache line.
+const _: () = assert!(Slot::TURN_BYTES <= 64);
+
+impl Slot {
+    /// The bytes from the start of a slot that a turn reads (within its first cache line).
+    const TURN_BYTES: usize = std::mem::offset_of!(Slot, downstream);
 }
 
 /// One pool: its operators, ready queue, timers and thread level.
@@ -187,7 +199,7 @@ impl Pool {
         }
         set_step_clock(None);
         self.ready.in_turn(false);
-        cpu.record(id, now_ns(), |op| &self.slots[op].metrics);
+        cpu.end_turn(id, |op| &self.slots[op].metrics);
         drop(task);
         match outcome {
             Step::Finished => {
@@ -224,7 +236,7 @@ impl Pool {
     fn worker<const HINTS: bool>(&self, index: usize, tid: i32, ahead: Option<&Ahead>) {
         // Turns this worker started (for a source interval).
         let mut turns: u64 = 0;
-        let mut cpu = TurnCpu::new(now_ns());
+        let mut cpu = TurnCpu::new();
         // The clock as the last turn ended, when the worker goes straight on to the next: one
         // reading per turn.
         let mut turn_ended: Option<u64> = None;
@@ -256,7 +268,7 @@ impl Pool {
             // Operators whose timer fired are taken by this worker next: no other is woken for
             // them unless more than one waits.
             self.ready.in_turn(true);
-            let now = ended.unwrap_or_else(now_ns);
+            let now = ended.unwrap_or_else(|| cpu.read_clock());
             cpu.mark(now);
             let next_timer = self.fire_timers(now);
             self.ready.in_turn(false);
@@ -323,13 +335,14 @@ const L2_GUESS: usize = 1 << 20;
 const MIN_TOUCHED: usize = 16 * 64;
 
 /// The memory a turn of a slot's operator touches: its slot, state word, wake hook, signal,
-/// counters, task (and what the task names: ports, chain, router) and input channels.
+/// counters, task (and what the task names: ports, chain, router) and input channels; of the
+/// slot, signal and counters, only the line a turn reads.
 fn touched(slot: &Slot) -> Vec<usize> {
     let mut at = Vec::new();
-    boxed_lines(&mut at, slot);
+    lines(&mut at, moirai_os::cache::address_of(slot), Slot::TURN_BYTES);
     boxed_lines(&mut at, &*slot.state);
-    boxed_lines(&mut at, &*slot.metrics);
-    boxed_lines(&mut at, &*slot.signal);
+    lines(&mut at, moirai_os::cache::address_of(&*slot.metrics), OperatorMetrics::TURN_BYTES);
+    lines(&mut at, moirai_os::cache::address_of(&*slot.signal), Signal::TURN_BYTES);
     at.extend(slot.signal.hook_address());
     // No worker runs yet: the lock is free.
     let task = lock(&slot.task);

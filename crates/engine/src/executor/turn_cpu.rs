@@ -4,8 +4,9 @@
 //! Linux answers a thread's CPU clock (`CLOCK_THREAD_CPUTIME_ID`) only through a system call,
 //! never from the vDSO; reading it before and after every turn cost two system calls per
 //! operator per tuple at low rates (14 per tuple for a 7-operator pipeline), about a fifth of the
-//! engine's CPU at 1 000 tuples/s. A worker instead times each turn on the monotonic clock (read
-//! in the vDSO, no system call; one reading per turn, at its end), and reads its CPU clock once per *settlement*: after
+//! engine's CPU at 1 000 tuples/s. A worker instead times each turn on its turn clock (the
+//! monotonic clock, or the CPU's counter converted to it: [`super::turn_clock`]; no system call;
+//! one reading per turn, at its end), and reads its CPU clock once per *settlement*: after
 //! [`SETTLE_TURNS`] turns, after [`SETTLE_NS`] of wall time, before a sleep that may be long, and
 //! when it ends. The CPU time since the last settlement is shared among the turns run since, in
 //! proportion to their wall time. The total is exact — every nanosecond the worker spent, its
@@ -14,10 +15,14 @@
 
 use std::sync::atomic::Ordering;
 
+use super::turn_clock::TurnClock;
 use crate::metrics::OperatorMetrics;
 
-/// Most turns between two readings of the CPU clock.
-pub(super) const SETTLE_TURNS: usize = 64;
+/// Most turns between two readings of the CPU clock. A reading is a system call (~530 ns here);
+/// on 10 000 operators at 100 tuples/s, reading it every 256 turns instead of every 64 took
+/// 0.89× the CPU (10 pairs), every 1 024 turns 0.98× of 256 (8 pairs), within the noise
+/// (`docs/results/2026-11-29/fewer-lines/`).
+pub(super) const SETTLE_TURNS: usize = 256;
 
 /// Longest wall time between two readings while turns are pending, so that `/metrics` lags by at
 /// most this much (10 ms).
@@ -33,22 +38,39 @@ pub(super) struct TurnCpu {
     /// looked for work ([`TurnCpu::mark`]), so that one clock reading per turn suffices.
     wall_mark: u64,
     read: fn() -> u64,
+    /// What a turn's end is read from.
+    clock: TurnClock,
 }
 
 impl TurnCpu {
-    /// Starts metering the calling thread now (`now_ns`: the monotonic clock).
-    pub(super) fn new(now_ns: u64) -> TurnCpu {
-        TurnCpu::with_clock(now_ns, moirai_os::proc::current_thread_cpu_ns)
+    /// Starts metering the calling thread now, its turns timed on a [`TurnClock`].
+    pub(super) fn new() -> TurnCpu {
+        let mut clock = TurnClock::new();
+        let now = clock.exact();
+        TurnCpu::with_clock(now, moirai_os::proc::current_thread_cpu_ns, clock)
     }
 
-    fn with_clock(now_ns: u64, read: fn() -> u64) -> TurnCpu {
+    fn with_clock(now_ns: u64, read: fn() -> u64, clock: TurnClock) -> TurnCpu {
         TurnCpu {
             pending: Vec::with_capacity(SETTLE_TURNS),
             cpu_mark: read(),
             settled_at: now_ns,
             wall_mark: now_ns,
             read,
+            clock,
         }
+    }
+
+    /// Now, read exactly (from the monotonic clock): for a worker back from a sleep.
+    pub(super) fn read_clock(&mut self) -> u64 {
+        self.clock.exact()
+    }
+
+    /// Records a turn of `op` ending now, on the turn clock; see [`TurnCpu::record`].
+    #[inline]
+    pub(super) fn end_turn<'a>(&mut self, op: usize, metrics: impl Fn(usize) -> &'a OperatorMetrics) {
+        let now = self.clock.now();
+        self.record(op, now, metrics);
     }
 
     /// The worker looks for work at `now_ns` (after a sleep, or between turns): the next turn's
@@ -141,7 +163,7 @@ mod tests {
         let ops: Vec<OperatorMetrics> = (0..3).map(|_| OperatorMetrics::default()).collect();
         let m = |i: usize| &ops[i];
         CLOCK.store(1_000, Ordering::SeqCst);
-        let mut meter = TurnCpu::with_clock(0, fake_cpu);
+        let mut meter = TurnCpu::with_clock(0, fake_cpu, TurnClock::with(None, crate::tuple::now_ns));
         // Two turns of 0 (300 and 100 ns) and one of 1 (400 ns): nothing is read or charged yet.
         meter.mark(700);
         meter.record(0, 1_000, m);

@@ -18,29 +18,41 @@ pub type Wake = Arc<dyn Fn() + Send + Sync>;
 /// checks for sleepers. With a sequentially consistent fence on both sides, at least one of them
 /// sees the other, so a wake-up is never lost, and producers pay only an atomic load when nobody
 /// sleeps. A task on a worker pool has a [`Wake`] hook instead, which queues it.
+///
+/// What a pool's turn and a hop touch (the hook, the full outputs) comes first and the signal
+/// starts a cache line, so that they are one line (`TURN_BYTES`); what only a sleeping
+/// thread uses comes after.
+#[repr(C, align(64))]
 pub struct Signal {
-    epoch: Mutex<u64>,
-    wake: Condvar,
-    sleepers: AtomicUsize,
-    /// Output channels of this task at or above capacity.
-    full_outputs: AtomicUsize,
     /// Set once, before any thread runs the task (not part of the protocol loom explores).
     hook: OnceLock<Wake>,
+    /// Output channels of this task at or above capacity.
+    full_outputs: AtomicUsize,
+    sleepers: AtomicUsize,
+    epoch: Mutex<u64>,
+    wake: Condvar,
 }
 
 impl Default for Signal {
     fn default() -> Self {
         Signal {
+            hook: OnceLock::new(),
+            full_outputs: AtomicUsize::new(0),
+            sleepers: AtomicUsize::new(0),
             epoch: Mutex::new(0),
             wake: Condvar::new(),
-            sleepers: AtomicUsize::new(0),
-            full_outputs: AtomicUsize::new(0),
-            hook: OnceLock::new(),
         }
     }
 }
 
+// A turn's part fits one cache line.
+const _: () = assert!(Signal::TURN_BYTES <= 64);
+
 impl Signal {
+    /// The bytes from the start of a signal that a pool's turn and a hop read or write: its
+    /// first cache line (what a pool hints ahead of a turn).
+    pub(crate) const TURN_BYTES: usize = std::mem::offset_of!(Signal, epoch);
+
     /// Wakes the task: its thread if it sleeps here, or through its pool's hook.
     pub fn notify(&self) {
         if let Some(hook) = self.hook.get() {

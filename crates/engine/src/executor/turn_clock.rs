@@ -6,7 +6,8 @@
 //! here, from the vDSO) is a tenth of it; the time-stamp counter costs ~10 ns. Where the kernel
 //! itself keeps time by the counter ([`moirai_os::ticks::reliable`]), a worker converts counter
 //! readings into engine nanoseconds by a scale it measured against the monotonic clock over at
-//! least [`SCALE_SPAN_NS`], from an *anchor*: a reading of both taken back to back. It reads the
+//! least [`SCALE_SPAN_NS`], from an *anchor*: a reading of both taken back to back (one whose two
+//! counter readings lie apart, the thread interrupted between them, converts nothing). It reads the
 //! monotonic clock again (a new anchor) every [`ANCHOR_READINGS`] readings and once
 //! [`ANCHOR_SPAN_NS`] have passed since the anchor, so that a reading strays from the monotonic
 //! clock by at most the scale's error over that span (well under a microsecond, even while NTP
@@ -73,16 +74,20 @@ impl TurnClock {
             }
         }
         self.anchor = (at, ns);
+        if !tight {
+            // Where between the two counter readings the clock was read is not known closely
+            // enough: no reading is converted from this anchor (the next one anchors again).
+            self.readings = ANCHOR_READINGS;
+            return ns;
+        }
         self.readings = 0;
-        if tight {
-            match self.scale_from {
-                Some((from_at, from_ns)) if ns.saturating_sub(from_ns) >= SCALE_SPAN_NS && at > from_at => {
-                    self.scale = Some((((ns - from_ns) as u128) << 32).div_ceil((at - from_at) as u128) as u64);
-                    self.scale_from = Some((at, ns));
-                }
-                Some(_) => {}
-                None => self.scale_from = Some((at, ns)),
+        match self.scale_from {
+            Some((from_at, from_ns)) if ns.saturating_sub(from_ns) >= SCALE_SPAN_NS && at > from_at => {
+                self.scale = Some((((ns - from_ns) as u128) << 32).div_ceil((at - from_at) as u128) as u64);
+                self.scale_from = Some((at, ns));
             }
+            Some(_) => {}
+            None => self.scale_from = Some((at, ns)),
         }
         ns
     }
@@ -153,7 +158,7 @@ mod tests {
     }
 
     #[test]
-    fn an_interrupted_anchor_does_not_measure_the_scale() {
+    fn an_interrupted_anchor_neither_measures_the_scale_nor_converts() {
         NS.set(0);
         LAG.set(0);
         let mut clock = TurnClock::with(Some(ticks), ns);
@@ -167,6 +172,15 @@ mod tests {
         LAG.set(0);
         clock.exact();
         assert!(clock.scale.is_some());
+        // Nor is a reading converted from it: the next reading is the monotonic clock's.
+        LAG.set(PAIR_TICKS + 1);
+        NS.set(3 * SCALE_SPAN_NS);
+        clock.exact();
+        LAG.set(0);
+        NS.set(3 * SCALE_SPAN_NS + 500);
+        let before = clock.anchor.1;
+        assert_eq!(clock.now(), 3 * SCALE_SPAN_NS + 500);
+        assert_ne!(clock.anchor.1, before, "anchored again");
     }
 
     #[test]

@@ -21,7 +21,8 @@ pub trait Control: Send {
     fn tick(&mut self, now_ns: u64);
     /// The earliest processing-time timer of this element or any downstream in the chain.
     fn next_timer(&self) -> Option<u64>;
-    /// The producer is idle: send partial batches on so latency stays low.
+    /// The producer is idle: send partial batches on so latency stays low. Sets or moves no
+    /// timer ([`Control::next_timer`] answers the same after it).
     fn flush(&mut self);
     /// The input has ended: emit what is held, then pass the end on.
     fn finish(&mut self);

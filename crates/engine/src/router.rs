@@ -108,6 +108,10 @@ pub struct Router<T> {
     batch_size: usize,
     metrics: Arc<OperatorMetrics>,
     last_watermark: u64,
+    /// Some buffer may hold tuples not sent yet (false: a flush has nothing to send, and returns
+    /// at once; at a low rate every step ends in a flush, most of them after the watermark's
+    /// send took the batch along).
+    unsent: bool,
 }
 
 impl<T: Data> Router<T> {
@@ -121,6 +125,7 @@ impl<T: Data> Router<T> {
             batch_size: batch_size.max(1),
             metrics,
             last_watermark: 0,
+            unsent: false,
         }
     }
 
@@ -163,6 +168,7 @@ impl<T: Data> Router<T> {
     /// Sends every partial batch, each followed by `watermark` if given (which goes alone where
     /// no batch is waiting).
     fn send_partial(&mut self, watermark: Option<u64>) {
+        self.unsent = false;
         for route in &mut self.routes {
             for (sender, buffer) in route.senders.iter().zip(&mut route.buffers) {
                 if !buffer.is_empty() {
@@ -194,6 +200,7 @@ impl<T: Data> Input<T> for Router<T> {
             Self::send(&last.senders[0], batch, batch_size);
             return;
         }
+        self.unsent = true;
         for t in batch.drain(..) {
             for route in others.iter_mut() {
                 Self::route_one(route, t.clone(), batch_size);
@@ -216,7 +223,9 @@ impl<T: Data> Control for Router<T> {
         None
     }
     fn flush(&mut self) {
-        self.send_partial(None);
+        if self.unsent {
+            self.send_partial(None);
+        }
     }
     fn finish(&mut self) {
         self.end_all();
@@ -256,5 +265,33 @@ mod tests {
         // A forward router holds its route, sender and buffer inside itself.
         assert!(!router.routes.spilled() && !router.routes[0].senders.spilled() && !router.routes[0].buffers.spilled());
         assert!(matches!(rx.try_recv(), Some(Message::Batch(b)) if b.len() == 1 && b[0].data == 9));
+    }
+
+    #[test]
+    fn a_flush_sends_what_any_route_holds_and_nothing_twice() {
+        let (senders, channels): (Vec<_>, Vec<_>) =
+            (0..2).map(|_| channel::<u64>(1 << 12, Arc::new(Signal::default()), Arc::new(Signal::default()))).unzip();
+        let routes = senders.into_iter().map(|tx| Route::new(Partitioning::Forward, None, vec![tx])).collect();
+        let mut router = Router::new(routes, 4, Arc::new(OperatorMetrics::default()));
+        // Nothing pushed: a flush sends nothing.
+        router.flush();
+        assert!(channels.iter().all(|rx| rx.try_recv().is_none()));
+        // One tuple reaches both routes' buffers; the flush sends both partial batches, once.
+        router.push_batch(&mut vec![Tuple::at(0, 5)]);
+        router.flush();
+        router.flush();
+        for rx in &channels {
+            assert!(matches!(rx.try_recv(), Some(Message::Batch(b)) if b.len() == 1 && b[0].data == 5));
+            assert!(rx.try_recv().is_none(), "sent once");
+        }
+        // A watermark takes a partial batch along; the flush after it has nothing left to send.
+        router.push_batch(&mut vec![Tuple::at(0, 6)]);
+        router.watermark(10);
+        router.flush();
+        for rx in &channels {
+            assert!(matches!(rx.try_recv(), Some(Message::Batch(b)) if b.len() == 1 && b[0].data == 6));
+            assert!(matches!(rx.try_recv(), Some(Message::Watermark(10))));
+            assert!(rx.try_recv().is_none(), "nothing after the watermark");
+        }
     }
 }

@@ -71,7 +71,8 @@ impl Progress {
     }
 
     fn combined(&self) -> u64 {
-        (0..self.watermarks.len()).filter(|&c| !self.ended[c]).map(|c| self.watermarks[c]).min().unwrap_or(u64::MAX)
+        let open = self.watermarks.iter().zip(self.ended.iter()).filter(|&(_, &ended)| !ended);
+        open.map(|(&w, _)| w).min().unwrap_or(u64::MAX)
     }
 
     /// Records a watermark of channel `c`; returns the task's watermark if it advanced.
@@ -202,12 +203,14 @@ fn chain_touched(head: &dyn crate::operator::Control, at: &mut Vec<usize>) {
 ///
 /// A step that took the last queued messages flushes at once instead of stepping again to find
 /// the input empty: at a low rate a tuple crosses each operator in one step, and a partial batch
-/// goes on as soon as the producer has nothing more to add to it.
+/// goes on as soon as the producer has nothing more to add to it. The chain's timers are asked
+/// once (a flush sets none: [`crate::operator::Control::flush`]).
 fn finish_step(head: &mut dyn crate::operator::Control, polled: &Polled, signal: &Signal) -> Step {
     if signal.is_blocked() {
         return Step::Blocked;
     }
-    if let Some(t) = head.next_timer() {
+    let timer = head.next_timer();
+    if let Some(t) = timer {
         let now = now_ns();
         if t <= now {
             head.tick(now);
@@ -218,7 +221,7 @@ fn finish_step(head: &mut dyn crate::operator::Control, polled: &Polled, signal:
         return Step::Worked;
     }
     head.flush();
-    Step::Idle { until: head.next_timer() }
+    Step::Idle { until: timer }
 }
 
 /// A physical operator whose chain starts with a one-input operator or a sink.

@@ -203,8 +203,8 @@ impl Ready {
     pub(super) fn push(&self, id: usize, level: u8) {
         let own_turn = IN_TURN.with(Cell::get) == self as *const Ready as usize;
         let worker = WORKER.with(Cell::get);
-        let own_empty = self.homes.get(worker).is_none_or(ReadyQueue::is_empty);
-        let nothing_waits = own_turn && own_empty && self.shared.is_empty();
+        let nothing_waits =
+            own_turn && self.homes.get(worker).is_none_or(ReadyQueue::is_empty) && self.shared.is_empty();
         // A task homed on another worker is this worker's next only when this one runs a task of
         // that home already (it took it while that worker was busy or not yet awake): it carries
         // the batch on through that segment instead of waking the other worker at each hop.

@@ -127,13 +127,15 @@ impl Pool {
         }
     }
 
-    /// Queues every operator whose time has come; returns when the next one is due.
+    /// Queues every operator whose time has come, as the calling worker's own (taken by it next:
+    /// no other is woken for them unless more than one waits); returns when the next one is due.
     fn fire_timers(&self, now: u64) -> Option<u64> {
-        if self.next_timer.load(Ordering::SeqCst) > now {
-            let next = self.next_timer.load(Ordering::SeqCst);
+        let next = self.next_timer.load(Ordering::SeqCst);
+        if next > now {
             return (next != u64::MAX).then_some(next);
         }
         let mut timers = lock(&self.timers);
+        self.ready.in_turn(true);
         while let Some(&Reverse((at, id))) = timers.peek() {
             if at > now {
                 break;
@@ -142,6 +144,7 @@ impl Pool {
             let slot = &self.slots[id];
             self.ready.schedule(&slot.state, id, &slot.metrics);
         }
+        self.ready.in_turn(false);
         let next = timers.peek().map_or(u64::MAX, |Reverse((at, _))| *at);
         self.next_timer.store(next, Ordering::SeqCst);
         (next != u64::MAX).then_some(next)
@@ -265,13 +268,9 @@ impl Pool {
                 self.parked.wait_unless(None, || index < self.level.load(Ordering::SeqCst) || self.done());
                 continue;
             }
-            // Operators whose timer fired are taken by this worker next: no other is woken for
-            // them unless more than one waits.
-            self.ready.in_turn(true);
             let now = ended.unwrap_or_else(|| cpu.read_clock());
             cpu.mark(now);
             let next_timer = self.fire_timers(now);
-            self.ready.in_turn(false);
             if let Some(id) = self.ready.take_next(index).or_else(|| self.ready.pop(index, turns)) {
                 turns += 1;
                 // A stale entry (the operator was claimed by a producer's drain, or already ran)

@@ -194,18 +194,21 @@ impl<T: Send> Sender<T> {
         }
         // When the message was queued, for the age of the head: a pool worker's step start does.
         let now = step_now_ns();
-        for message in std::iter::once(message).chain(then_watermark.map(Message::Watermark)) {
-            match (message, state.queue.back_mut()) {
-                // Consecutive watermarks: only the newest matters, so a stalled consumer cannot
-                // make the queue grow without bound.
-                (Message::Watermark(w), Some((_, Message::Watermark(last)))) => *last = w,
-                (message, _) => {
-                    if let Message::Batch(b) = &message {
-                        state.tuples += b.len();
-                    }
-                    state.queue.push_back((now, message));
+        match (message, state.queue.back_mut()) {
+            // Consecutive watermarks: only the newest matters, so a stalled consumer cannot make
+            // the queue grow without bound.
+            (Message::Watermark(w), Some((_, Message::Watermark(last)))) => *last = w,
+            (message, _) => {
+                if let Message::Batch(b) = &message {
+                    state.tuples += b.len();
                 }
+                state.queue.push_back((now, message));
             }
+        }
+        // Only a batch has one (`send_batch_then`): it goes right behind it, never next to
+        // another watermark.
+        if let Some(w) = then_watermark {
+            state.queue.push_back((now, Message::Watermark(w)));
         }
         if state.tuples >= ch.capacity && state.full_since.is_none() {
             state.full_since = Some(now);

@@ -195,9 +195,20 @@ impl<T: Data> Input<T> for Router<T> {
         OperatorMetrics::add(&self.metrics.tuples_out, batch.len() * self.fanout);
         let batch_size = self.batch_size;
         let (last, others) = self.routes.split_last_mut().expect("a router has a route");
-        // Fast path: a single forward route with an empty buffer takes the whole batch as it is.
-        if others.is_empty() && last.senders.len() == 1 && last.buffers[0].is_empty() && batch.len() >= batch_size {
-            Self::send(&last.senders[0], batch, batch_size);
+        // Fast path: one route to one consumer (whatever its partitioning, every tuple goes
+        // there): an empty buffer takes a whole batch as it is, else the tuples are appended.
+        if let ([], [sender], [buffer]) = (&*others, &last.senders[..], &mut last.buffers[..]) {
+            if buffer.is_empty() && batch.len() >= batch_size {
+                Self::send(sender, batch, batch_size);
+                return;
+            }
+            self.unsent = true;
+            for t in batch.drain(..) {
+                buffer.push(t);
+                if buffer.len() >= batch_size {
+                    Self::send(sender, buffer, batch_size);
+                }
+            }
             return;
         }
         self.unsent = true;

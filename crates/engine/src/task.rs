@@ -112,9 +112,9 @@ impl Progress {
 /// The channels of one input port (one inside the port itself: at a low rate a tuple crosses a
 /// long pipeline, and every allocation of an operator's own is one more cache line to fetch).
 pub(crate) struct Port<T> {
-    receivers: SmallVec<[Receiver<T>; 1]>,
-    /// Per channel, the emptied vector of its last batch, handed back with the next receive.
-    spares: SmallVec<[Option<Vec<Tuple<T>>>; 1]>,
+    /// Per channel, its receiving end and the emptied vector of its last batch, handed back with
+    /// the next receive (side by side: one sequence to walk per step).
+    channels: SmallVec<[(Receiver<T>, Option<Vec<Tuple<T>>>); 1]>,
     /// Index of the first of these channels in the task's [`Progress`].
     base: usize,
 }
@@ -141,15 +141,14 @@ impl Polled {
 
 impl<T: Send> Port<T> {
     pub(crate) fn new(receivers: Vec<Receiver<T>>, base: usize) -> Self {
-        let spares = receivers.iter().map(|_| None).collect();
-        Port { receivers: receivers.into_iter().collect(), spares, base }
+        Port { channels: receivers.into_iter().map(|rx| (rx, None)).collect(), base }
     }
 
     /// Takes at most one message from each channel (a batch with the watermark behind it) and
     /// hands on, in channel order, each batch and each watermark that advances the task's.
     fn poll(&mut self, progress: &mut Progress, mut on: impl FnMut(Event<'_, T>)) -> Polled {
         let mut polled = Polled::default();
-        for (i, (rx, spare)) in self.receivers.iter().zip(&mut self.spares).enumerate() {
+        for (i, (rx, spare)) in self.channels.iter_mut().enumerate() {
             let Some(Received { message, watermark, more }) = rx.try_recv_giving_back(spare) else { continue };
             polled.more |= more;
             let advanced = match message {
@@ -173,13 +172,12 @@ impl<T: Send> Port<T> {
     }
 
     fn has_input(&self) -> bool {
-        self.receivers.iter().any(|r| r.is_ready())
+        self.channels.iter().any(|(rx, _)| rx.is_ready())
     }
 
     #[cold]
     fn touched(&self, at: &mut Vec<usize>) {
-        spilled_lines(at, &self.receivers);
-        spilled_lines(at, &self.spares);
+        spilled_lines(at, &self.channels);
     }
 }
 
@@ -360,7 +358,7 @@ mod tests {
         // A pipeline's operator: nothing of its port or progress has an allocation of its own,
         // so it adds no line for a pool to hint.
         let (port, progress) = (port_of(1), Progress::new(1));
-        assert!(!port.receivers.spilled() && !port.spares.spilled());
+        assert!(!port.channels.spilled());
         assert!(!progress.watermarks.spilled() && !progress.ended.spilled());
         let mut at = Vec::new();
         port.touched(&mut at);
@@ -373,12 +371,9 @@ mod tests {
         port.touched(&mut at);
         progress.touched(&mut at);
         let line = |p: usize| p / 64 * 64;
-        for first in [
-            port.receivers.as_ptr() as usize,
-            port.spares.as_ptr() as usize,
-            progress.watermarks.as_ptr() as usize,
-            progress.ended.as_ptr() as usize,
-        ] {
+        for first in
+            [port.channels.as_ptr() as usize, progress.watermarks.as_ptr() as usize, progress.ended.as_ptr() as usize]
+        {
             assert!(at.contains(&line(first)), "{first:#x} among {at:x?}");
         }
     }

@@ -75,6 +75,9 @@ pub struct SinkMetrics {
     pub processing: Mutex<Histogram<u64>>,
     /// Egress − intended send time.
     pub e2e: Mutex<Histogram<u64>>,
+    /// Counts the resets ([`SinkMetrics::reset`]): latencies a sink recorded before one are
+    /// dropped, not merged after it.
+    epoch: AtomicU64,
 }
 
 /// A histogram of nanoseconds from 1 ns to 1 hour at 3 significant digits.
@@ -84,29 +87,55 @@ pub fn latency_histogram() -> Histogram<u64> {
 
 impl Default for SinkMetrics {
     fn default() -> Self {
-        SinkMetrics { processing: Mutex::new(latency_histogram()), e2e: Mutex::new(latency_histogram()) }
+        SinkMetrics {
+            processing: Mutex::new(latency_histogram()),
+            e2e: Mutex::new(latency_histogram()),
+            epoch: AtomicU64::new(0),
+        }
     }
 }
 
 impl SinkMetrics {
-    /// Adds locally recorded histograms.
-    pub fn merge(&self, processing: &Histogram<u64>, e2e: &Histogram<u64>) {
-        // Same bounds on both sides, and values are clamped on record, so add cannot fail.
-        let _ = lock(&self.processing).add(processing);
-        let _ = lock(&self.e2e).add(e2e);
+    /// The resets so far: what a sink's local latencies belong to.
+    pub fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Relaxed)
     }
 
-    /// Records (processing, end-to-end) latencies one by one.
-    pub fn record(&self, latencies: &[(u64, u64)]) {
-        let mut processing = lock(&self.processing);
-        for &(p, _) in latencies {
-            processing.saturating_record(p);
+    /// Clears both histograms (to discard a warm-up); latencies a sink recorded before this and
+    /// has not published yet are dropped when it does.
+    pub fn reset(&self) {
+        // Both locks, in the order every writer takes them: no merge lands half before.
+        let (mut processing, mut e2e) = (lock(&self.processing), lock(&self.e2e));
+        processing.reset();
+        e2e.reset();
+        self.epoch.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Adds histograms recorded locally since `epoch`; false (nothing added) if a reset came
+    /// since.
+    pub fn merge(&self, epoch: u64, processing: &Histogram<u64>, e2e: &Histogram<u64>) -> bool {
+        let (mut shared_processing, mut shared_e2e) = (lock(&self.processing), lock(&self.e2e));
+        if self.epoch() != epoch {
+            return false;
         }
-        drop(processing);
-        let mut e2e = lock(&self.e2e);
-        for &(_, e) in latencies {
+        // Same bounds on both sides, and values are clamped on record, so add cannot fail.
+        let _ = shared_processing.add(processing);
+        let _ = shared_e2e.add(e2e);
+        true
+    }
+
+    /// Records (processing, end-to-end) latencies taken since `epoch` one by one; false (nothing
+    /// recorded) if a reset came since.
+    pub fn record(&self, epoch: u64, latencies: &[(u64, u64)]) -> bool {
+        let (mut processing, mut e2e) = (lock(&self.processing), lock(&self.e2e));
+        if self.epoch() != epoch {
+            return false;
+        }
+        for &(p, e) in latencies {
+            processing.saturating_record(p);
             e2e.saturating_record(e);
         }
+        true
     }
 }
 

@@ -33,7 +33,8 @@ pub trait Control: Send {
 
 /// A chain element that takes tuples of type `T`.
 pub trait Input<T>: Control {
-    /// Processes and drains `batch` (the vector keeps its capacity for reuse).
+    /// Processes `batch` and leaves it empty. The vector may be traded for another (one with
+    /// room where there is one) instead of drained: a router can keep or send it as it is.
     fn push_batch(&mut self, batch: &mut Vec<Tuple<T>>);
 }
 

@@ -196,10 +196,16 @@ impl<T: Data> Input<T> for Router<T> {
         let batch_size = self.batch_size;
         let (last, others) = self.routes.split_last_mut().expect("a router has a route");
         // Fast path: one route to one consumer (whatever its partitioning, every tuple goes
-        // there): an empty buffer takes a whole batch as it is, else the tuples are appended.
+        // there): an empty buffer takes a whole batch as it is (a partial one by trading vectors
+        // with the caller: no tuple moved), else the tuples are appended.
         if let ([], [sender], [buffer]) = (&*others, &last.senders[..], &mut last.buffers[..]) {
-            if buffer.is_empty() && batch.len() >= batch_size {
-                Self::send(sender, batch, batch_size);
+            if buffer.is_empty() {
+                if batch.len() >= batch_size {
+                    Self::send(sender, batch, batch_size);
+                } else {
+                    std::mem::swap(buffer, batch);
+                    self.unsent = true;
+                }
                 return;
             }
             self.unsent = true;

@@ -238,8 +238,7 @@ impl Engine {
     /// Clears the sinks' latency histograms (to discard a warm-up).
     pub fn reset_latency(&self) {
         for (_, m) in self.view.sinks() {
-            lock(&m.processing).reset();
-            lock(&m.e2e).reset();
+            m.reset();
         }
     }
 

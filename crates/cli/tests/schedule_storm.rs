@@ -13,6 +13,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use moirai_bench::jvm::JvmJobs;
 use moirai_bench::jvm_job::JvmJob;
@@ -162,6 +163,50 @@ fn a_killed_middleware_is_undone_when_it_starts_again() {
     assert!(err.contains("restored"), "{err}");
     let after: BTreeMap<i32, i32> = expected.keys().map(|&t| (t, nice(pid, t))).collect();
     assert_eq!(after, before, "every executor thread is back at its value from before the crash");
+}
+
+/// A process stopped with SIGSTOP until the guard drops (SIGCONT), whatever the test's outcome.
+struct Frozen(u32);
+
+impl Frozen {
+    fn new(pid: u32) -> Frozen {
+        // SAFETY: kill(2) on the pid of a JVM this test started and has not reaped.
+        assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGSTOP) }, 0, "cannot stop the JVM {pid}");
+        Frozen(pid)
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        // SAFETY: as above.
+        unsafe { libc::kill(self.0 as i32, libc::SIGCONT) };
+    }
+}
+
+/// A JVM that does not answer a thread dump (stopped here: a JVM whose threads are starved of CPU
+/// answers as late) does not hold up the middleware's stop: the dump under way is given up, and
+/// the middleware restores and exits 0 at once — not after its 5 s grace (then its watchdog
+/// restores and exits 1) nor after the dump's 20 s.
+#[test]
+fn a_stop_during_a_thread_dump_gives_the_dump_up_and_restores_at_once() {
+    let Some(jobs) = storm_jobs("a_stop_during_a_thread_dump_gives_the_dump_up_and_restores_at_once") else {
+        return;
+    };
+    let job = storm_syn(&jobs, 1);
+    let dir = temp_dir("storm-stop-dump");
+    let frozen = Frozen::new(job.pid());
+    let mw = schedule_storm(&job, &dir.0.join("state.json"), free_port());
+    // The first round maps the executors by a dump, which the stopped JVM does not answer.
+    std::thread::sleep(Duration::from_secs(2));
+    let start = Instant::now();
+    mw.signal(libc::SIGTERM);
+    let (code, err) = mw.wait();
+    let took = start.elapsed();
+    drop(frozen);
+    assert!(err.contains("thread dump") && err.contains("stopping"), "no dump was given up: {err}");
+    assert_eq!(code, Some(0), "{err}");
+    assert!(took < Duration::from_secs(3), "the stop took {took:?}: {err}");
+    assert!(err.contains("restored"), "{err}");
 }
 
 fn cpu_cgroup(pid: u32, tid: i32) -> String {

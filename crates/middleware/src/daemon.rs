@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use moirai_os::caps::{preflight, Need};
@@ -306,8 +307,11 @@ impl Daemon {
 
     /// Runs rounds until `stop` is set (or `rounds` have run), then restores everything. Between
     /// rounds the calling thread parks: whoever sets `stop` should unpark it (else the stop is
-    /// seen within [`STOP_SLICE`]).
-    pub fn run(mut self, stop: &AtomicBool, rounds: Option<u64>) -> RestoreReport {
+    /// seen within [`STOP_SLICE`]); inside a round, a driver's long wait (a thread dump) ends.
+    pub fn run(mut self, stop: &Arc<AtomicBool>, rounds: Option<u64>) -> RestoreReport {
+        for d in &mut self.drivers {
+            d.give_up_on(stop);
+        }
         let names: Vec<String> =
             self.configs.iter().map(|p| format!("{} every {:?} via {:?}", p.name, p.period, p.translator)).collect();
         self.out.info(format!(

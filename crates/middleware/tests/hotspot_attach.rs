@@ -4,6 +4,7 @@
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use moirai_middleware::driver::hotspot_attach;
@@ -58,9 +59,10 @@ fn a_thread_dump_over_the_attach_socket_names_the_jvms_threads() {
     assert!(!Path::new(&socket).exists(), "{socket} exists before the test");
     drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
     assert!(Path::new(&socket).exists());
+    let calm = AtomicBool::new(false);
     for round in 0..2 {
         let start = Instant::now();
-        let dump = hotspot_attach::jcmd(pid, "Thread.print", Duration::from_secs(30))
+        let dump = hotspot_attach::jcmd(pid, "Thread.print", Duration::from_secs(30), &calm)
             .unwrap_or_else(|e| panic!("round {round}: {} (connected: {})", e.message, e.connected));
         let threads = parse_thread_dump(&dump);
         let (_, tid) = threads
@@ -73,8 +75,12 @@ fn a_thread_dump_over_the_attach_socket_names_the_jvms_threads() {
     // The trigger file is gone; the socket stays for the next client (as after jcmd).
     assert!(!dir.join(format!(".attach_pid{pid}")).exists());
     // An unknown command is the JVM's error, after it took the connection.
-    let e = hotspot_attach::jcmd(pid, "No.such.command", Duration::from_secs(30)).unwrap_err();
+    let e = hotspot_attach::jcmd(pid, "No.such.command", Duration::from_secs(30), &calm).unwrap_err();
     assert!(e.connected && e.message.contains("No.such.command"), "{e:?}");
+    // A stopping caller does not wait for the dump.
+    let start = Instant::now();
+    let e = hotspot_attach::jcmd(pid, "Thread.print", Duration::from_secs(30), &AtomicBool::new(true)).unwrap_err();
+    assert!(e.message.contains("stopping") && start.elapsed() < Duration::from_secs(5), "{e:?}");
     drop(jvm);
     assert!(!Path::new(&socket).exists());
     let _ = std::fs::remove_dir_all(&dir);

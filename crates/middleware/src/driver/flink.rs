@@ -46,6 +46,8 @@
 //! [`super::flink_topology`]; this file keeps the driver's state between rounds.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use moirai_os::sighting::SeenThreads;
@@ -165,6 +167,8 @@ pub struct FlinkDriver {
     topology: Option<(Vec<Job>, u64, Instant)>,
     /// Thread dumps taken so far.
     dumps: u64,
+    /// Raised when the middleware stops: a dump under way gives up ([`Driver::give_up_on`]).
+    stop: Arc<AtomicBool>,
 }
 
 impl FlinkDriver {
@@ -189,6 +193,7 @@ impl FlinkDriver {
             scrape: None,
             topology: None,
             dumps: 0,
+            stop: Arc::default(),
         })
     }
 
@@ -334,7 +339,7 @@ impl FlinkDriver {
                 }
             }
         };
-        let dump = thread_dump(pid)?;
+        let dump = thread_dump(pid, &self.stop)?;
         self.dumps += 1;
         let mut index = index_threads(&parse_thread_dump(&dump));
         if let Some(node) = &self.node {
@@ -537,6 +542,9 @@ impl Driver for FlinkDriver {
 
     fn thread_dumps(&self) -> u64 {
         self.dumps
+    }
+    fn give_up_on(&mut self, stop: &Arc<AtomicBool>) {
+        self.stop = stop.clone();
     }
 
     fn sources(&self) -> Option<SourceLoad> {

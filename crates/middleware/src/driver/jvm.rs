@@ -6,6 +6,7 @@ use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use moirai_os::sighting::SeenThreads;
@@ -45,19 +46,20 @@ fn jcmd_for(pid: u32) -> PathBuf {
 
 /// Takes a thread dump of JVM `pid`: `Thread.print` over the JVM's attach socket
 /// ([`hotspot_attach`]), or, where that cannot connect (a JVM whose socket this process cannot
-/// reach), with `jcmd <pid> Thread.print`.
-pub fn thread_dump(pid: u32) -> Result<String, String> {
-    match hotspot_attach::jcmd(pid, "Thread.print", DUMP_TIMEOUT) {
+/// reach), with `jcmd <pid> Thread.print`. Gives up soon after `stop` is raised (the middleware
+/// is stopping): a dump can take seconds from a JVM starved of CPU.
+pub fn thread_dump(pid: u32, stop: &AtomicBool) -> Result<String, String> {
+    match hotspot_attach::jcmd(pid, "Thread.print", DUMP_TIMEOUT, stop) {
         Ok(dump) if dump.contains("nid=") => Ok(dump),
         Ok(dump) => Err(format!("JVM {pid}'s Thread.print has no native thread ids: {:.300}", dump.trim())),
-        Err(e) if e.connected => Err(e.message),
-        Err(e) => jcmd_thread_dump(pid).map_err(|jcmd| format!("{}; and {jcmd}", e.message)),
+        Err(e) if e.connected || stop.load(Ordering::SeqCst) => Err(e.message),
+        Err(e) => jcmd_thread_dump(pid, stop).map_err(|jcmd| format!("{}; and {jcmd}", e.message)),
     }
 }
 
 /// [`thread_dump`] by `jcmd <pid> Thread.print`. The attach API only talks to a JVM of the same
 /// effective user (or root), so when run as root for another user's JVM, jcmd runs as that user.
-fn jcmd_thread_dump(pid: u32) -> Result<String, String> {
+fn jcmd_thread_dump(pid: u32, stop: &AtomicBool) -> Result<String, String> {
     let jcmd = jcmd_for(pid);
     let mut cmd = Command::new(&jcmd);
     cmd.args([pid.to_string().as_str(), "Thread.print"])
@@ -92,11 +94,18 @@ fn jcmd_thread_dump(pid: u32) -> Result<String, String> {
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status,
-            Ok(None) if start.elapsed() < DUMP_TIMEOUT => std::thread::sleep(Duration::from_millis(10)),
+            Ok(None) if start.elapsed() < DUMP_TIMEOUT && !stop.load(Ordering::SeqCst) => {
+                std::thread::sleep(Duration::from_millis(10))
+            }
             Ok(None) | Err(_) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("{} {pid} Thread.print took over {DUMP_TIMEOUT:?}; killed it", jcmd.display()));
+                let why = if stop.load(Ordering::SeqCst) {
+                    "stopping".to_string()
+                } else {
+                    format!("took over {DUMP_TIMEOUT:?}")
+                };
+                return Err(format!("{} {pid} Thread.print {why}; killed it", jcmd.display()));
             }
         }
     };

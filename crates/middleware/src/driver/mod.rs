@@ -19,6 +19,8 @@ pub mod storm_files;
 pub mod threads;
 
 use std::collections::BTreeSet;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use moirai_sched::Metric;
 /// What a driver saw in one round: the controller's input.
@@ -83,6 +85,9 @@ pub trait Driver: Send {
     fn thread_dumps(&self) -> u64 {
         0
     }
+    /// What of a round can take long (a JVM's thread dump, seconds from a JVM starved of CPU)
+    /// gives up soon after `stop` is raised, so that a stopping middleware restores at once.
+    fn give_up_on(&mut self, _stop: &Arc<AtomicBool>) {}
 }
 
 /// Why a driver could not attach to its SPE, or could not observe it this round.

@@ -38,6 +38,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -155,6 +156,8 @@ pub struct StormDriver {
     built: Option<Built>,
     /// Thread dumps taken so far.
     dumps: u64,
+    /// Raised when the middleware stops: a dump under way gives up ([`Driver::give_up_on`]).
+    stop: Arc<AtomicBool>,
 }
 
 /// An [`SpeTopology`] built from the executor map taken at `taken` and the listing `files`, and
@@ -189,6 +192,7 @@ impl StormDriver {
             seen: SeenThreads::new(),
             built: None,
             dumps: 0,
+            stop: Arc::default(),
         })
     }
 
@@ -230,7 +234,7 @@ impl StormDriver {
         topologies: &BTreeSet<String>,
     ) -> Result<(u32, Vec<Executor>, IdleWait), String> {
         let pid = self.find_jvm(owner, topologies)?;
-        let dump = thread_dump(pid)?;
+        let dump = thread_dump(pid, &self.stop)?;
         self.dumps += 1;
         let idle = idle_wait_in_dump(&dump);
         // The files of the last map's threads are closed: only this map's are followed.
@@ -541,6 +545,9 @@ impl Driver for StormDriver {
 
     fn thread_dumps(&self) -> u64 {
         self.dumps
+    }
+    fn give_up_on(&mut self, stop: &Arc<AtomicBool>) {
+        self.stop = stop.clone();
     }
 
     fn sources(&self) -> Option<SourceLoad> {

@@ -111,31 +111,40 @@ impl SinkMetrics {
         self.epoch.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Adds histograms recorded locally since `epoch`; false (nothing added) if a reset came
-    /// since.
-    pub fn merge(&self, epoch: u64, processing: &Histogram<u64>, e2e: &Histogram<u64>) -> bool {
+    /// Adds what a sink recorded since `epoch`; false (nothing added) if a reset came since.
+    pub fn publish(&self, epoch: u64, processing: Recorded<'_>, e2e: Recorded<'_>) -> bool {
         let (mut shared_processing, mut shared_e2e) = (lock(&self.processing), lock(&self.e2e));
         if self.epoch() != epoch {
             return false;
         }
-        // Same bounds on both sides, and values are clamped on record, so add cannot fail.
-        let _ = shared_processing.add(processing);
-        let _ = shared_e2e.add(e2e);
+        processing.add_to(&mut shared_processing);
+        e2e.add_to(&mut shared_e2e);
         true
     }
+}
 
-    /// Records (processing, end-to-end) latencies taken since `epoch` one by one; false (nothing
-    /// recorded) if a reset came since.
-    pub fn record(&self, epoch: u64, latencies: &[(u64, u64)]) -> bool {
-        let (mut processing, mut e2e) = (lock(&self.processing), lock(&self.e2e));
-        if self.epoch() != epoch {
-            return false;
+/// Latencies a sink recorded since it last published: a few runs of one latency each, or (past
+/// a few) a histogram.
+pub enum Recorded<'a> {
+    /// (latency in ns, count).
+    Runs(&'a [(u64, u64)]),
+    /// A local histogram of [`latency_histogram`]'s bounds.
+    Histogram(&'a Histogram<u64>),
+}
+
+impl Recorded<'_> {
+    fn add_to(&self, shared: &mut Histogram<u64>) {
+        match self {
+            Recorded::Runs(runs) => {
+                for &(ns, count) in *runs {
+                    shared.saturating_record_n(ns, count);
+                }
+            }
+            // Same bounds on both sides, and values are clamped on record, so add cannot fail.
+            Recorded::Histogram(h) => {
+                let _ = shared.add(*h);
+            }
         }
-        for &(p, e) in latencies {
-            processing.saturating_record(p);
-            e2e.saturating_record(e);
-        }
-        true
     }
 }
 

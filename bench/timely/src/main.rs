@@ -5,7 +5,8 @@
 //! Each timely worker (one thread) runs its own copy of `source -> N identity maps -> sink` and
 //! carries its share of the offered rate; records never cross workers (every edge is a pipeline
 //! edge). A record is moirai's 32-byte tuple `(event_ns, intended_ns, ingress_ns, data)`. The sink
-//! records end-to-end latency, `now - intended_ns`, in an HdrHistogram.
+//! records end-to-end latency, `now - intended_ns`, in an HdrHistogram (a run of equal latencies
+//! in a batch once, with its count, as moirai's sink does).
 //!
 //! The source is open-loop, with moirai's source rule: on each step of its worker it sends every
 //! tuple whose intended time has passed, as one batch (at most 1024), and advances the input's
@@ -201,8 +202,22 @@ fn run_worker(worker: &mut timely::worker::Worker, args: &Args, start: &Arc<Once
                     let t0 = start.get().expect("the start is set before any tuple is sent").at;
                     let now = t0.elapsed().as_nanos() as u64;
                     let mut h = e2e.borrow_mut();
+                    // A run of equal latencies is recorded once, with its count, as moirai's sink
+                    // does (never 0, so the first record starts a run).
+                    let mut run = (0u64, 0u64);
                     for &(_event_ns, intended_ns, _ingress_ns, _data) in batch.iter() {
-                        h.saturating_record(now.saturating_sub(intended_ns).max(1));
+                        let latency = now.saturating_sub(intended_ns).max(1);
+                        if latency == run.0 {
+                            run.1 += 1;
+                        } else {
+                            if run.1 > 0 {
+                                h.saturating_record_n(run.0, run.1);
+                            }
+                            run = (latency, 1);
+                        }
+                    }
+                    if run.1 > 0 {
+                        h.saturating_record_n(run.0, run.1);
                     }
                     out_count.set(out_count.get() + batch.len() as u64);
                     last_out.set(now);

@@ -4,18 +4,7 @@
 # usage: raw.sh BASE_MOIRAI NEW_MOIRAI TIMELY_SYN OUT.csv [REPS]   (run it alone on the machine)
 set -u
 base=$1; new=$2; timely=$3; out=$4; reps=${5:-5}
-[ -f "$out" ] || echo "rep,config,binary,egress_tps,cpu_cores,e2e_p50_ms,e2e_p99_ms" > "$out"
-run() {  # rep config label command...
-  local rep=$1 config=$2 label=$3; shift 3
-  timeout 120 "$@" --json 2>/dev/null | tail -1 | python3 -c "
-import json, sys
-try:
-    d = json.load(sys.stdin); e = d['e2e_latency_ms']
-    print('$rep,$config,$label,%.0f,%.4f,%.3f,%.3f' % (d['egress_tps'], d['cpu_cores'], e['p50'], e['p99']))
-except Exception:
-    print('$rep,$config,$label,,,,')" >> "$out"
-  tail -1 "$out"
-}
+. "$(dirname "$0")/../row.sh"
 syn="run syn --ops 5 --cost-ns 0 --rate 0 --duration 5s"
 for rep in $(seq 1 "$reps"); do
   for b in base new; do

@@ -78,7 +78,8 @@ impl Latency {
     }
 }
 
-/// Distribution of queue lengths sampled during the measured window, in tuples.
+/// Distribution of queue lengths sampled during the measured window, in tuples. The quantiles
+/// are to 3 significant digits (exact up to 2 047 tuples); the mean and the maximum are exact.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct QueueLen {

@@ -67,6 +67,11 @@ impl OperatorMetrics {
     pub fn add(counter: &AtomicU64, n: usize) {
         counter.fetch_add(n as u64, Ordering::Relaxed);
     }
+
+    /// Tuples queued at its inputs now.
+    pub fn queue_len(&self) -> u64 {
+        self.inputs.iter().map(|input| input.queue_len() as u64).sum()
+    }
 }
 
 /// Latency histograms of one physical sink, in nanoseconds.

@@ -81,6 +81,14 @@ impl EngineView {
         self.plan.operators.iter().map(|o| snapshot(o.id, &o.query, &o.name, &self.operators[o.id], now)).collect()
     }
 
+    /// Every physical operator's queue length now (tuples at its inputs), by physical id, into
+    /// `into` (cleared first): what a sampler reads many times a second, without the names,
+    /// clocks and counters a [`EngineView::snapshot`] gathers.
+    pub fn queue_lengths(&self, into: &mut Vec<u64>) {
+        into.clear();
+        into.extend(self.operators.iter().map(|m| m.queue_len()));
+    }
+
     /// Every Hone exchange's counters now.
     pub fn exchanges(&self) -> Vec<ExchangeSnapshot> {
         self.exchanges.iter().map(|m| m.snapshot()).collect()

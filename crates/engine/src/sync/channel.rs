@@ -102,6 +102,8 @@ pub struct Occupancy {
 pub trait Observe: Send + Sync {
     /// Current occupancy.
     fn occupancy(&self, now_ns: u64) -> Occupancy;
+    /// Tuples queued now (the occupancy's `queue_len` without the head's age).
+    fn queue_len(&self) -> usize;
     /// Closes the channel: blocked producers and the consumer wake up and give up.
     fn close(&self);
     /// Nanoseconds the producer has spent blocked on this channel so far.
@@ -115,6 +117,10 @@ impl<T: Send> Observe for Channel<T> {
             queue_len: state.tuples,
             head_wait_ns: state.queue.front().map_or(0, |(t, _)| now.saturating_sub(*t)),
         }
+    }
+
+    fn queue_len(&self) -> usize {
+        lock(&self.state).tuples
     }
 
     fn close(&self) {

@@ -40,7 +40,7 @@ use std::time::Duration;
 
 use super::affinity::{segments, set_worker, Ready};
 use super::ahead::{boxed_lines, lines, one_per_line, Ahead};
-use super::turn_cpu::{TurnCpu, SETTLE_NS};
+use super::turn_cpu::{CpuSlot, TurnCpu, SETTLE_NS};
 use super::{panic_message, Executor, ExecutorTask, Observed, OnPanic, Started, ThreadLevel};
 use crate::metrics::OperatorMetrics;
 use crate::ready::{ReadyDiscipline, Turn};
@@ -98,6 +98,8 @@ struct Pool {
     live: AtomicUsize,
     /// Workers with an index below the level run operators; the others wait.
     level: AtomicUsize,
+    /// Its worker threads (the highest level).
+    workers: usize,
     /// Where workers above the level (and the controller) wait.
     parked: Signal,
     /// How long a worker keeps an operator.
@@ -239,7 +241,7 @@ impl Pool {
     fn worker<const HINTS: bool>(&self, index: usize, tid: i32, ahead: Option<&Ahead>) {
         // Turns this worker started (for a source interval).
         let mut turns: u64 = 0;
-        let mut cpu = TurnCpu::new();
+        let mut cpu = TurnCpu::new(CpuSlot::of(index, self.workers));
         // The clock as the last turn ended, when the worker goes straight on to the next: one
         // reading per turn.
         let mut turn_ended: Option<u64> = None;
@@ -509,6 +511,7 @@ impl Executor for Pools {
                 keeper_wakes_at: AtomicU64::new(u64::MAX),
                 live: AtomicUsize::new(live),
                 level: AtomicUsize::new(self.start_level),
+                workers: self.workers,
                 parked: Signal::default(),
                 turn: self.discipline.turn,
                 abort: abort.clone(),

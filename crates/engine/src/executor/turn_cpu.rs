@@ -16,7 +16,7 @@
 use std::sync::atomic::Ordering;
 
 use super::turn_clock::TurnClock;
-use crate::metrics::OperatorMetrics;
+use crate::metrics::{OperatorMetrics, POOL_CPU_SLOTS};
 
 /// Most turns between two readings of the CPU clock. A reading is a system call (~530 ns here);
 /// on 10 000 operators at 100 tuples/s, reading it every 256 turns instead of every 64 took
@@ -27,6 +27,30 @@ pub(super) const SETTLE_TURNS: usize = 256;
 /// Longest wall time between two readings while turns are pending, so that `/metrics` lags by at
 /// most this much (10 ms).
 pub(super) const SETTLE_NS: u64 = 10_000_000;
+
+/// Where a worker charges CPU time in an operator's `pool_cpu` slots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct CpuSlot {
+    index: usize,
+    /// No other worker charges this slot: a load and a store suffice.
+    own: bool,
+}
+
+impl CpuSlot {
+    /// Worker `worker` of a pool of `workers`.
+    pub(super) fn of(worker: usize, workers: usize) -> CpuSlot {
+        CpuSlot { index: worker % POOL_CPU_SLOTS, own: workers <= POOL_CPU_SLOTS }
+    }
+
+    fn charge(self, metrics: &OperatorMetrics, ns: u64) {
+        let slot = &metrics.pool_cpu[self.index];
+        if self.own {
+            slot.store(slot.load(Ordering::Relaxed).wrapping_add(ns), Ordering::Relaxed);
+        } else {
+            slot.fetch_add(ns, Ordering::Relaxed);
+        }
+    }
+}
 
 /// A worker's turns not yet charged, and its CPU clock when it last charged them.
 pub(super) struct TurnCpu {
@@ -40,17 +64,19 @@ pub(super) struct TurnCpu {
     read: fn() -> u64,
     /// What a turn's end is read from.
     clock: TurnClock,
+    slot: CpuSlot,
 }
 
 impl TurnCpu {
-    /// Starts metering the calling thread now, its turns timed on a [`TurnClock`].
-    pub(super) fn new() -> TurnCpu {
+    /// Starts metering the calling thread now, its turns timed on a [`TurnClock`] and charged
+    /// in `slot`.
+    pub(super) fn new(slot: CpuSlot) -> TurnCpu {
         let mut clock = TurnClock::new();
         let now = clock.exact();
-        TurnCpu::with_clock(now, moirai_os::proc::current_thread_cpu_ns, clock)
+        TurnCpu::with_clock(now, moirai_os::proc::current_thread_cpu_ns, clock, slot)
     }
 
-    fn with_clock(now_ns: u64, read: fn() -> u64, clock: TurnClock) -> TurnCpu {
+    fn with_clock(now_ns: u64, read: fn() -> u64, clock: TurnClock, slot: CpuSlot) -> TurnCpu {
         TurnCpu {
             pending: Vec::with_capacity(SETTLE_TURNS),
             cpu_mark: read(),
@@ -58,6 +84,7 @@ impl TurnCpu {
             wall_mark: now_ns,
             read,
             clock,
+            slot,
         }
     }
 
@@ -112,7 +139,7 @@ impl TurnCpu {
         self.cpu_mark = cpu;
         self.settled_at = now_ns;
         for (op, share) in shares(spent, &self.pending) {
-            metrics(op).pool_cpu_ns.fetch_add(share, Ordering::Relaxed);
+            self.slot.charge(metrics(op), share);
         }
         self.pending.clear();
     }
@@ -177,7 +204,8 @@ mod tests {
         let ops: Vec<OperatorMetrics> = (0..3).map(|_| OperatorMetrics::default()).collect();
         let m = |i: usize| &ops[i];
         CLOCK.store(1_000, Ordering::SeqCst);
-        let mut meter = TurnCpu::with_clock(0, fake_cpu, TurnClock::with(None, crate::tuple::now_ns));
+        let mut meter =
+            TurnCpu::with_clock(0, fake_cpu, TurnClock::with(None, crate::tuple::now_ns), CpuSlot::of(0, 2));
         // Two turns of 0 (300 and 100 ns) and one of 1 (400 ns): nothing is read or charged yet.
         meter.mark(700);
         meter.record(0, 1_000, m);
@@ -185,22 +213,42 @@ mod tests {
         meter.record(0, 2_000, m);
         meter.record(1, 2_400, m);
         assert!(meter.is_pending());
-        assert_eq!(ops[0].pool_cpu_ns.load(Ordering::SeqCst), 0);
+        assert_eq!(ops[0].pool_cpu_ns(), 0);
         // 1 600 ns of CPU went by (including the worker's own time between turns): shared 1:1.
         CLOCK.store(2_600, Ordering::SeqCst);
         meter.settle(4_000, m);
         assert!(!meter.is_pending());
-        assert_eq!(ops[0].pool_cpu_ns.load(Ordering::SeqCst), 800);
-        assert_eq!(ops[1].pool_cpu_ns.load(Ordering::SeqCst), 800);
+        assert_eq!(ops[0].pool_cpu_ns(), 800);
+        assert_eq!(ops[1].pool_cpu_ns(), 800);
         // Past the wall-time bound, a turn settles at once.
         CLOCK.store(3_600, Ordering::SeqCst);
         meter.record(2, 4_000 + SETTLE_NS, m);
         assert!(!meter.is_pending());
-        assert_eq!(ops[2].pool_cpu_ns.load(Ordering::SeqCst), 1_000);
+        assert_eq!(ops[2].pool_cpu_ns(), 1_000);
         // Past the turn bound too.
         for i in 0..SETTLE_TURNS {
             meter.record(i % 2, 5_000 + SETTLE_NS + i as u64, m);
         }
         assert!(!meter.is_pending());
+    }
+
+    #[test]
+    fn workers_of_a_small_pool_charge_slots_of_their_own_and_those_of_a_large_pool_share_them() {
+        let m = OperatorMetrics::default();
+        let (first, second) = (CpuSlot::of(0, 2), CpuSlot::of(1, 2));
+        assert!(first.own && second.own && first.index != second.index);
+        first.charge(&m, 5);
+        second.charge(&m, 7);
+        assert_eq!(m.pool_cpu_ns(), 12);
+        // Four workers: two per slot, adding atomically, so that no charge is lost.
+        let shared: Vec<CpuSlot> = (0..4).map(|w| CpuSlot::of(w, 4)).collect();
+        assert!(shared.iter().all(|slot| !slot.own));
+        std::thread::scope(|s| {
+            for &slot in &shared {
+                let m = &m;
+                s.spawn(move || (0..10_000).for_each(|_| slot.charge(m, 1)));
+            }
+        });
+        assert_eq!(m.pool_cpu_ns(), 12 + 40_000);
     }
 }

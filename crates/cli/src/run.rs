@@ -189,21 +189,26 @@ fn execute(workload: &dyn Workload, threading: Threading) -> i32 {
         }
         next_sample += Duration::from_millis(100);
         sleep_until(duration.map_or(next_sample, |d| next_sample.min(d)));
-        if measured_from.is_some() && samples % queue_every == 0 {
+        samples += 1;
+        let sampled = measured_from.is_some() && samples % queue_every == 0;
+        if sampled {
             engine.view().queue_lengths(&mut queue_lengths);
             queues.sample(&queue_lengths);
         }
-        samples += 1;
         if samples % 10 == 0 {
-            let s = engine.totals();
+            // Counts alone, and the queue lengths read once a second at most.
+            let s = engine.view().counts();
+            if !sampled {
+                engine.view().queue_lengths(&mut queue_lengths);
+            }
             let t = start.elapsed().as_secs_f64();
             let dt = (t - last_point.0).max(1e-9);
             timeline.push(TimelinePoint {
                 t_s: t,
                 ingress_tps: (s.tuples_in - last_point.1) as f64 / dt,
                 egress_tps: (s.tuples_out - last_point.2) as f64 / dt,
-                backlog: s.operators.iter().map(|o| o.backlog).sum(),
-                queued: s.operators.iter().map(|o| o.queue_len).sum(),
+                backlog: s.backlog,
+                queued: queue_lengths.iter().sum(),
                 thread_level: engine.thread_level(),
                 exchange_max_backlog: engine.exchange_window_max().first().copied(),
             });

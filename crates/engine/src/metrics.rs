@@ -84,6 +84,17 @@ impl OperatorMetrics {
         self.pool_cpu.iter().map(|slot| slot.load(Ordering::Relaxed)).sum()
     }
 
+    /// For a source instance with an offered rate: the tuples due by `now_ns` (engine clock)
+    /// that it has not yet sent; 0 for every other operator.
+    pub fn backlog(&self, now_ns: u64) -> u64 {
+        match *lock(&self.offered) {
+            Some((start, offered)) if start > 0 && !offered.is_unlimited() => {
+                offered.due(now_ns.saturating_sub(start)).saturating_sub(self.tuples_in.load(Ordering::Relaxed))
+            }
+            _ => 0,
+        }
+    }
+
     /// Tuples queued at its inputs now.
     pub fn queue_len(&self) -> u64 {
         self.inputs.iter().map(|input| input.queue_len() as u64).sum()
@@ -270,11 +281,6 @@ pub(crate) fn snapshot(id: usize, query: &str, name: &str, m: &OperatorMetrics, 
         head_wait_ns,
         cpu_ns,
         blocked_ns: m.outputs.iter().map(|o| o.blocked_ns()).sum(),
-        backlog: match *lock(&m.offered) {
-            Some((start, offered)) if start > 0 && !offered.is_unlimited() => {
-                offered.due(now_ns.saturating_sub(start)).saturating_sub(m.tuples_in.load(Ordering::Relaxed))
-            }
-            _ => 0,
-        },
+        backlog: m.backlog(now_ns),
     }
 }

@@ -18,6 +18,17 @@ use crate::sync::lock;
 use crate::threading::Threading;
 use crate::tuple::now_ns;
 
+/// A running engine's tuple counts ([`EngineView::counts`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RunCounts {
+    /// Tuples that entered the engine (all sources).
+    pub tuples_in: u64,
+    /// Tuples that left it (all sinks).
+    pub tuples_out: u64,
+    /// Tuples the sources are behind their offered rates by (their backlog).
+    pub backlog: u64,
+}
+
 /// What a running engine is and does, read-only (see the module docs).
 pub struct EngineView {
     pub(crate) config: EngineConfig,
@@ -28,6 +39,8 @@ pub struct EngineView {
     pub(crate) operators: Vec<Arc<OperatorMetrics>>,
     /// (physical id, latency histograms) of each physical operator that ends in a sink.
     pub(crate) sinks: Vec<(usize, Arc<SinkMetrics>)>,
+    /// The physical id of each physical operator that starts with a source.
+    pub(crate) sources: Vec<usize>,
     pub(crate) start_ns: u64,
     pub(crate) observed: Arc<Observed>,
     pub(crate) exchanges: Vec<Arc<ExchangeMetrics>>,
@@ -79,6 +92,21 @@ impl EngineView {
     pub fn snapshot(&self) -> Vec<OperatorSnapshot> {
         let now = now_ns();
         self.plan.operators.iter().map(|o| snapshot(o.id, &o.query, &o.name, &self.operators[o.id], now)).collect()
+    }
+
+    /// The tuples the sources have taken in, the sinks have given out and the sources are behind
+    /// their offered rates by, now: what a per-second timeline reads, from the sources' and the
+    /// sinks' counters alone. A [`EngineView::snapshot`] reads every operator, names and clocks
+    /// included: on 10 000 operators at 10 tuples/s, `moirai run`'s main thread spent 3–3.6 ms a
+    /// second with one each second, 1.2–1.8 ms with these counts (and the queue lengths).
+    pub fn counts(&self) -> RunCounts {
+        let now = now_ns();
+        let sources = self.sources.iter().map(|&id| &self.operators[id]);
+        let (tuples_in, backlog) = sources.fold((0, 0), |(tuples_in, backlog), m| {
+            (tuples_in + m.tuples_in.load(Ordering::Relaxed), backlog + m.backlog(now))
+        });
+        let tuples_out = self.sinks.iter().map(|(id, _)| self.operators[*id].tuples_out.load(Ordering::Relaxed)).sum();
+        RunCounts { tuples_in, tuples_out, backlog }
     }
 
     /// Every physical operator's queue length now (tuples at its inputs), by physical id, into

@@ -4,7 +4,10 @@
 //! - `stop` wakes a rate-limited source sleeping until its next tuple;
 //! - `abort` and dropping a running engine end every thread;
 //! - a panicking operator — mid-pipeline with its producers blocked on full channels, chained,
-//!   a sink, a source, a window, a join — is reported by name and the engine shuts down.
+//!   a sink, a source, a window, a join — is reported by name and the engine shuts down;
+//! - the counts a run's timeline reads each second
+//!   ([`moirai_engine::view::EngineView::counts`]) add up every source and every sink, as the
+//!   totals do, and show a source's backlog.
 //!
 //! Each runs under every threading model ([`common::MODELS`]) where the model matters. Every wait
 //! is guarded by a timeout that only turns a hang into a failure.
@@ -96,6 +99,50 @@ fn stop_wakes_in(model: &str) {
     let summary = wait_or_fail(engine, HANG).unwrap();
     assert_eq!((summary.tuples_in, summary.tuples_out), (1, 1));
     assert_eq!(out.take().into_iter().map(|t| t.data).collect::<Vec<_>>(), vec![0]);
+}
+
+#[test]
+fn counts_add_up_the_sources_and_sinks_and_show_a_source_s_backlog() {
+    for model in common::MODELS {
+        counts_in(model);
+    }
+}
+
+fn counts_in(model: &str) {
+    // A finite query of two source instances and two sinks, and a query whose source offers
+    // 2 000 tuples/s into an operator that takes 2 ms a tuple: with channels of 4 its source
+    // falls behind its rate by ~1 000 tuples a second.
+    let finite = Query::new("finite");
+    finite
+        .source("numbers", Source::new(|_, _| 0u64..300))
+        .parallelism(2)
+        .map("id", |x| x)
+        .parallelism(2)
+        .discard("out");
+    let behind = Query::new("behind");
+    let slow = |x: u64| {
+        std::thread::sleep(Duration::from_millis(2));
+        x
+    };
+    behind.source("ticks", Source::new(|_, _| 0u64..).rate(2000.0)).map("slow", slow).discard("out");
+    let engine =
+        Engine::start(common::config_in(model, 4, 1, false), vec![finite.build().unwrap(), behind.build().unwrap()])
+            .unwrap();
+    wait_until("a backlog of 200 tuples at the source behind", HANG, || engine.view().counts().backlog >= 200);
+    engine.stop();
+    wait_until("the engine to drain and end", HANG, || engine.is_finished());
+    // Ended: nothing moves, so the counts, the totals and the operators' own counters agree.
+    let (counts, totals) = (engine.view().counts(), engine.totals());
+    assert_eq!((counts.tuples_in, counts.tuples_out), (totals.tuples_in, totals.tuples_out), "{model}");
+    let sent: u64 = engine
+        .snapshot()
+        .iter()
+        .filter(|o| o.name.contains("numbers") || o.name.contains("ticks"))
+        .map(|o| o.tuples_in)
+        .sum();
+    assert_eq!(counts.tuples_in, sent, "{model}: every source instance of both queries");
+    assert!(counts.tuples_in > 0 && counts.tuples_out == counts.tuples_in, "{model}: drained: {counts:?}");
+    wait_or_fail(engine, HANG).unwrap();
 }
 
 /// An endless query with slow operators and tiny channels, so producers block.

@@ -141,6 +141,10 @@ impl Engine {
         prioritizer: Option<Box<dyn crate::user_level::Prioritizer>>,
     ) -> Result<Engine, EngineError> {
         let observed = Arc::new(Observed::default());
+        let sources = (validated.plan.operators.iter())
+            .filter(|o| validated.graph.nodes[o.logical[0]].kind == NodeKind::Source)
+            .map(|o| o.id)
+            .collect();
         let view = Arc::new(EngineView {
             config: config.clone(),
             graph: validated.graph,
@@ -148,6 +152,7 @@ impl Engine {
             plan: validated.plan,
             operators: wired.metrics,
             sinks: wired.sinks,
+            sources,
             start_ns: now_ns(),
             observed: observed.clone(),
             exchanges: wired.exchanges,
@@ -281,11 +286,10 @@ impl Engine {
             let _ = processing.add(&*lock(&m.processing));
             let _ = e2e.add(&*lock(&m.e2e));
         }
-        let is_sink_chain = |id: usize| v.sinks().iter().any(|(i, _)| *i == id);
         RunTotals {
             elapsed_s: (now_ns() - v.start_ns()) as f64 / 1e9,
-            tuples_in: operators.iter().filter(|o| v.head_kind(o.id) == NodeKind::Source).map(|o| o.tuples_in).sum(),
-            tuples_out: operators.iter().filter(|o| is_sink_chain(o.id)).map(|o| o.tuples_out).sum(),
+            tuples_in: v.sources.iter().map(|&id| operators[id].tuples_in).sum(),
+            tuples_out: v.sinks().iter().map(|(id, _)| operators[*id].tuples_out).sum(),
             latency_ms: latency_of(&processing),
             e2e_latency_ms: latency_of(&e2e),
             operators,

@@ -545,6 +545,7 @@ impl Driver for FlinkDriver {
     }
     fn give_up_on(&mut self, stop: &Arc<AtomicBool>) {
         self.stop = stop.clone();
+        self.rest.give_up_on(stop);
     }
 
     fn sources(&self) -> Option<SourceLoad> {

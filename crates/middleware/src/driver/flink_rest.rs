@@ -2,6 +2,8 @@
 //! (read once per job), and the metrics and configuration it asks for.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -149,6 +151,8 @@ pub(super) fn to_job(d: JobDetail) -> Result<Job, String> {
 pub struct FlinkRest {
     base: String,
     agent: ureq::Agent,
+    /// Raised when the middleware stops: no request is made after it ([`FlinkRest::give_up_on`]).
+    stop: Arc<AtomicBool>,
 }
 
 pub(super) fn encode(text: &str) -> String {
@@ -196,7 +200,14 @@ impl FlinkRest {
             .timeout_read(Duration::from_secs(3))
             .timeout_write(Duration::from_secs(3))
             .build();
-        Ok(FlinkRest { base, agent })
+        Ok(FlinkRest { base, agent, stop: Arc::default() })
+    }
+
+    /// Makes no request once `stop` is raised: a round of many requests against a JobManager
+    /// that no longer answers ends after the one under way (at most its read timeout, 3 s)
+    /// instead of waiting out each of them.
+    pub(super) fn give_up_on(&mut self, stop: &Arc<AtomicBool>) {
+        self.stop = stop.clone();
     }
 
     /// The base URL.
@@ -206,6 +217,9 @@ impl FlinkRest {
 
     pub(super) fn get<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<T, String> {
         let url = format!("{}{path}", self.base);
+        if self.stop.load(Ordering::SeqCst) {
+            return Err(format!("stopping: {url} was not asked"));
+        }
         let text = match self.agent.get(&url).call() {
             Ok(r) => r.into_string().map_err(|e| format!("reading {url}: {e}"))?,
             Err(ureq::Error::Status(404, _)) => {
@@ -387,6 +401,27 @@ mod tests {
         assert_eq!(duration_ms("250 ms"), Some(250));
         assert_eq!(duration_ms("1 min"), Some(60_000));
         assert_eq!(duration_ms("soon"), None);
+    }
+
+    #[test]
+    fn no_request_is_made_once_the_middleware_stops() {
+        // A JobManager that accepts connections and never answers.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let mut rest = FlinkRest::new(&format!("http://{}", listener.local_addr().unwrap())).unwrap();
+        let stop = Arc::new(AtomicBool::new(true));
+        rest.give_up_on(&stop);
+        let e = rest.get::<serde_json::Value>("/jobs").unwrap_err();
+        assert!(e.starts_with("stopping:") && e.contains("/jobs"), "{e}");
+        let accepted = listener.accept();
+        assert!(
+            matches!(&accepted, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+            "a connection was made: {accepted:?}"
+        );
+        // Not stopped: the request is made (and fails on the closed port).
+        stop.store(false, Ordering::SeqCst);
+        drop(listener);
+        assert!(rest.get::<serde_json::Value>("/jobs").unwrap_err().contains("cannot reach"));
     }
 
     #[test]

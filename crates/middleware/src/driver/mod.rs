@@ -85,8 +85,9 @@ pub trait Driver: Send {
     fn thread_dumps(&self) -> u64 {
         0
     }
-    /// What of a round can take long (a JVM's thread dump, seconds from a JVM starved of CPU)
-    /// gives up soon after `stop` is raised, so that a stopping middleware restores at once.
+    /// What of a round can take long (a JVM's thread dump, seconds from a JVM starved of CPU; a
+    /// series of requests to an SPE that no longer answers) gives up soon after `stop` is
+    /// raised, so that a stopping middleware restores at once.
     fn give_up_on(&mut self, _stop: &Arc<AtomicBool>) {}
 }
 

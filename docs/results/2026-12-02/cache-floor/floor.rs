@@ -52,15 +52,16 @@ fn main() {
         eprintln!("usage: floor OPS LINES RATE SECONDS");
         std::process::exit(2);
     };
+    // Operator i's lines are `lines_of[i * lines..(i + 1) * lines]`: the pointers in one flat
+    // list, as the pool keeps its hints' addresses, the lines themselves apart.
+    let lines = lines as usize;
     let mut keep = Vec::new();
-    let mut operators: Vec<Vec<Box<Line>>> = Vec::new();
+    let mut lines_of: Vec<Box<Line>> = Vec::new();
     for _ in 0..ops {
-        let mut op = Vec::new();
         for l in 0..lines {
-            op.push(Box::new(Line { words: [l; 8] }));
+            lines_of.push(Box::new(Line { words: [l as u64; 8] }));
             keep.push(vec![0u8; 40]);
         }
-        operators.push(op);
     }
     let period = Duration::from_nanos(1_000_000_000 / rate);
     let start = Instant::now();
@@ -70,11 +71,11 @@ fn main() {
         if cpu_from.is_none() && start.elapsed() >= Duration::from_secs(1) {
             cpu_from = Some(thread_cpu_ns());
         }
-        for i in 0..operators.len() {
-            if let Some(ahead) = operators.get(i + 2) {
+        for i in 0..ops as usize {
+            if let Some(ahead) = lines_of.get((i + 2) * lines..(i + 3) * lines) {
                 ahead.iter().for_each(|l| prefetch(l));
             }
-            for (l, line) in operators[i].iter_mut().enumerate() {
+            for (l, line) in lines_of[i * lines..(i + 1) * lines].iter_mut().enumerate() {
                 sum = sum.wrapping_add(line.words[0]);
                 if l % 2 == 0 {
                     line.words[1] = line.words[1].wrapping_add(1);

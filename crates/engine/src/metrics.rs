@@ -94,11 +94,6 @@ impl OperatorMetrics {
             _ => 0,
         }
     }
-
-    /// Tuples queued at its inputs now.
-    pub fn queue_len(&self) -> u64 {
-        self.inputs.iter().map(|input| input.queue_len() as u64).sum()
-    }
 }
 
 /// Latency histograms of one physical sink, in nanoseconds.

@@ -145,6 +145,9 @@ impl Engine {
             .filter(|o| validated.graph.nodes[o.logical[0]].kind == NodeKind::Source)
             .map(|o| o.id)
             .collect();
+        let inputs = (wired.metrics.iter().enumerate())
+            .flat_map(|(id, m)| m.inputs.iter().map(move |input| (id, input.clone())))
+            .collect();
         let view = Arc::new(EngineView {
             config: config.clone(),
             graph: validated.graph,
@@ -153,6 +156,7 @@ impl Engine {
             operators: wired.metrics,
             sinks: wired.sinks,
             sources,
+            inputs,
             start_ns: now_ns(),
             observed: observed.clone(),
             exchanges: wired.exchanges,

@@ -34,7 +34,7 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use super::primitive::atomic::{AtomicU64, Ordering};
+use super::primitive::atomic::{AtomicU64, AtomicUsize, Ordering};
 use super::primitive::{lock, Mutex};
 use super::queue::Queue;
 use super::Signal;
@@ -54,8 +54,6 @@ pub enum Message<T> {
 struct State<T> {
     /// (when it was queued, message), oldest first.
     queue: Queue<(u64, Message<T>)>,
-    /// Tuples in `queue` (batches only).
-    tuples: usize,
     /// When the channel became full, if it counts among its producer's full outputs now.
     full_since: Option<u64>,
     closed: bool,
@@ -69,8 +67,16 @@ struct State<T> {
 /// one on its way back cover a pipeline at any rate.
 const SPARES: usize = 2;
 
-/// The shared part of a channel.
+/// The shared part of a channel. `tuples` comes first, next to the lock's word: a hand-off that
+/// takes the lock has that line already.
+#[repr(C)]
 pub struct Channel<T> {
+    /// Tuples in the queue (batches only): written under the lock, read without it, so that a
+    /// sampler reading every channel's length takes no lock (a locked instruction each, which
+    /// let the CPU fetch no two of 10 000 channels at once: `moirai run`'s main thread spent
+    /// 1.2 ms a second reading them under their locks through the operators, 0.7 ms reading them
+    /// without from one list, [`crate::view::EngineView::queue_lengths`]).
+    tuples: AtomicUsize,
     state: Mutex<State<T>>,
     consumer: Arc<Signal>,
     producer: Arc<Signal>,
@@ -118,13 +124,13 @@ impl<T: Send> Observe for Channel<T> {
     fn occupancy(&self, now: u64) -> Occupancy {
         let state = lock(&self.state);
         Occupancy {
-            queue_len: state.tuples,
+            queue_len: self.tuples.load(Ordering::Relaxed),
             head_wait_ns: state.queue.front().map_or(0, |(t, _)| now.saturating_sub(*t)),
         }
     }
 
     fn queue_len(&self) -> usize {
-        lock(&self.state).tuples
+        self.tuples.load(Ordering::Relaxed)
     }
 
     fn close(&self) {
@@ -151,13 +157,8 @@ pub struct Closed;
 /// is held back through `producer` while the channel is full.
 pub fn channel<T: Send>(capacity: usize, consumer: Arc<Signal>, producer: Arc<Signal>) -> (Sender<T>, Receiver<T>) {
     let channel = Arc::new(Channel {
-        state: Mutex::new(State {
-            queue: Queue::default(),
-            tuples: 0,
-            full_since: None,
-            closed: false,
-            spares: SmallVec::new(),
-        }),
+        tuples: AtomicUsize::new(0),
+        state: Mutex::new(State { queue: Queue::default(), full_since: None, closed: false, spares: SmallVec::new() }),
         consumer,
         producer,
         capacity: capacity.max(1),
@@ -210,7 +211,7 @@ impl<T: Send> Sender<T> {
             (Message::Watermark(w), Some((_, Message::Watermark(last)))) => *last = w,
             (message, _) => {
                 if let Message::Batch(b) = &message {
-                    state.tuples += b.len();
+                    ch.tuples.store(ch.tuples.load(Ordering::Relaxed) + b.len(), Ordering::Relaxed);
                 }
                 state.queue.push_back((now, message));
             }
@@ -220,7 +221,7 @@ impl<T: Send> Sender<T> {
         if let Some(w) = then_watermark {
             state.queue.push_back((now, Message::Watermark(w)));
         }
-        if state.tuples >= ch.capacity && state.full_since.is_none() {
+        if ch.tuples.load(Ordering::Relaxed) >= ch.capacity && state.full_since.is_none() {
             state.full_since = Some(now);
             ch.producer.hold();
         }
@@ -305,8 +306,9 @@ impl<T: Send> Receiver<T> {
     /// must be notified after the lock is released.
     fn took(ch: &Channel<T>, state: &mut State<T>, message: &Message<T>) -> bool {
         let Message::Batch(b) = message else { return false };
-        state.tuples -= b.len();
-        state.full_since.is_some() && state.tuples <= ch.capacity / 2 && ch.release_producer(state)
+        let tuples = ch.tuples.load(Ordering::Relaxed) - b.len();
+        ch.tuples.store(tuples, Ordering::Relaxed);
+        state.full_since.is_some() && tuples <= ch.capacity / 2 && ch.release_producer(state)
     }
 
     /// True if a message is queued.

@@ -215,7 +215,12 @@ impl Ready {
         {
             // One this worker readied earlier in the turn goes to the queue (the discipline has
             // one level), and an idle worker is woken for it, as for a push behind a queued task.
-            let earlier = self.next[worker].swap(id, Ordering::SeqCst);
+            // A load and a store, not a swap (a locked instruction, of a dozen in a low-rate hop):
+            // only this worker puts a task in its own next, others only take one out (`pop`), so
+            // the store overwrites nothing but its own earlier one or an empty slot; one taken
+            // out in between is then also queued, and a task found twice is claimed once.
+            let earlier = self.next[worker].load(Ordering::Relaxed);
+            self.next[worker].store(id, Ordering::Release);
             if earlier != NONE {
                 self.enqueue(earlier, 0);
                 self.idle.notify_one();
@@ -235,8 +240,14 @@ impl Ready {
     /// The operator this worker readied during its last turn, to run next, if it readied one
     /// that another worker did not take meanwhile.
     pub(super) fn take_next(&self, worker: usize) -> Option<usize> {
-        let id = self.next[worker].swap(NONE, Ordering::SeqCst);
-        (id != NONE).then_some(id)
+        // A load and a store, as in `push`: another worker that takes the same task out in
+        // between leaves the slot empty, and only one of the two claims the task.
+        let id = self.next[worker].load(Ordering::Acquire);
+        if id == NONE {
+            return None;
+        }
+        self.next[worker].store(NONE, Ordering::Relaxed);
+        Some(id)
     }
 
     /// Puts the operator this worker readied back on the queue, for another worker, and wakes
@@ -408,5 +419,69 @@ mod tests {
         ready.push(0, 3);
         ready.in_turn(false);
         assert_eq!((ready.take_next(0), ready.pop(0, 0)), (None, Some(0)));
+    }
+
+    #[test]
+    fn a_next_taken_by_its_worker_and_another_at_once_runs_once_and_is_never_lost() {
+        // Worker 0 readies tasks in its turns and takes each as its next, while worker 1, idle,
+        // takes whatever it finds (another's next included): every readying runs exactly once,
+        // through the claim of the task's state word, however the two interleave.
+        use crate::sync::TaskState;
+        use std::sync::atomic::AtomicU64;
+        const TASKS: usize = 8;
+        const ROUNDS: usize = 200_000;
+        let ready = Ready::new(&ReadyDiscipline::FIFO, 2, true, &[(None, false); TASKS]);
+        let states: Vec<TaskState> = (0..TASKS).map(|_| TaskState::queued()).collect();
+        for s in &states {
+            assert!(s.claim() && !s.release(), "idle to begin with");
+        }
+        let runs: Vec<AtomicU64> = (0..TASKS).map(|_| AtomicU64::new(0)).collect();
+        let run = |id: usize| {
+            if states[id].claim() {
+                runs[id].fetch_add(1, Ordering::SeqCst);
+                assert!(!states[id].release(), "nobody notifies a running task here");
+            }
+        };
+        let done = AtomicBool::new(false);
+        let readied = std::thread::scope(|scope| {
+            scope.spawn(|| {
+                set_worker(1);
+                let mut turn = 0;
+                while !done.load(Ordering::SeqCst) {
+                    if let Some(id) = ready.pop(1, turn) {
+                        run(id);
+                    }
+                    turn += 1;
+                }
+            });
+            set_worker(0);
+            let mut readied = 0u64;
+            for round in 0..ROUNDS {
+                let id = round % TASKS;
+                ready.in_turn(true);
+                if states[id].notify() {
+                    ready.push(id, 0);
+                    readied += 1;
+                }
+                ready.in_turn(false);
+                if round % 3 != 0 {
+                    if let Some(next) = ready.take_next(0) {
+                        run(next);
+                    }
+                }
+            }
+            done.store(true, Ordering::SeqCst);
+            readied
+        });
+        // What is left waits on a queue or as a next.
+        while let Some(id) = ready.take_next(0).or_else(|| ready.pop(0, 0)) {
+            run(id);
+        }
+        let ran: u64 = runs.iter().map(|r| r.load(Ordering::SeqCst)).sum();
+        assert_eq!(ran, readied, "every readying ran once");
+        assert!(readied > ROUNDS as u64 / 2, "{readied}");
+        for s in &states {
+            assert!(s.notify(), "idle at the end: none left queued without an entry");
+        }
     }
 }

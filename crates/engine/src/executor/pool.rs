@@ -38,6 +38,8 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering}
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use spin::mutex::SpinMutex;
+
 use super::affinity::{segments, set_worker, Ready};
 use super::ahead::{boxed_lines, lines, one_per_line, Ahead};
 use super::turn_cpu::{CpuSlot, TurnCpu, SETTLE_NS};
@@ -64,7 +66,10 @@ impl Ready {
 /// the pool's slots (`TURN_BYTES`).
 #[repr(C, align(64))]
 struct Slot {
-    task: Mutex<Box<dyn Task>>,
+    /// Locked only by the worker that claimed the operator through its state word, so never
+    /// waited for: a try-lock whose release is a plain store (a `std` mutex's is a locked
+    /// instruction, one of a dozen in a hop at a low rate).
+    task: SpinMutex<Box<dyn Task>>,
     metrics: Arc<OperatorMetrics>,
     signal: Arc<Signal>,
     state: Arc<TaskState>,
@@ -169,7 +174,7 @@ impl Pool {
     /// through `cpu`. Returns true if it ended blocked on a full output.
     fn run(&self, id: usize, tid: i32, cpu: &mut TurnCpu) -> bool {
         let slot = &self.slots[id];
-        let Ok(mut task) = slot.task.try_lock() else {
+        let Some(mut task) = slot.task.try_lock() else {
             // Cannot happen while the state word is respected; never wait for it.
             self.release(id);
             return false;
@@ -346,10 +351,10 @@ fn touched(slot: &Slot) -> Vec<usize> {
     lines(&mut at, moirai_os::cache::address_of(&*slot.signal), Signal::TURN_BYTES);
     at.extend(slot.signal.hook_address());
     // No worker runs yet: the lock is free.
-    let task = lock(&slot.task);
-    boxed_lines(&mut at, &**task);
-    task.touched(&mut at);
-    drop(task);
+    if let Some(task) = slot.task.try_lock() {
+        boxed_lines(&mut at, &**task);
+        task.touched(&mut at);
+    }
     for c in &slot.metrics.inputs {
         boxed_lines(&mut at, &**c);
     }
@@ -476,7 +481,7 @@ impl Executor for Pools {
                     let downstream = t.downstream.iter().filter(|&&d| pool_of[d] == p).map(|&d| local[d]).collect();
                     Slot {
                         name: t.name,
-                        task: Mutex::new(t.task),
+                        task: SpinMutex::new(t.task),
                         metrics: t.metrics,
                         signal: t.signal,
                         state,

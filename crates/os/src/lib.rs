@@ -11,6 +11,8 @@
 //! - [`autogroup`]: session groups (`sched_autogroup`): whether the kernel uses them, a
 //!   process's group and the group's nice value (a handle across sessions).
 //! - [`cache`]: a prefetch hint, for memory an engine's worker will read next.
+//! - [`memory`]: huge pages for a process's own memory, where its workers walk more than the
+//!   TLB covers.
 //! - [`ticks`]: the CPU's time-stamp counter, and whether the kernel keeps time by it (a cheaper
 //!   clock for an engine's worker).
 //! - [`caps`]: capability and privilege checks, and a [`caps::preflight`] that lists everything
@@ -49,6 +51,7 @@ pub mod file;
 pub mod identity;
 pub mod limits;
 pub mod lock;
+pub mod memory;
 pub mod nice;
 pub mod poll;
 pub mod proc;

@@ -494,6 +494,13 @@ impl Executor for Pools {
                 // Collected once every task is in place: nothing is allocated between the tasks'
                 // state words and hooks, whose places in memory decide which share a cache line.
                 let touched: Vec<Vec<usize>> = slots.iter().map(touched).collect();
+                // Their pages spread over more than the TLB covers: huge pages where the kernel
+                // gives them ([`moirai_os::memory`]).
+                let huge = moirai_os::memory::back_with_huge_pages(touched.iter().flatten().copied());
+                tracing::debug!(
+                    pool = %self.names[p], marked = huge.marked, collapsed = huge.collapsed, note = ?huge.note,
+                    "operators' memory in huge pages"
+                );
                 let downstream: Vec<Vec<usize>> = slots.iter().map(|s| s.downstream.clone()).collect();
                 // Which worker runs an operator is known only where the pool keeps operators on
                 // their home worker, or has one worker.

@@ -119,10 +119,11 @@ pub fn back_with_huge_pages(addresses: impl IntoIterator<Item = usize>) -> HugeP
 
 /// `madvise` on one region of this process's own memory.
 fn advise(start: usize, len: usize, advice: libc::c_int) -> std::io::Result<()> {
-    // SAFETY: `start..start + len` lies inside a private anonymous mapping of this process
-    // (`regions`). MADV_HUGEPAGE only sets a flag on the mapping, and MADV_COLLAPSE copies the
-    // region's pages into a huge page under the kernel's page-table locks, keeping their contents
-    // (threads touching it meanwhile wait in a page fault): no memory Rust can see changes.
+    // SAFETY: neither advice changes what any address reads: MADV_HUGEPAGE only sets a flag on
+    // the mapping, and MADV_COLLAPSE copies the region's pages into a huge page under the
+    // kernel's page-table locks, contents kept (threads touching it meanwhile wait in a page
+    // fault). The range was read from /proc/self/maps as part of a private anonymous mapping
+    // (`regions`); had it been unmapped since, the call fails with ENOMEM and touches nothing.
     let rc = unsafe { libc::madvise(start as *mut libc::c_void, len, advice) };
     if rc == 0 {
         Ok(())

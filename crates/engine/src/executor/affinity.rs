@@ -485,7 +485,6 @@ mod tests {
         while let Some(id) = ready.take_next(0).or_else(|| ready.pop(0, 0)) {
             run(id);
         }
-        assert!(readied > ROUNDS as u64 / 2, "{readied}");
         assert!(runs.load(Ordering::SeqCst) >= readied, "every readying ran");
         for (id, s) in states.iter().enumerate() {
             assert!(s.notify(), "task {id} is left queued with no entry");

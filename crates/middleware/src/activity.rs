@@ -29,7 +29,12 @@ use moirai_sched::{Cluster, Schedule};
 pub fn config_for(kind: &str, cpu_threshold: f64, lag: Option<Duration>) -> ActivationConfig {
     let base = ActivationConfig { cpu_threshold, ..ActivationConfig::default() };
     let kinds = match kind {
-        "flink" | "storm" => ActivationConfig { confirm: Duration::from_secs(3), ..base },
+        // Their metrics refresh about once a second (Storm's reporter as moirai's jobs set it up,
+        // Flink's REST metric store; its Prometheus reporter reads live, where this only makes
+        // the rule slower to see a fall of the input).
+        "flink" | "storm" => {
+            ActivationConfig { confirm: Duration::from_secs(3), counter_period: Duration::from_secs(1), ..base }
+        }
         _ => base,
     };
     kinds.with_lag(lag.unwrap_or(kinds.lag))
@@ -305,6 +310,8 @@ mod tests {
         assert_eq!(config_for("flink", 0.8, None).confirm, Duration::from_secs(3));
         assert_eq!(config_for("flink", 0.8, None).losing_ground, config_for("moirai", 0.8, None).losing_ground);
         assert_eq!(config_for("storm", 0.95, None).cpu_threshold, 0.95);
+        assert_eq!(config_for("storm", 0.9, None).counter_period, Duration::from_secs(1), "its reporter's period");
+        assert_eq!(config_for("moirai", 0.9, None).counter_period, Duration::ZERO, "read live");
         assert_eq!(config_for("flink", 0.9, None).lag, Duration::from_millis(100));
         let engine = config_for("moirai", 0.9, Some(Duration::from_millis(25)));
         assert_eq!((engine.lag, engine.keep_up), (Duration::from_millis(25), Duration::from_millis(100)));

@@ -31,10 +31,23 @@
 //!   and, over the last `release` window, the sources were never behind *and* there was room:
 //!   the machine below the losing-ground level (the threshold minus [`LOSING_GROUND_MARGIN`],
 //!   minus [`CPU_HYSTERESIS`]) in every round, or the sources' input below
-//!   [`RATE_MARGIN`] of the rate at which they fell behind when it activated (the rate has
-//!   fallen back; an SPE whose idle threads spin keeps the CPU busy at any rate, so CPU alone
-//!   cannot tell). A scheduler that works keeps the sources up to date, so "not behind" alone
-//!   would switch it off exactly when it helps; that is why room is needed as well. "Never
+//!   [`RATE_MARGIN`] of the rate at which they fell behind (the rate has fallen back; an SPE
+//!   whose idle threads spin keeps the CPU busy at any rate, so CPU alone cannot tell). That rate
+//!   is the lower of the intake over the window that activated the rule and over its first
+//!   `release` window of acting: a source that catches up on what it owes takes in more than its
+//!   input's rate (measured on Storm: spouts catching up as the topology started took in
+//!   40–100k tuples/s for a few seconds at a steady 30k, their tuples moving into the operators'
+//!   queues without the backlog shrinking), and the lower figure errs towards acting (a source
+//!   held back takes in less, which only makes a fall harder to see). An input that falls
+//!   within the first window of acting is left to the probe below. The fall must also be more
+//!   than the SPE's counters can tell: counters refreshed every
+//!   [`counter_period`](ActivationConfig::counter_period) give a rate over a window `W` only to
+//!   within `counter_period / W` of it either way, so the fall must hold with both rates taken
+//!   at the edges of their uncertainty least favourable to it (Storm's reporter writes its
+//!   counters once a second, and a round reads them a refresh old or new). Before both, the rule
+//!   let go of Storm topologies it kept up past their saturation point, the load unchanged.
+//!   A scheduler that works keeps the sources up to date, so "not behind" alone would switch it
+//!   off exactly when it helps; that is why room is needed as well. "Never
 //!   behind" here, and "kept up" below, mean below [`keep_up`](ActivationConfig::keep_up) of
 //!   input on average over the window (over each `confirm` window for the probe), which may
 //!   be more than `lag` (an SPE that holds between the two counts as behind while idle and as
@@ -132,6 +145,9 @@ pub struct ActivationConfig {
     /// How long an SPE must lose ground (behind in every round, the backlog growing by at least
     /// another `lag` of input) before the rule acts on a machine that is not quite saturated.
     pub losing_ground: Duration,
+    /// How often the SPE refreshes the counters of its sources' intake (zero: they are read
+    /// live): a rate taken over a window `W` is then off by up to `counter_period / W` of it.
+    pub counter_period: Duration,
 }
 
 /// The accepted range of [`ActivationConfig::cpu_threshold`]: below half the machine, an SPE is
@@ -186,6 +202,7 @@ impl Default for ActivationConfig {
             keep_up: Duration::from_millis(100),
             // Longer than `confirm`: a growing backlog is the only sign then.
             losing_ground: Duration::from_secs(3),
+            counter_period: Duration::ZERO,
         }
     }
 }
@@ -201,6 +218,15 @@ impl ActivationConfig {
     /// room again: the losing-ground level minus [`CPU_HYSTERESIS`].
     pub fn room_level(&self) -> f64 {
         self.losing_ground_level() - CPU_HYSTERESIS
+    }
+
+    /// How far off a rate taken over `span` may be, as a share of it (at most 1), from counters
+    /// refreshed every [`counter_period`](ActivationConfig::counter_period).
+    pub fn rate_uncertainty(&self, span: Duration) -> f64 {
+        if span.is_zero() {
+            return 1.0;
+        }
+        (self.counter_period.as_secs_f64() / span.as_secs_f64()).min(1.0)
     }
 
     /// These thresholds with `lag` as the lag, the keep-up level raised to it where it was lower.
@@ -264,6 +290,10 @@ pub struct Activation {
     reason: Reason,
     /// The SPE's pace over the window that activated it.
     before: Pace,
+    /// The input rate a fall is measured against, and the time it was taken over, where the
+    /// first `release` window of acting took in less than the window that activated the rule
+    /// (`None`: that window's, in `before`).
+    fell_behind_at: Option<(f64, Duration)>,
     /// While active: whether the no-gain verdict is still to be taken (once per activation).
     verdict_due: bool,
     /// No-gain verdicts in a row (each doubles the hold after the next).
@@ -288,6 +318,8 @@ pub struct Activation {
 struct Pace {
     /// The sources' intake, tuples/s.
     rate: f64,
+    /// The time `rate` was measured over.
+    rate_span: Duration,
     /// Tuples waiting at activation (`None`: no backlog reported).
     backlog: Option<f64>,
     /// How fast the backlog grew, tuples/s.
@@ -304,6 +336,8 @@ struct Window {
     all_room: Option<bool>,
     /// Input rate over the window, tuples/s.
     rate: Option<f64>,
+    /// The time `rate` was measured over (from the opening sample to the last).
+    span: Duration,
     /// Smallest and largest lag of the window, s (`None`: no backlog).
     lag: Option<(f64, f64)>,
     /// The mean lag of the samples with a backlog.
@@ -320,7 +354,12 @@ struct Window {
 impl Window {
     /// The pace this window shows, as the baseline of the no-gain verdict.
     fn pace(&self) -> Pace {
-        Pace { rate: self.rate.unwrap_or(0.0), backlog: self.backlog, growth: self.trend.unwrap_or(0.0) }
+        Pace {
+            rate: self.rate.unwrap_or(0.0),
+            rate_span: self.span,
+            backlog: self.backlog,
+            growth: self.trend.unwrap_or(0.0),
+        }
     }
 }
 
@@ -333,6 +372,7 @@ impl Activation {
             since: Duration::ZERO,
             reason: Reason::Starting,
             before: Pace::default(),
+            fell_behind_at: None,
             verdict_due: false,
             no_gains: 0,
             held: None,
@@ -455,7 +495,8 @@ impl Activation {
             _ => None,
         };
         let lag_mean = (!lags.is_empty()).then(|| lags.iter().sum::<f64>() / lags.len() as f64);
-        Some(Window { busy_mean, all_busy, all_room, rate, lag, lag_mean, growth, backlog: last.backlog, trend })
+        let span = last.at - opening.at;
+        Some(Window { busy_mean, all_busy, all_room, rate, span, lag, lag_mean, growth, backlog: last.backlog, trend })
     }
 
     fn change(&mut self, now: Duration, active: bool, reason: Reason) -> Option<Transition> {
@@ -474,6 +515,7 @@ impl Activation {
             self.probes_failed = if failed { self.probes_failed.saturating_add(1) } else { 0 };
             self.probed_at = None;
             self.verdict_due = true;
+            self.fell_behind_at = None;
             // Acting long after the last hold ended: the load has changed; the verdicts start over.
             if self.held.take().is_some_and(|(until, _)| now > until + self.config.release * PROBE_MEMORY) {
                 self.no_gains = 0;
@@ -557,6 +599,10 @@ impl Activation {
         let keeping_up = w.lag_mean.is_none_or(|m| m < self.config.keep_up.as_secs_f64());
         // The first window of acting shows whether it changed the SPE's course.
         let verdict_due = std::mem::take(&mut self.verdict_due);
+        if verdict_due {
+            // The lower of the two measures of the input it fell behind at.
+            self.fell_behind_at = w.rate.filter(|&r| r < self.before.rate).map(|r| (r, w.span));
+        }
         if !keeping_up {
             if verdict_due {
                 if let Some(reason) = self.no_gain(now, &w) {
@@ -573,8 +619,11 @@ impl Activation {
         // The rate can only tell when there is a backlog figure (an SPE that reports none is
         // judged by its CPU alone).
         if let (Some(rate), Some(_)) = (w.rate, w.lag) {
-            let behind_at = self.before.rate;
-            if behind_at > 0.0 && rate < RATE_MARGIN * behind_at {
+            let (behind_at, then_span) = self.fell_behind_at.unwrap_or((self.before.rate, self.before.rate_span));
+            // Each rate at the edge of its uncertainty least favourable to a fall.
+            let highest_now = rate * (1.0 + self.config.rate_uncertainty(w.span));
+            let lowest_then = behind_at * (1.0 - self.config.rate_uncertainty(then_span));
+            if behind_at > 0.0 && highest_now < RATE_MARGIN * lowest_then {
                 return self.change(now, false, Reason::RateFellBack { rate, behind_at });
             }
         }

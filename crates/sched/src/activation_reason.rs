@@ -26,7 +26,8 @@ pub enum Reason {
     RateFellBack {
         /// Input now, tuples/s.
         rate: f64,
-        /// The rate at which they fell behind, tuples/s.
+        /// The rate at which they fell behind (the lower of the intake over the window that
+        /// activated the rule and over its first release window of acting), tuples/s.
         behind_at: f64,
     },
     /// Active: the machine is saturated and the SPE falls behind.

@@ -288,8 +288,8 @@ fn when_the_rate_falls_back_it_lets_go_after_the_release_window() {
     assert!(!active);
     // Not before it has been active for the release window, and the window shows the fall.
     assert!(*at >= activated + 10.0 && *at <= 3.2 + 10.6, "released at {at} s");
-    // The rate it fell behind at is taken from the window that activated it (30k) through the
-    // first release window of acting (10k).
+    // The rate it fell behind at is the lower of the window that activated it (30k) and the
+    // first release window of acting (the fall inside it: between the two).
     let Reason::RateFellBack { rate, behind_at } = reason else { panic!("{reason}") };
     assert!((10_000.0..30_000.0).contains(behind_at) && *rate < RATE_MARGIN * behind_at, "{reason}");
     assert!(reason.to_string().contains(&format!("fell below the {behind_at:.0} tuples/s")), "{reason}");

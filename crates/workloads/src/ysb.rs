@@ -240,8 +240,8 @@ impl Draw {
 }
 
 /// The events of source instance `instance` of `parallelism`: its share of the total, drawn from
-/// its own seed, each scheduled `period_ns` after the previous one from the instance's first
-/// event (`base_ns`, published to the handle so the run can be regenerated).
+/// its own seed, each scheduled `period_ns` after the previous one from the first event any
+/// instance drew (`base_ns`, published to the handle so the run can be regenerated).
 struct AdEvents {
     ids: Arc<Ids>,
     rng: fastrand::Rng,
@@ -275,13 +275,19 @@ impl AdEvents {
         if let Some(r) = &mut self.remaining {
             *r = r.checked_sub(1)?;
         }
-        let origin = self.origin_ns;
-        let base = *self.base_ns.get_or_insert_with(|| {
-            let now = origin.unwrap_or_else(now_ns);
-            if let Some(bases) = &self.bases {
-                lock(bases)[self.instance] = Some(now);
+        let (origin, instance) = (self.origin_ns, self.instance);
+        let base = *self.base_ns.get_or_insert_with(|| match &self.bases {
+            // One base for every instance, as the source has one schedule for all of them: an
+            // instance that draws first late (its thread started late on a busy machine) would
+            // otherwise stamp its events that much ahead of the schedule it is sent on, and the
+            // windows would close after the sink had seen them.
+            Some(bases) => {
+                let mut bases = lock(bases);
+                let base = origin.or_else(|| bases.iter().flatten().next().copied()).unwrap_or_else(now_ns);
+                bases[instance] = Some(base);
+                base
             }
-            now
+            None => origin.unwrap_or_else(now_ns),
         });
         let timestamp_ns = if self.period_ns > 0.0 { base + (self.k as f64 * self.period_ns) as u64 } else { now_ns() };
         self.k += 1;
@@ -539,6 +545,24 @@ mod tests {
             assert!(EVENT_TYPES.contains(&e.event_type.as_str()) && AD_TYPES.contains(&e.ad_type.as_str()));
             assert_eq!(e.ad_id.len(), 36);
         }
+    }
+
+    #[test]
+    fn an_instance_that_starts_late_stamps_its_events_on_the_common_schedule() {
+        let config = YsbConfig { events: 20, rate: 1_000.0, parallelism: 2, ..YsbConfig::default() };
+        let ids = Arc::new(Ids::new(&config));
+        let bases = Arc::new(Mutex::new(vec![None; 2]));
+        let instance = |i| {
+            let mut e = AdEvents::new(ids.clone(), &config, i, 2);
+            e.bases = Some(bases.clone());
+            e
+        };
+        let (mut first, mut late) = (instance(0), instance(1));
+        let start = first.next().unwrap().timestamp_ns;
+        std::thread::sleep(Duration::from_millis(30));
+        // Its events are behind their schedule (the source sends them late), never ahead of it.
+        assert_eq!(late.next().unwrap().timestamp_ns, start, "the first event of the schedule");
+        assert_eq!(*lock(&bases), [Some(start), Some(start)], "one base, published for the replay");
     }
 
     #[test]

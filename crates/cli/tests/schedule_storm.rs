@@ -444,3 +444,52 @@ fn real_time_is_refused_for_spinning_storm_executors_and_given_to_parking_ones()
         drop(job);
     }
 }
+
+/// The rule's counter period for SPE `spe` on the middleware's /metrics, in seconds.
+fn counter_period(port: u16, spe: &str) -> Option<f64> {
+    let text = ureq::get(&format!("http://127.0.0.1:{port}/metrics")).call().ok()?.into_string().ok()?;
+    let prefix = format!("moirai_schedule_counter_period_seconds{{spe=\"{spe}\"}} ");
+    text.lines().find_map(|l| l.strip_prefix(&prefix)?.parse().ok())
+}
+
+#[test]
+fn a_reporter_that_writes_every_10_s_is_measured_and_named_with_the_setting_to_change() {
+    let Some(jobs) = storm_jobs("a_reporter_that_writes_every_10_s_is_measured_and_named_with_the_setting_to_change")
+    else {
+        return;
+    };
+    // Storm's own default period, which a user who sets up the reporter without report.period gets.
+    let args: Vec<String> =
+        ["--ops", "3", "--cost-ns", "2000", "--rate", "5000", "--duration", "10m", "--report-period", "10"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+    let mut job = JvmJob::start(&jobs, "syn", &args).unwrap();
+    job.wait_running(PATIENCE).unwrap_or_else(|e| panic!("the Storm topology did not come up: {e}"));
+    let dir = temp_dir("storm-report-period");
+    let port = free_port();
+    let mw = Proc::spawn(&[
+        "schedule",
+        "--storm",
+        job.endpoint(),
+        "--policy",
+        "qs",
+        "--state-file",
+        &dir.0.join("state.json").display().to_string(),
+        "--metrics-addr",
+        &format!("127.0.0.1:{port}"),
+    ]);
+    // Storm's kind default (1 s) until two lines of a file are read (the first read takes a
+    // file's last lines together); then the reporter's period in whole seconds: 10, or one off
+    // where a write fell across a second.
+    wait_for("the reporter's period measured", || match counter_period(port, "storm") {
+        Some(p) if (9.0..=11.0).contains(&p) => Ok(()),
+        p => Err(format!("{p:?} s")),
+    });
+    mw.signal(libc::SIGTERM);
+    let (code, err) = mw.wait();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("Storm's metrics reporter writes every"), "the user is told: {err}");
+    assert!(err.contains("report.period: 1"), "and what to set: {err}");
+    drop(job);
+}

@@ -30,8 +30,8 @@ pub fn config_for(kind: &str, cpu_threshold: f64, lag: Option<Duration>) -> Acti
     let base = ActivationConfig { cpu_threshold, ..ActivationConfig::default() };
     let kinds = match kind {
         // Their metrics refresh about once a second (Storm's reporter as moirai's jobs set it up,
-        // Flink's REST metric store; its Prometheus reporter reads live, where this only makes
-        // the rule slower to see a fall of the input).
+        // Flink's REST metric store) until the driver has measured the period
+        // (`SourceLoad::counter_period`, which replaces this in `Activity::update`).
         "flink" | "storm" => {
             ActivationConfig { confirm: Duration::from_secs(3), counter_period: Duration::from_secs(1), ..base }
         }
@@ -57,6 +57,9 @@ pub struct SpeActivity {
     pub releases: BTreeMap<&'static str, u64>,
     /// How long the middleware has acted on it.
     pub time: ActiveTime,
+    /// How often the SPE refreshes the counters the rule reads, as the rule allows for it (its
+    /// driver's measure, or its kind's default; zero: read live).
+    pub counter_period: Duration,
 }
 
 /// How long the middleware has acted on an SPE, on the daemon's clock (since it started).
@@ -166,6 +169,9 @@ impl Activity {
             return None;
         }
         let spe = self.rules.get_mut(spe)?;
+        if let Some(period) = sources.and_then(|s| s.counter_period) {
+            spe.rule.set_counter_period(period);
+        }
         let sample = LoadSample {
             at,
             cpu_busy: self.busy,
@@ -208,6 +214,7 @@ impl Activity {
                 activations: u64::from(time.first.is_some()),
                 releases: BTreeMap::new(),
                 time: *time,
+                counter_period: rule.config().counter_period,
             });
         }
         Some(SpeActivity {
@@ -218,6 +225,7 @@ impl Activity {
             activations: *activations,
             releases: releases.clone(),
             time: *time,
+            counter_period: rule.config().counter_period,
         })
     }
 
@@ -285,6 +293,11 @@ mod tests {
         assert_eq!(moirai_contract::policies::ACTIVATION_LAG_RANGE, moirai_sched::activation::LAG_RANGE);
     }
 
+    /// What the sources showed: `backlog` tuples waiting, `ingested` taken in so far.
+    fn load(backlog: f64, ingested: f64) -> SourceLoad {
+        SourceLoad { backlog: Some(backlog), ingested, ..SourceLoad::default() }
+    }
+
     fn spes() -> Vec<(String, String)> {
         vec![("engine".into(), "moirai".into()), ("flink".into(), "flink".into())]
     }
@@ -321,13 +334,28 @@ mod tests {
     }
 
     #[test]
+    fn the_counter_period_a_driver_measured_replaces_the_kinds() {
+        let mut a = Activity::new(ActivationMode::Auto, 0.9, None, &[("storm".to_string(), "storm".to_string())]);
+        let period = |a: &Activity| a.view("storm").unwrap().counter_period;
+        assert_eq!(period(&a), Duration::from_secs(1), "the kind's, until a driver says");
+        let shown = load(0.0, 1.0);
+        a.update("storm", Duration::from_secs(1), Some(shown));
+        assert_eq!(period(&a), Duration::from_secs(1), "not measured: unchanged");
+        let slow = SourceLoad { counter_period: Some(Duration::from_secs(10)), ..shown };
+        a.update("storm", Duration::from_secs(2), Some(slow));
+        assert_eq!(period(&a), Duration::from_secs(10), "Storm's default reporter period, measured");
+        a.update("storm", Duration::from_secs(3), None);
+        assert_eq!(period(&a), Duration::from_secs(10), "a round without sources changes nothing");
+    }
+
+    #[test]
     fn an_active_spe_is_scheduled_and_an_idle_one_is_left_out() {
         let mut a = Activity::new(ActivationMode::Auto, 0.9, None, &spes());
         a.busy = Some(1.0);
         // The engine falls behind for a second (five rounds after the first one): active.
         for i in 0..=8u64 {
-            let load = SourceLoad { backlog: Some(10_000.0 * i as f64), ingested: 20_000.0 * i as f64, queued: None };
-            let t = a.update("engine", Duration::from_millis(200 * i), Some(load));
+            let shown = load(10_000.0 * i as f64, 20_000.0 * i as f64);
+            let t = a.update("engine", Duration::from_millis(200 * i), Some(shown));
             assert_eq!(t.is_some(), i == 5, "round {i}");
         }
         assert!(a.is_active("engine") && !a.is_active("flink"));
@@ -350,8 +378,8 @@ mod tests {
         assert!(a.view("engine").unwrap().releases.is_empty());
         a.busy = Some(0.3);
         let released = (9..=70u64).find_map(|i| {
-            let load = SourceLoad { backlog: Some(0.0), ingested: 20_000.0 * i as f64, queued: None };
-            a.update("engine", Duration::from_millis(200 * i), Some(load)).map(|t| (i, t))
+            let shown = load(0.0, 20_000.0 * i as f64);
+            a.update("engine", Duration::from_millis(200 * i), Some(shown)).map(|t| (i, t))
         });
         let (i, t) = released.expect("handed back");
         assert!(!t.active && i >= 55, "not before 10 s of acting: round {i}");
@@ -366,8 +394,8 @@ mod tests {
         a.busy = Some(1.0);
         // Falling behind: active at the round of 1.0 s (as above).
         for i in 0..=5u64 {
-            let load = SourceLoad { backlog: Some(10_000.0 * i as f64), ingested: 20_000.0 * i as f64, queued: None };
-            a.update("engine", ms(200 * i), Some(load));
+            let shown = load(10_000.0 * i as f64, 20_000.0 * i as f64);
+            a.update("engine", ms(200 * i), Some(shown));
             a.account(ms(200 * i));
         }
         let v = a.view("engine").unwrap();
@@ -381,8 +409,8 @@ mod tests {
         a.busy = Some(0.3);
         let mut released = None;
         for i in 6..=80u64 {
-            let load = SourceLoad { backlog: Some(0.0), ingested: 100_000.0 + 20_000.0 * i as f64, queued: None };
-            if let Some(t) = a.update("engine", ms(200 * i), Some(load)) {
+            let shown = load(0.0, 100_000.0 + 20_000.0 * i as f64);
+            if let Some(t) = a.update("engine", ms(200 * i), Some(shown)) {
                 assert!(!t.active && released.is_none(), "one release, no flapping");
                 released = Some(ms(200 * i));
             }

@@ -163,6 +163,17 @@ pub fn render(stats: &Stats, cpu_seconds: f64, uptime: Duration) -> String {
     }
     let _ = writeln!(
         o,
+        "# HELP moirai_schedule_counter_period_seconds How often the SPE refreshes the counters the activation rule \
+         reads, as the rule allows for it: its driver's measure (Storm's reporter period, Flink's metric fetcher \
+         interval), else its kind's default; 0: read live.\n\
+         # TYPE moirai_schedule_counter_period_seconds gauge"
+    );
+    for (spe, a) in &stats.activity {
+        let period = a.counter_period.as_secs_f64();
+        let _ = writeln!(o, "moirai_schedule_counter_period_seconds{{spe=\"{}\"}} {period}", escape(spe));
+    }
+    let _ = writeln!(
+        o,
         "# HELP moirai_schedule_activations_total Times the middleware started acting on the SPE.\n\
          # TYPE moirai_schedule_activations_total counter"
     );
@@ -423,6 +434,7 @@ mod tests {
             activations: u64::from(time.first.is_some()),
             releases: BTreeMap::new(),
             time,
+            counter_period: Duration::from_secs(1),
         };
         let mut stats = Stats::default();
         // Acted on from 1.5 s to 4 s, and again since 6 s; never on "idle".
@@ -438,6 +450,7 @@ mod tests {
             "moirai_schedule_active_seconds_total{spe=\"engine\"} 3.75",
             "moirai_schedule_active_seconds_total{spe=\"idle\"} 0",
             "moirai_schedule_first_active_seconds{spe=\"engine\"} 1.5",
+            "moirai_schedule_counter_period_seconds{spe=\"idle\"} 1",
             "moirai_schedule_releases_total{spe=\"engine\",reason=\"no_gain\"} 1",
             "# TYPE moirai_schedule_active_seconds_total counter",
             "# TYPE moirai_schedule_releases_total counter",

@@ -389,6 +389,12 @@ impl Activation {
         &self.config
     }
 
+    /// Sets how often the SPE refreshes its counters, as its driver measured it (a reporter's
+    /// period read from what it wrote): the rates of the windows taken from now on allow for it.
+    pub fn set_counter_period(&mut self, period: Duration) {
+        self.config.counter_period = period;
+    }
+
     /// Whether scheduling can help now: enforce the policies' schedules on this SPE.
     pub fn is_active(&self) -> bool {
         self.active

@@ -165,6 +165,7 @@ fn each_spe_says_whether_the_middleware_acts_on_it() {
             activations: 1,
             releases: Default::default(),
             time: Default::default(),
+            counter_period: Duration::ZERO,
         },
     );
     let v = serde_json::to_value(rec.record(r)).unwrap();

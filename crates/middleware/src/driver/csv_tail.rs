@@ -19,7 +19,7 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// How much of a file's end the first read (and a read after a truncation) looks at.
 pub const TAIL: u64 = 256;
@@ -39,6 +39,9 @@ pub struct CsvTail {
     last: Option<f64>,
     /// When a read last found a complete line that had not been read before.
     grew: Option<Instant>,
+    /// The times (`t`, whole seconds) of the first and the last line read that had one, and
+    /// how many lines with a time were read (since the file was opened or read afresh).
+    stamps: Option<(i64, i64, u32)>,
 }
 
 impl CsvTail {
@@ -49,7 +52,7 @@ impl CsvTail {
 
     /// An open file, not read yet.
     pub fn new(file: File) -> Self {
-        CsvTail { file, offset: None, partial: false, last: None, grew: None }
+        CsvTail { file, offset: None, partial: false, last: None, grew: None, stamps: None }
     }
 
     /// The value of the file's last complete, non-empty line now (`None` for a header, a value
@@ -71,6 +74,15 @@ impl CsvTail {
         self.grew
     }
 
+    /// How often the reporter appends a line: the time from the first line read to the last,
+    /// over the lines between (`None` before three lines with times were read). The reporter
+    /// writes whole seconds, so a single step of a 1 s period can read 0 or 2; over `k` steps
+    /// the mean is off by less than `1/k` s.
+    pub fn period(&self) -> Option<Duration> {
+        let (first, last, lines) = self.stamps?;
+        (lines >= 3).then(|| Duration::from_secs_f64((last - first).max(0) as f64 / f64::from(lines - 1)))
+    }
+
     /// Jumps to the file's last [`TAIL`] bytes and forgets the value.
     fn restart(&mut self) -> io::Result<()> {
         let size = self.file.metadata()?.len();
@@ -78,7 +90,17 @@ impl CsvTail {
         self.offset = Some(at);
         self.partial = at > 0;
         self.last = None;
+        self.stamps = None;
         Ok(())
+    }
+
+    /// Counts the time of a line read (a header has none).
+    fn note_stamp(&mut self, stamp: Option<i64>) {
+        let Some(t) = stamp else { return };
+        self.stamps = Some(match self.stamps {
+            None => (t, t, 1),
+            Some((first, last, lines)) => (first, last.max(t), lines.saturating_add(1)),
+        });
     }
 
     /// Reads what was appended since the last call.
@@ -125,8 +147,13 @@ impl CsvTail {
                     None => &[],
                 };
             }
-            if let Some(line) = lines.split(|&b| b == b'\n').rev().find(|l| !l.trim_ascii().is_empty()) {
+            let mut read = false;
+            for line in lines.split(|&b| b == b'\n').filter(|l| !l.trim_ascii().is_empty()) {
+                self.note_stamp(parse_stamp(line));
                 self.last = parse_value(line);
+                read = true;
+            }
+            if read {
                 self.grew = Some(Instant::now());
             }
             self.offset = Some(from + (n - data.len()) as u64 + end as u64 + 1);
@@ -136,6 +163,13 @@ impl CsvTail {
             }
         }
     }
+}
+
+/// The time of a `t,value` line: its first field, when a whole number (Storm's reporter writes
+/// seconds since the epoch).
+fn parse_stamp(line: &[u8]) -> Option<i64> {
+    let line = std::str::from_utf8(line).ok()?;
+    line.split(',').next()?.trim().parse().ok()
 }
 
 /// The value of a `t,value` line: its last field, when a finite number.
@@ -191,6 +225,31 @@ mod tests {
         assert_eq!(tail.value(), None, "not a finite number");
         f.append("\n1795534873,0.5\n\n");
         assert_eq!(tail.value(), Some(0.5), "empty lines are passed over");
+    }
+
+    #[test]
+    fn the_reporters_period_is_the_mean_step_between_the_times_of_its_lines() {
+        let f = Scratch::new("period");
+        f.write("t,count\n1795534869,20\n");
+        let mut tail = CsvTail::open(&f.0).unwrap();
+        assert_eq!(tail.value(), Some(20.0));
+        f.append("1795534879,40\n");
+        assert_eq!(tail.value(), Some(40.0));
+        assert_eq!(tail.period(), None, "one step is not enough: a 1 s period can read 2");
+        f.append("1795534889,60\n");
+        assert_eq!(tail.value(), Some(60.0));
+        assert_eq!(tail.period(), Some(Duration::from_secs(10)), "Storm's default period");
+        // A period of 1 s whose writes fall near a second's end: steps of 2, 0, 1, 1.
+        let g = Scratch::new("period-jitter");
+        g.write("t,count\n100,1\n102,2\n");
+        let mut tail = CsvTail::open(&g.0).unwrap();
+        assert_eq!(tail.value(), Some(2.0));
+        g.append("102,3\n103,4\n");
+        assert_eq!(tail.value(), Some(4.0), "the first read and the next, as they come");
+        assert_eq!(tail.period(), Some(Duration::from_secs(1)));
+        g.append("104,5\n");
+        tail.value();
+        assert_eq!(tail.period(), Some(Duration::from_secs(1)));
     }
 
     #[test]

@@ -147,7 +147,9 @@ pub struct FlinkDriver {
     warnings: BTreeSet<String>,
     /// What `queue_len` reports.
     queue: FlinkQueue,
-    checked_fetcher: bool,
+    /// The JobManager's metric fetcher interval, once read (how old the REST API's counters
+    /// can be; not read where a Prometheus reporter is).
+    fetcher_interval: Option<Duration>,
     /// The sources as the last observation that read counters saw them.
     sources: Option<SourceLoad>,
     /// The running jobs' graphs, by job id (read once per job).
@@ -183,7 +185,7 @@ impl FlinkDriver {
             pending: HashMap::new(),
             warnings: BTreeSet::new(),
             queue: FlinkQueue::default(),
-            checked_fetcher: false,
+            fetcher_interval: None,
             sources: None,
             jobs: HashMap::new(),
             census: ThreadCensus::new(),
@@ -470,9 +472,9 @@ impl Driver for FlinkDriver {
             (Some(client), Some(text)) => Some(client.read(text).map_err(DriverError::Interface)?),
             _ => None,
         };
-        if !self.checked_fetcher && scraped.is_none() {
+        if self.fetcher_interval.is_none() && scraped.is_none() {
             let interval = self.rest.fetcher_interval_ms().map_err(DriverError::Interface)?;
-            self.checked_fetcher = true;
+            self.fetcher_interval = Some(Duration::from_millis(interval));
             if interval > 1000 {
                 let version = self.rest.version().ok().flatten();
                 self.warn_once(format!(
@@ -534,6 +536,14 @@ impl Driver for FlinkDriver {
                     samples.push((op, m, value));
                 }
             }
+            // A reporter is read live. The REST API answers from the JobManager's store and starts
+            // a fetch when the store is older than the fetcher's interval, without waiting for it:
+            // its counters are as old as that interval, and at least a round (1 s on Flink).
+            sources.counter_period = if scraped.is_some() {
+                Some(Duration::ZERO)
+            } else {
+                self.fetcher_interval.map(|i| i.max(Duration::from_secs(1)))
+            };
             self.sources = Some(sources);
         }
         self.clocks.sweep();

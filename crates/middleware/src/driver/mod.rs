@@ -21,6 +21,7 @@ pub mod threads;
 use std::collections::BTreeSet;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+use std::time::Duration;
 
 use moirai_sched::Metric;
 /// What a driver saw in one round: the controller's input.
@@ -125,6 +126,11 @@ pub struct SourceLoad {
     /// long before its sources do: at 1.25× its saturation point on the Lachesis SYN its sources'
     /// backlog stayed 0 while the operators' queues held seconds of input.
     pub queued: Option<f64>,
+    /// How often the SPE refreshes these counters, where the driver measured it (Storm's
+    /// reporter period, from the times in its files; Flink's metric fetcher interval, or zero
+    /// when a Prometheus reporter is read live); `None`: its kind's default
+    /// ([`crate::activity::config_for`]).
+    pub counter_period: Option<Duration>,
 }
 
 impl SourceLoad {

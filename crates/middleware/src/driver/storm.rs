@@ -158,6 +158,8 @@ pub struct StormDriver {
     dumps: u64,
     /// Raised when the middleware stops: a dump under way gives up ([`Driver::give_up_on`]).
     stop: Arc<AtomicBool>,
+    /// Whether the user was told that the reporter writes too seldom ([`slow_reporter`]).
+    warned_period: bool,
 }
 
 /// An [`SpeTopology`] built from the executor map taken at `taken` and the listing `files`, and
@@ -193,6 +195,7 @@ impl StormDriver {
             built: None,
             dumps: 0,
             stop: Arc::default(),
+            warned_period: false,
         })
     }
 
@@ -420,6 +423,23 @@ pub struct ExecutorCounters {
     pub pending: Option<f64>,
 }
 
+/// What to tell the user when Storm's reporter writes its files every `period` (as the times in
+/// them show), if that is too seldom for the middleware: longer than a second, the policies see
+/// queues that old and the activation rule rates that coarse. Storm's reporters write every
+/// 10 s unless `report.period` says otherwise. The times are whole seconds, so a period of 1 s
+/// can read up to 1.5 s ([`CsvTail`](super::csv_tail::CsvTail::period)): only more is named.
+pub fn slow_reporter(period: Duration) -> Option<String> {
+    (period > Duration::from_millis(1500)).then(|| {
+        format!(
+            "Storm's metrics reporter writes every {:.0} s (Storm's default is 10 s), so the policies see queues \
+             that old and the activation rule cannot tell a fall of the input from the reporter's steps before \
+             it has seen several; set report.period: 1 and report.period.units: SECONDS for the \
+             CsvStormReporter in topology.metrics.reporters",
+            period.as_secs_f64()
+        )
+    })
+}
+
 /// Sums an executor's files, whose values `value` reads by their index in `files`.
 pub fn executor_counters(
     files: &[(PathBuf, MetricFile)],
@@ -536,6 +556,13 @@ impl Driver for StormDriver {
                     _ => continue,
                 };
                 samples.push((op, m, value));
+            }
+        }
+        sources.counter_period = self.dir.period();
+        if let Some(w) = sources.counter_period.and_then(slow_reporter) {
+            if !self.warned_period {
+                self.warned_period = true;
+                self.warn_once(w);
             }
         }
         self.sources = Some(sources);
@@ -776,6 +803,14 @@ mod tests {
         let e = choose(&[(7, worker), (8, worker)]).unwrap_err();
         assert!(e.contains("several JVMs"), "two workers of one topology on this node: {e}");
         assert!(choose(&[]).unwrap_err().contains("no JVM on this machine runs Storm executors for /tmp/m1"));
+    }
+
+    #[test]
+    fn a_reporter_slower_than_a_second_is_named_with_the_setting_to_change() {
+        assert_eq!(slow_reporter(Duration::from_secs(1)), None, "as moirai's jobs set it");
+        assert_eq!(slow_reporter(Duration::from_millis(1400)), None, "1 s read in whole seconds over two steps");
+        let w = slow_reporter(Duration::from_secs(10)).expect("Storm's default period");
+        assert!(w.contains("every 10 s") && w.contains("report.period: 1"), "{w}");
     }
 
     #[test]

@@ -251,6 +251,18 @@ impl MetricDir {
         }
     }
 
+    /// How often the reporter writes the files kept open: the median of their periods
+    /// ([`CsvTail::period`]); `None` before three lines of one of them were read.
+    pub fn period(&self) -> Option<Duration> {
+        let mut periods: Vec<Duration> =
+            self.listing.as_ref()?.tails.iter().flatten().filter_map(CsvTail::period).collect();
+        if periods.is_empty() {
+            return None;
+        }
+        let mid = periods.len() / 2;
+        Some(*periods.select_nth_unstable(mid).1)
+    }
+
     /// Lists the directory: the metadata of the metric files of `components`, and of a
     /// topology's other files until one shows it live.
     fn list(
@@ -366,6 +378,37 @@ mod tests {
         assert_eq!((files.value(0), files.value(1)), (Some(3.0), Some(3.0)));
         let (_, kept) = files.live(files.owner().unwrap(), &ops, false).unwrap();
         assert!(Arc::ptr_eq(&again, &kept), "every file seen growing within LIVE: the listing stands");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_reporters_period_is_the_median_of_its_files() {
+        let dir = scratch("period");
+        let mut files = MetricDir::new(&dir);
+        let ops: BTreeSet<&str> = ["op"].into();
+        let append = |task: i64, text: &str| {
+            let path = dir.join(format!("storm.worker.t-1-1.host.op.{task}.6700-receive-queue-population.csv"));
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .unwrap()
+                .write_all(text.as_bytes())
+                .unwrap();
+        };
+        // Two lines a file: no period yet.
+        for task in 1..=3 {
+            append(task, "t,value\n100,3\n110,3\n");
+        }
+        files.live(files.owner().unwrap(), &ops, false).unwrap();
+        (0..3).for_each(|k| assert_eq!(files.value(k), Some(3.0)));
+        assert_eq!(files.period(), None);
+        // Every 10 s (Storm's default), one file a second late in its last write.
+        for (task, t) in [(1, 120), (2, 120), (3, 121)] {
+            append(task, &format!("{t},4\n"));
+        }
+        (0..3).for_each(|k| assert_eq!(files.value(k), Some(4.0)));
+        assert_eq!(files.period(), Some(Duration::from_secs(10)));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

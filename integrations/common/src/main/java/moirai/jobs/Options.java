@@ -24,7 +24,10 @@ public final class Options {
     public enum Engine {
         /** {@code moirai.flink.Run}: {@code --rest-port}, {@code --buffer-timeout-ms}. */
         FLINK,
-        /** {@code moirai.storm.Run}: {@code --metrics-dir}, {@code --workers}, {@code --wait-strategy}. */
+        /**
+         * {@code moirai.storm.Run}: {@code --metrics-dir}, {@code --report-period}, {@code --workers},
+         * {@code --wait-strategy}.
+         */
         STORM,
         /** No job (e.g. {@link SynDraw}): only the workloads' flags. */
         NONE
@@ -76,7 +79,9 @@ public final class Options {
         }
         if (engine == Engine.STORM) {
             l.add("  --metrics-dir DIR    where Storm's CsvStormReporter writes the metrics, one CSV file per");
-            l.add("                       metric, every second [default: a fresh temporary directory]");
+            l.add("                       metric, every --report-period [default: a fresh temporary directory]");
+            l.add("  --report-period S    how often the reporter writes the metrics, in seconds (Storm's own");
+            l.add("                       default is 10; the middleware wants 1) [default: 1]");
             l.add("  --workers W          worker slots of the topology, threads of this JVM [default: 1]");
             l.add("  --wait-strategy S    how idle executors wait (Storm's spout, bolt and backpressure wait");
             l.add("                       strategies): progressive (Storm's default: spin, then 1000 x");
@@ -129,6 +134,8 @@ public final class Options {
     public String metricsDir;
     /** Storm: worker slots. */
     public int workers = 1;
+    /** Storm: how often the CSV reporter writes, in seconds (Storm's own default is 10). */
+    public int reportPeriodS = 1;
     /**
      * Storm: the park time of {@code WaitStrategyPark} in microseconds for every wait situation
      * (spout, bolt, backpressure), or null for Storm's default {@code WaitStrategyProgressive}.
@@ -270,6 +277,10 @@ public final class Options {
             case "--workers" -> {
                 requireEngine(flag, Engine.STORM);
                 workers = (int) integer(flag, value, 1, 64);
+            }
+            case "--report-period" -> {
+                requireEngine(flag, Engine.STORM);
+                reportPeriodS = (int) integer(flag, value, 1, 3600);
             }
             case "--wait-strategy" -> {
                 requireEngine(flag, Engine.STORM);

@@ -186,7 +186,7 @@ public final class Run {
         filter.put("expression", System.getProperty("moirai.storm.metricsFilter", METRICS_FILTER));
         Map<String, Object> reporter = new LinkedHashMap<>();
         reporter.put("class", "org.apache.storm.metrics2.reporters.CsvStormReporter");
-        reporter.put("report.period", 1);
+        reporter.put("report.period", o.reportPeriodS);
         reporter.put("report.period.units", "SECONDS");
         reporter.put("csv.log.dir", metricsDir.toString());
         reporter.put("filter", filter);
@@ -213,7 +213,8 @@ public final class Run {
 
     static int run(Options o, PrintStream stdout) throws Exception {
         Path metrics = metricsDir(o);
-        System.err.println("moirai-storm: metrics (CSV, every second) in " + metrics);
+        System.err.println("moirai-storm: metrics (CSV, every " + (o.reportPeriodS == 1 ? "second" : o.reportPeriodS + " s")
+                + ") in " + metrics);
         Registry.durationNs = o.durationNs;
         Registry.warmup = o.warmup;
         String name = "moirai-" + o.workload;

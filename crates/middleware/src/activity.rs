@@ -176,6 +176,7 @@ impl Activity {
             at,
             cpu_busy: self.busy,
             backlog: sources.and_then(|s| s.waiting()),
+            source_backlog: sources.and_then(|s| s.backlog),
             ingested: sources.map(|s| s.ingested),
         };
         let t = spe.rule.update(sample);

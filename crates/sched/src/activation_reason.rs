@@ -15,6 +15,9 @@ pub enum Reason {
         /// The level it was below: the CPU threshold when idle, the losing-ground level minus
         /// the hysteresis when it let go.
         threshold: f64,
+        /// Below it in every round of the window (when it let go), or in at least one (idle:
+        /// the machine was not busy in every round, whatever its mean).
+        every_round: bool,
     },
     /// Idle: the SPE keeps up (the largest backlog of the window, in time at its input rate).
     KeepingUp {
@@ -111,9 +114,13 @@ impl fmt::Display for Reason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Reason::Starting => write!(f, "starting: watching the load for the first rounds"),
-            Reason::CpuRoom { busy, threshold } => {
-                write!(f, "the machine has room ({:.0} % busy, threshold {:.0} %)", busy * 100.0, threshold * 100.0)
-            }
+            Reason::CpuRoom { busy, threshold, every_round } => write!(
+                f,
+                "the machine has room ({:.0} % busy on average, below {:.0} % in {} round)",
+                busy * 100.0,
+                threshold * 100.0,
+                if *every_round { "every" } else { "at least one" }
+            ),
             Reason::KeepingUp { lag } => {
                 write!(f, "the SPE keeps up (backlog at most {} of input)", seconds(*lag))
             }

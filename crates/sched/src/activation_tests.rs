@@ -2,16 +2,18 @@ use super::*;
 
 const PERIOD: Duration = Duration::from_millis(200);
 
-/// Load at time `t` (seconds): the machine's busy share, the sources' backlog (tuples) and the
-/// rate at which they take tuples in (tuples/s).
+/// Load at time `t` (seconds): the machine's busy share, the tuples waiting in the SPE, the part
+/// of them at its sources, and the rate at which the sources take tuples in (tuples/s).
 struct Load {
     cpu: Option<f64>,
     backlog: Option<f64>,
+    sources: Option<f64>,
     rate: f64,
 }
 
+/// A load whose sources report no backlog of their own.
 fn load(cpu: f64, backlog: f64, rate: f64) -> Load {
-    Load { cpu: Some(cpu), backlog: Some(backlog), rate }
+    Load { cpu: Some(cpu), backlog: Some(backlog), sources: None, rate }
 }
 
 /// Feeds `rule` one sample per [`PERIOD`] from `from` to `to` (seconds), integrating the input
@@ -33,6 +35,7 @@ fn feed(
             at: Duration::from_secs_f64(t),
             cpu_busy: l.cpu,
             backlog: l.backlog,
+            source_backlog: l.sources,
             ingested: Some(*ingested),
         };
         if let Some(tr) = rule.update(sample) {
@@ -270,7 +273,8 @@ fn a_start_up_backlog_drained_while_acting_is_handed_back_and_stays_so() {
 fn without_a_backlog_figure_nothing_is_probed() {
     let mut r = rule();
     let mut n = 0.0;
-    let changes = feed(&mut r, &mut n, 0.0, 300.0, |_| Load { cpu: Some(0.99), backlog: None, rate: 1.0 });
+    let changes =
+        feed(&mut r, &mut n, 0.0, 300.0, |_| Load { cpu: Some(0.99), backlog: None, sources: None, rate: 1.0 });
     assert_eq!(changes.iter().map(|c| c.1).collect::<Vec<_>>(), [true], "{changes:?}");
 }
 
@@ -338,6 +342,7 @@ fn storm_30k(config: ActivationConfig, more: &[(f64, Option<f64>, f64, f64)]) ->
                 at: Duration::from_secs_f64(t),
                 cpu_busy,
                 backlog: Some(backlog),
+                source_backlog: None,
                 ingested: Some(ingested),
             };
             r.update(sample).map(|tr| (t, tr.active, tr.reason.code()))
@@ -371,8 +376,13 @@ fn a_source_catching_up_and_counters_refreshed_once_a_second_do_not_pass_for_a_f
     let mut r = Activation::new(storm);
     let mut changes = Vec::new();
     for &(t, cpu_busy, backlog, ingested) in &STORM_30K {
-        let sample =
-            LoadSample { at: Duration::from_secs_f64(t), cpu_busy, backlog: Some(backlog), ingested: Some(ingested) };
+        let sample = LoadSample {
+            at: Duration::from_secs_f64(t),
+            cpu_busy,
+            backlog: Some(backlog),
+            source_backlog: None,
+            ingested: Some(ingested),
+        };
         changes.extend(r.update(sample).map(|tr| (t, tr.active, tr.reason)));
     }
     let mut n = STORM_30K[STORM_30K.len() - 1].3;
@@ -437,18 +447,19 @@ fn it_does_not_flap_around_its_thresholds() {
 fn without_a_backlog_the_cpu_decides_and_without_either_nothing_changes() {
     let mut r = rule();
     let mut n = 0.0;
-    let changes = feed(&mut r, &mut n, 0.0, 3.0, |_| Load { cpu: Some(0.97), backlog: None, rate: 1.0 });
+    let changes = feed(&mut r, &mut n, 0.0, 3.0, |_| Load { cpu: Some(0.97), backlog: None, sources: None, rate: 1.0 });
     assert_eq!(changes.iter().map(|c| c.1).collect::<Vec<_>>(), [true]);
     assert!(matches!(r.reason(), Reason::Holding { .. }));
-    let changes = feed(&mut r, &mut n, 3.2, 30.0, |_| Load { cpu: Some(0.5), backlog: None, rate: 1.0 });
+    let changes = feed(&mut r, &mut n, 3.2, 30.0, |_| Load { cpu: Some(0.5), backlog: None, sources: None, rate: 1.0 });
     assert_eq!(changes.iter().map(|c| c.1).collect::<Vec<_>>(), [false]);
 
     let mut r = rule();
     let mut n = 0.0;
-    let changes = feed(&mut r, &mut n, 0.0, 30.0, |_| Load { cpu: None, backlog: None, rate: 1.0 });
+    let changes = feed(&mut r, &mut n, 0.0, 30.0, |_| Load { cpu: None, backlog: None, sources: None, rate: 1.0 });
     assert!(changes.is_empty());
     // The backlog alone, when the CPU is unknown.
-    let changes = feed(&mut r, &mut n, 30.2, 33.0, |t| Load { cpu: None, backlog: Some(9e3 * t), rate: 1e4 });
+    let changes =
+        feed(&mut r, &mut n, 30.2, 33.0, |t| Load { cpu: None, backlog: Some(9e3 * t), sources: None, rate: 1e4 });
     assert_eq!(changes.iter().map(|c| c.1).collect::<Vec<_>>(), [true]);
 }
 
@@ -459,6 +470,7 @@ fn samples_out_of_order_are_ignored_and_the_first_window_is_starting() {
         at: Duration::from_millis(ms),
         cpu_busy: Some(1.0),
         backlog: Some(1e6),
+        source_backlog: None,
         ingested: Some(ms as f64),
     };
     assert_eq!(r.update(s(500)), None);
@@ -587,4 +599,62 @@ fn after_a_hold_a_scheduler_that_now_helps_is_kept_and_the_holds_start_over() {
     let changes = feed(&mut r, &mut n, 220.2, 250.0, |t| load(0.99, 1_000.0 * (t - 215.0), 22_000.0));
     assert_eq!(changes.len(), 2, "{changes:?}");
     assert!(matches!(changes[1].2, Reason::NoGain { hold, .. } if hold == Duration::from_secs(20)), "{changes:?}");
+}
+
+/// Storm at 30k tuples/s, past its saturation point, as in one run of
+/// `docs/results/2026-12-02/storm-long/` (`decisions-30k-rep2.txt`): the spouts catch up on what
+/// they owe as the topology starts, taking in 78.6k tuples/s over the 3 s that activate the rule
+/// while the tuples waiting grow slowly (0.13 s of input); scheduled, they take in the input's
+/// 30k and the tuples waiting grow from 11k to 19k over 10.9 s (their pace before would have
+/// brought them to 15.5k). `held_back`: tuples/s of input the sources do not take in while
+/// scheduled (their backlog grows by them); `sources`: whether they report a backlog of their
+/// own. Fed until `until` (s); returns the state changes and the rule.
+fn storm_catching_up(held_back: f64, sources: bool, until: f64) -> (Vec<(f64, bool, Reason)>, Activation) {
+    let config = ActivationConfig {
+        confirm: Duration::from_secs(3),
+        counter_period: Duration::from_secs(1),
+        ..ActivationConfig::default()
+    };
+    let mut r = Activation::new(config);
+    let mut n = 0.0;
+    let at_sources = |b: f64| sources.then_some(b);
+    let mut changes = feed(&mut r, &mut n, 0.0, 4.2, |t| Load {
+        cpu: Some(1.0),
+        backlog: Some(10_000.0 + 250.0 * t),
+        // Catching up: 48.6k tuples/s of what they owe, down to a few hundred tuples.
+        sources: at_sources(300.0 + 48_600.0 * (4.2 - t)),
+        rate: 78_600.0,
+    });
+    changes.extend(feed(&mut r, &mut n, 4.4, until, |t| Load {
+        cpu: Some(1.0),
+        backlog: Some(11_000.0 + 760.0 * (t - 4.2) + held_back * (t - 4.2)),
+        sources: at_sources(300.0 + held_back * (t - 4.2)),
+        rate: 30_000.0 - held_back,
+    }));
+    (changes, r)
+}
+
+#[test]
+fn an_intake_that_falls_with_the_sources_up_to_date_is_a_load_that_changed_not_a_scheduling_without_gain() {
+    let codes = |changes: &[(f64, bool, Reason)]| changes.iter().map(|c| (c.1, c.2.code())).collect::<Vec<_>>();
+    // The sources took in less than in the window that activated the rule and stayed up to
+    // date: that window's rate was a catch-up, there is nothing to judge the scheduling against,
+    // and it keeps acting (the SPE still behind), saying why in the round of the verdict ...
+    let (changes, r) = storm_catching_up(0.0, true, 13.0);
+    assert_eq!(codes(&changes), [(true, "behind")], "{changes:?}");
+    assert!(changes[0].0 < 4.3, "{changes:?}");
+    assert!(r.reason().to_string().contains("nothing to judge the scheduling against"), "{}", r.reason());
+    // ... and later.
+    let (changes, r) = storm_catching_up(0.0, true, 60.0);
+    assert_eq!(codes(&changes), [(true, "behind")], "{changes:?}");
+    assert!(r.is_active());
+    // Sources held back by the scheduling fall behind by what they do not take in (from their
+    // lowest, once caught up): no gain, after the first release window of acting.
+    let (changes, _) = storm_catching_up(3_000.0, true, 20.0);
+    assert_eq!(codes(&changes), [(true, "behind"), (false, "no_gain")], "{changes:?}");
+    assert!((12.9..13.5).contains(&changes[1].0), "{changes:?}");
+    // Without the sources' backlog apart, a fall cannot be told from sources held back: the
+    // verdict is taken, as before.
+    let (changes, _) = storm_catching_up(0.0, false, 20.0);
+    assert_eq!(codes(&changes), [(true, "behind"), (false, "no_gain")], "{changes:?}");
 }

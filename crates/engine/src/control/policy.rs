@@ -150,10 +150,11 @@ impl AutoGate {
         if let Some(ticks) = now {
             self.last = Some((at, ticks));
         }
-        let (mut waiting, mut ingested) = (0u64, 0u64);
+        let (mut waiting, mut at_sources, mut ingested) = (0u64, 0u64, 0u64);
         for (id, op) in ops.iter().enumerate() {
             if view.head_kind(id) == crate::graph::NodeKind::Source {
                 waiting += op.backlog;
+                at_sources += op.backlog;
                 ingested += op.tuples_in;
             } else {
                 waiting += op.queue_len;
@@ -163,6 +164,7 @@ impl AutoGate {
             at,
             cpu_busy,
             backlog: Some(waiting as f64),
+            source_backlog: Some(at_sources as f64),
             ingested: Some(ingested as f64),
         };
         self.rule.update(sample).map(|t| (t.active, t.reason.code(), t.reason.to_string()))

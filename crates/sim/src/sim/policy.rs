@@ -214,7 +214,13 @@ impl Simulation<'_> {
             gate.first_active.get_or_insert(now);
             return GateRound { active: true, turned_idle: false };
         };
-        let sample = LoadSample { at: ns(now), cpu_busy: busy, backlog: load.waiting(), ingested: Some(load.ingested) };
+        let sample = LoadSample {
+            at: ns(now),
+            cpu_busy: busy,
+            backlog: load.waiting(),
+            source_backlog: load.backlog,
+            ingested: Some(load.ingested),
+        };
         let turned = rule.update(sample);
         match &turned {
             Some(t) if t.active => gate.activations += 1,

@@ -1,0 +1,117 @@
+//! What the rule measures over a window of its samples ([`Window`]).
+
+use std::time::Duration;
+
+use super::{Activation, LoadSample, Pace};
+
+/// Measures of the samples from `from` on (and the one before, as the window's start).
+pub(super) struct Window {
+    /// Mean CPU busy share of the samples that have one.
+    pub(super) busy_mean: Option<f64>,
+    /// Whether every sample that has one is at or above the threshold (`None`: none has one).
+    pub(super) all_busy: Option<bool>,
+    /// Whether every sample that has one is below the losing-ground level minus the hysteresis.
+    pub(super) all_room: Option<bool>,
+    /// Input rate over the window, tuples/s.
+    pub(super) rate: Option<f64>,
+    /// The time `rate` was measured over (from the opening sample to the last).
+    pub(super) span: Duration,
+    /// Smallest and largest lag of the window, s (`None`: no backlog).
+    pub(super) lag: Option<(f64, f64)>,
+    /// The mean lag of the samples with a backlog.
+    pub(super) lag_mean: Option<f64>,
+    /// Backlog at the window's end minus at its start.
+    pub(super) growth: Option<f64>,
+    /// Backlog at the window's end.
+    pub(super) backlog: Option<f64>,
+    /// How fast the backlog grew inside the window (from its first sample to its last, so that
+    /// a step at its opening does not count), tuples/s.
+    pub(super) trend: Option<f64>,
+    /// The sources' backlog at the window's end minus its lowest in the window (from the
+    /// opening sample on): what they fell behind by since they were last most up to date.
+    pub(super) source_rise: Option<f64>,
+}
+
+impl Window {
+    /// The pace this window shows, as the baseline of the no-gain verdict.
+    pub(super) fn pace(&self) -> Pace {
+        Pace {
+            rate: self.rate.unwrap_or(0.0),
+            rate_span: self.span,
+            backlog: self.backlog,
+            growth: self.trend.unwrap_or(0.0),
+        }
+    }
+}
+
+impl Activation {
+    /// The window of the last `span`: `None` while the samples do not reach back that far.
+    pub(super) fn window(&self, now: Duration, span: Duration) -> Option<Window> {
+        let start = now.checked_sub(span)?;
+        // The last sample at or before `start` opens the window.
+        let first = self.samples.iter().rposition(|s| s.at <= start)?;
+        let opening = self.samples[first];
+        let inside: Vec<&LoadSample> = self.samples.iter().skip(first + 1).collect();
+        let last = **inside.last()?;
+        let threshold = self.config.cpu_threshold;
+        let busy: Vec<f64> = inside.iter().filter_map(|s| s.cpu_busy).collect();
+        let busy_mean = (!busy.is_empty()).then(|| busy.iter().sum::<f64>() / busy.len() as f64);
+        let all_busy = (!busy.is_empty()).then(|| busy.iter().all(|&b| b >= threshold));
+        let room = self.config.room_level();
+        let all_room = (!busy.is_empty()).then(|| busy.iter().all(|&b| b < room));
+        let rate = match (opening.ingested, last.ingested) {
+            (Some(a), Some(b)) if last.at > opening.at => {
+                Some(((b - a) / (last.at - opening.at).as_secs_f64()).max(0.0))
+            }
+            _ => None,
+        };
+        let lags: Vec<f64> = inside
+            .iter()
+            .filter_map(|s| s.backlog)
+            .map(|b| match rate {
+                _ if b <= 0.0 => 0.0,
+                Some(r) if r > 0.0 => b / r,
+                // Tuples wait and none come in: as far behind as can be.
+                _ => f64::INFINITY,
+            })
+            .collect();
+        let lag = (!lags.is_empty())
+            .then(|| (lags.iter().copied().fold(f64::INFINITY, f64::min), lags.iter().copied().fold(0.0, f64::max)));
+        let growth = match (opening.backlog, last.backlog) {
+            (Some(a), Some(b)) => Some(b - a),
+            _ => None,
+        };
+        let first_inside = *inside[0];
+        let trend = match (first_inside.backlog, last.backlog) {
+            (Some(a), Some(b)) if last.at > first_inside.at => {
+                Some((b - a) / (last.at - first_inside.at).as_secs_f64())
+            }
+            _ => None,
+        };
+        let lowest_at_sources = self
+            .samples
+            .iter()
+            .skip(first)
+            .filter_map(|s| s.source_backlog)
+            .fold(None, |m: Option<f64>, b| Some(m.map_or(b, |m| m.min(b))));
+        let source_rise = match (lowest_at_sources, last.source_backlog) {
+            (Some(low), Some(b)) => Some(b - low),
+            _ => None,
+        };
+        let lag_mean = (!lags.is_empty()).then(|| lags.iter().sum::<f64>() / lags.len() as f64);
+        let span = last.at - opening.at;
+        Some(Window {
+            busy_mean,
+            all_busy,
+            all_room,
+            rate,
+            span,
+            lag,
+            lag_mean,
+            growth,
+            backlog: last.backlog,
+            trend,
+            source_rise,
+        })
+    }
+}

@@ -337,17 +337,19 @@ fn storm_30k(config: ActivationConfig, more: &[(f64, Option<f64>, f64, f64)]) ->
     STORM_30K
         .iter()
         .chain(more)
-        .filter_map(|&(t, cpu_busy, backlog, ingested)| {
-            let sample = LoadSample {
-                at: Duration::from_secs_f64(t),
-                cpu_busy,
-                backlog: Some(backlog),
-                source_backlog: None,
-                ingested: Some(ingested),
-            };
-            r.update(sample).map(|tr| (t, tr.active, tr.reason.code()))
-        })
+        .filter_map(|round| r.update(storm_sample(round)).map(|tr| (round.0, tr.active, tr.reason.code())))
         .collect()
+}
+
+/// One round of [`STORM_30K`] as a sample (Storm's spouts report no backlog of their own here).
+fn storm_sample(&(t, cpu_busy, backlog, ingested): &(f64, Option<f64>, f64, f64)) -> LoadSample {
+    LoadSample {
+        at: Duration::from_secs_f64(t),
+        cpu_busy,
+        backlog: Some(backlog),
+        source_backlog: None,
+        ingested: Some(ingested),
+    }
 }
 
 #[test]
@@ -375,15 +377,8 @@ fn a_source_catching_up_and_counters_refreshed_once_a_second_do_not_pass_for_a_f
     // A real fall is still seen, before the probe: the input down to a sixth at 18.2 s.
     let mut r = Activation::new(storm);
     let mut changes = Vec::new();
-    for &(t, cpu_busy, backlog, ingested) in &STORM_30K {
-        let sample = LoadSample {
-            at: Duration::from_secs_f64(t),
-            cpu_busy,
-            backlog: Some(backlog),
-            source_backlog: None,
-            ingested: Some(ingested),
-        };
-        changes.extend(r.update(sample).map(|tr| (t, tr.active, tr.reason)));
+    for round in &STORM_30K {
+        changes.extend(r.update(storm_sample(round)).map(|tr| (round.0, tr.active, tr.reason)));
     }
     let mut n = STORM_30K[STORM_30K.len() - 1].3;
     changes.extend(feed(&mut r, &mut n, 18.2, 40.0, |_| load(1.0, 0.0, 5_000.0)));

@@ -243,6 +243,15 @@ impl ActivationConfig {
         (self.counter_period.as_secs_f64() / span.as_secs_f64()).min(1.0)
     }
 
+    /// Whether the rate `now` (tuples/s, taken over its span) is below [`RATE_MARGIN`] of the
+    /// rate `then` with both at the edges of their [uncertainty](Self::rate_uncertainty) least
+    /// favourable to a fall: the input fell, beyond what the counters can tell.
+    pub fn rate_fell(&self, now: (f64, Duration), then: (f64, Duration)) -> bool {
+        let highest_now = now.0 * (1.0 + self.rate_uncertainty(now.1));
+        let lowest_then = then.0 * (1.0 - self.rate_uncertainty(then.1));
+        then.0 > 0.0 && highest_now < RATE_MARGIN * lowest_then
+    }
+
     /// These thresholds with `lag` as the lag, the keep-up level raised to it where it was lower.
     pub fn with_lag(self, lag: Duration) -> ActivationConfig {
         ActivationConfig { lag, keep_up: self.keep_up.max(lag), ..self }
@@ -570,10 +579,7 @@ impl Activation {
         // judged by its CPU alone).
         if let (Some(rate), Some(_)) = (w.rate, w.lag) {
             let (behind_at, then_span) = self.fell_behind_at.unwrap_or((self.before.rate, self.before.rate_span));
-            // Each rate at the edge of its uncertainty least favourable to a fall.
-            let highest_now = rate * (1.0 + self.config.rate_uncertainty(w.span));
-            let lowest_then = behind_at * (1.0 - self.config.rate_uncertainty(then_span));
-            if behind_at > 0.0 && highest_now < RATE_MARGIN * lowest_then {
+            if self.config.rate_fell((rate, w.span), (behind_at, then_span)) {
                 return self.change(now, false, Reason::RateFellBack { rate, behind_at });
             }
         }
@@ -620,9 +626,7 @@ impl Activation {
         // they do not take in; sources that take in less and stay up to date had less to take
         // (the window that activated the rule held a catch-up, or the input fell): the baseline
         // is another load's, and an input that falls counts as a gain, as everywhere else.
-        let highest_now = rate * (1.0 + self.config.rate_uncertainty(w.span));
-        let lowest_then = rate_before * (1.0 - self.config.rate_uncertainty(self.before.rate_span));
-        let fell = highest_now < RATE_MARGIN * lowest_then;
+        let fell = self.config.rate_fell((rate, w.span), (rate_before, self.before.rate_span));
         let kept_pace = w.source_rise.is_some_and(|g| g < self.config.lag.as_secs_f64() * rate);
         if fell && kept_pace {
             return Verdict::LoadChanged;

@@ -153,8 +153,8 @@ pub fn render(stats: &Stats, cpu_seconds: f64, uptime: Duration) -> String {
     let _ = writeln!(
         o,
         "# HELP moirai_schedule_active Whether the middleware acts on the SPE now (1) or leaves it to Linux (0); \
-         reason: why (starting, cpu_room, keeping_up, rate_fell_back, probing, no_gain, behind, losing_ground, holding, \
-         always).\n\
+         reason: why (starting, cpu_room, keeping_up, rate_fell_back, probing, no_gain, comparing, behind, losing_ground, \
+         holding, always).\n\
          # TYPE moirai_schedule_active gauge"
     );
     for (spe, a) in &stats.activity {
@@ -183,7 +183,7 @@ pub fn render(stats: &Stats, cpu_seconds: f64, uptime: Duration) -> String {
     let _ = writeln!(
         o,
         "# HELP moirai_schedule_releases_total Times the middleware turned idle on the SPE, by reason (cpu_room, \
-         keeping_up, rate_fell_back, probing, no_gain; absent until it first did).\n\
+         keeping_up, rate_fell_back, probing, no_gain, comparing; absent until it first did).\n\
          # TYPE moirai_schedule_releases_total counter"
     );
     for (spe, a) in &stats.activity {

@@ -83,6 +83,20 @@
 //!   not take in (measured on Storm at 30k tuples/s: spouts catching up took in 78.6k tuples/s
 //!   over the window that activated the rule, 29.9k while it acted, and a verdict against the
 //!   78.6k let go of a topology that needed the scheduler).
+//! - **Active → idle, to compare** ([`Reason::Comparing`]) when, [`COMPARE_AFTER`] release
+//!   windows after it became active, the SPE is still behind and loses ground: its backlog grew
+//!   by at least another `lag` of input over the last `release` window. A gain found once may
+//!   not last: a load whose cost per tuple grows as a run goes on (measured on Flink with Linear
+//!   Road: 3.2 µs of CPU per tuple in the first minute, 6.4 µs later) ends up behind whatever
+//!   runs it, and the verdict above compared the first window of acting with a baseline of the
+//!   past. So the rule hands the SPE to Linux
+//!   for one `release` window, takes it back for another, and judges that second window as
+//!   above, against the course the SPE kept under Linux just before (its intake, and its backlog
+//!   extrapolated at the pace it grew under Linux), with the intake of the windows scheduled
+//!   before and after Linux's averaged, so that a steady drift of the load favours neither. No
+//!   gain: idle, and held as above; a gain: it stays active and compares again after twice as
+//!   long (up to 2^[`PROBE_DOUBLINGS`] × that). Should the SPE keep up under Linux, the
+//!   comparison ends there, idle.
 //!
 //! Without a backlog (the SPE's sources report none), the backlog conditions are left out and
 //! the rule follows the CPU alone; without a CPU figure, the backlog alone. A sample with
@@ -199,6 +213,10 @@ pub const PROBE_DOUBLINGS: u32 = 4;
 /// acting for the scheduling to count as a gain (a share of the extrapolation: the backlog at
 /// activation plus its growth since, at the pace at which the SPE fell behind).
 pub const BACKLOG_GAIN: f64 = 0.1;
+
+/// How many release windows of acting (behind all along at the end) pass before the rule first
+/// compares the scheduling with Linux's course on the same load (see the [module docs](self)).
+pub const COMPARE_AFTER: u32 = 2;
 
 /// How much more the sources must take in while acting than when the SPE fell behind for the
 /// scheduling to count as a gain (a share of that rate): an SPE with bounded queues cannot show
@@ -334,6 +352,12 @@ pub struct Activation {
     probed_at: Option<Duration>,
     /// Probes failed in a row (each doubles the probe window, up to [`PROBE_DOUBLINGS`]).
     probes_failed: u32,
+    /// While active: when the next comparison with Linux may begin.
+    compare_due: Duration,
+    /// Comparisons the scheduling won in a row in this activation (each doubles the wait).
+    compare_wins: u32,
+    /// During a comparison: the intake over the window of acting before it, tuples/s.
+    comparing: Option<f64>,
 }
 
 /// How an SPE fell behind: measured over the window that activated the rule.
@@ -367,6 +391,9 @@ impl Activation {
             kept_up_since: None,
             probed_at: None,
             probes_failed: 0,
+            compare_due: Duration::ZERO,
+            compare_wins: 0,
+            comparing: None,
         }
     }
 
@@ -428,6 +455,8 @@ impl Activation {
         if self.active {
             self.note_keeping_up(now);
             self.consider_release(now)
+        } else if let Some(scheduled) = self.comparing {
+            self.follow_linux(now, scheduled)
         } else {
             self.consider_activation(now)
         }
@@ -453,7 +482,15 @@ impl Activation {
         self.since = now;
         self.transitions += 1;
         self.kept_up_since = None;
+        if let Reason::Comparing { .. } = reason {
+            // A comparison's windows: the probes, holds and verdicts of the activation go on.
+            self.verdict_due = active;
+            return Some(Transition { active, reason });
+        }
+        self.comparing = None;
         if active {
+            self.compare_due = now + self.config.release * COMPARE_AFTER;
+            self.compare_wins = 0;
             // Acting again soon after a probe: the probe failed; later, the load has changed.
             let failed = self.probed_at.is_some_and(|p| now <= p + self.config.release * PROBE_MEMORY);
             self.probes_failed = if failed { self.probes_failed.saturating_add(1) } else { 0 };
@@ -545,13 +582,14 @@ impl Activation {
         let keeping_up = w.lag_mean.is_none_or(|m| m < self.config.keep_up.as_secs_f64());
         // The first window of acting shows whether it changed the SPE's course.
         let verdict_due = std::mem::take(&mut self.verdict_due);
+        let compared = self.comparing.take().filter(|_| verdict_due);
         if verdict_due {
             // The lower of the two measures of the input it fell behind at.
             self.fell_behind_at = w.rate.filter(|&r| r < self.before.rate).map(|r| (r, w.span));
         }
         if !keeping_up {
             if verdict_due {
-                match self.no_gain(now, &w) {
+                match self.no_gain(now, &w, compared) {
                     Verdict::NoGain(reason) => return self.change(now, false, reason),
                     Verdict::LoadChanged => {
                         self.reason = Reason::Holding {
@@ -561,11 +599,23 @@ impl Activation {
                         };
                         return None;
                     }
+                    Verdict::Gain if compared.is_some() => {
+                        self.compared_with_gain(now);
+                        self.reason =
+                            Reason::Holding { why: "the SPE is behind, and does better scheduled than under Linux" };
+                        return None;
+                    }
                     Verdict::Gain => {}
                 }
+            } else if let Some(transition) = self.compare_if_due(now) {
+                return Some(transition);
             }
             self.reason = Reason::Holding { why: "the SPE is behind" };
             return None;
+        }
+        if compared.is_some() {
+            // Behind under Linux, keeping up scheduled.
+            self.compared_with_gain(now);
         }
         if w.all_room == Some(true) {
             let reason = Reason::CpuRoom {
@@ -608,11 +658,13 @@ impl Activation {
     /// behind; [`Verdict::LoadChanged`] when the intake fell (below [`RATE_MARGIN`] of that rate,
     /// beyond what the counters can tell) while the sources' backlog did not rise by a `lag` of
     /// input above its lowest in the window. Without a backlog at both ends nothing can be told,
-    /// and it stays.
-    fn no_gain(&mut self, now: Duration, w: &Window) -> Verdict {
+    /// and it stays. After a comparison (`compared`: the intake over the window of acting before
+    /// Linux's), the baseline is Linux's course and the intake the mean of the two windows.
+    fn no_gain(&mut self, now: Duration, w: &Window, compared: Option<f64>) -> Verdict {
         let (Some(at_start), Some(backlog), Some(rate)) = (self.before.backlog, w.backlog, w.rate) else {
             return Verdict::Gain;
         };
+        let rate = compared.map_or(rate, |before| (before + rate) / 2.0);
         let acted = now.saturating_sub(self.since);
         let expected = at_start + self.before.growth.max(0.0) * acted.as_secs_f64();
         let rate_before = self.before.rate;
@@ -633,7 +685,8 @@ impl Activation {
         }
         self.no_gains = self.no_gains.saturating_add(1);
         let hold = self.config.release * (1u32 << self.no_gains.min(PROBE_DOUBLINGS));
-        let reason = Reason::NoGain { acted, backlog, expected, rate, rate_before, hold };
+        let against_linux = compared.is_some();
+        let reason = Reason::NoGain { acted, backlog, expected, rate, rate_before, against_linux, hold };
         self.held = Some((now + hold, reason.clone()));
         Verdict::NoGain(reason)
     }
@@ -655,6 +708,9 @@ fn duration(seconds: f64) -> Duration {
 
 #[path = "activation_reason.rs"]
 mod reason;
+
+#[path = "activation_compare.rs"]
+mod compare;
 
 #[path = "activation_window.rs"]
 mod window;

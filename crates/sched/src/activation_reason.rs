@@ -67,14 +67,30 @@ pub enum Reason {
         acted: Duration,
         /// Tuples waiting at the verdict.
         backlog: f64,
-        /// Tuples that would be waiting at the pace at which it fell behind.
+        /// Tuples that would be waiting at the pace at which it fell behind (or, after a
+        /// comparison, at the pace it kept under Linux).
         expected: f64,
-        /// The sources' intake while it acted, tuples/s.
+        /// The sources' intake while it acted, tuples/s (after a comparison, the mean of the
+        /// windows before and after the one under Linux).
         rate: f64,
-        /// Their intake when the SPE fell behind, tuples/s.
+        /// Their intake when the SPE fell behind (or under Linux), tuples/s.
         rate_before: f64,
+        /// Whether the baseline was a window under Linux on the same load (a comparison), not
+        /// the window that activated the rule.
+        against_linux: bool,
         /// How long the rule leaves the SPE to Linux before it may act again.
         hold: Duration,
+    },
+    /// A comparison while behind: the SPE stayed behind while scheduled, so it is handed to
+    /// Linux for a window (idle, `linux` unknown yet) and then scheduled again for another
+    /// (active, `linux` known), and the two are judged against Linux's course.
+    Comparing {
+        /// The sources' intake over the window of acting before, tuples/s.
+        scheduled: f64,
+        /// Their intake under Linux, tuples/s (`None`: the window under Linux is under way).
+        linux: Option<f64>,
+        /// The length of each window.
+        window: Duration,
     },
     /// Active, and staying so: no sign of room yet.
     Holding {
@@ -85,8 +101,8 @@ pub enum Reason {
 
 impl Reason {
     /// A short, stable name of the kind of reason, for metric labels: `starting`, `cpu_room`,
-    /// `keeping_up`, `rate_fell_back`, `probing`, `no_gain`, `behind`, `losing_ground`,
-    /// `holding`.
+    /// `keeping_up`, `rate_fell_back`, `probing`, `no_gain`, `comparing`, `behind`,
+    /// `losing_ground`, `holding`.
     pub fn code(&self) -> &'static str {
         match self {
             Reason::Starting => "starting",
@@ -95,6 +111,7 @@ impl Reason {
             Reason::RateFellBack { .. } => "rate_fell_back",
             Reason::Probing { .. } => "probing",
             Reason::NoGain { .. } => "no_gain",
+            Reason::Comparing { .. } => "comparing",
             Reason::Behind { .. } => "behind",
             Reason::LosingGround { .. } => "losing_ground",
             Reason::Holding { .. } => "holding",
@@ -136,13 +153,32 @@ impl fmt::Display for Reason {
                 seconds(*kept_up),
                 seconds(*next)
             ),
-            Reason::NoGain { acted, backlog, expected, rate, rate_before, hold } => write!(
+            Reason::NoGain { acted, backlog, expected, rate, rate_before, against_linux: false, hold } => write!(
                 f,
                 "scheduling did not help: after {} of it the SPE is still behind, {backlog:.0} tuples waiting \
                  (at the pace at which it fell behind, {expected:.0}) and {rate:.0} tuples/s taken in (against \
                  {rate_before:.0}); not scheduling it for {}",
                 seconds(*acted),
                 seconds(*hold)
+            ),
+            Reason::NoGain { backlog, expected, rate, rate_before, against_linux: true, hold, .. } => write!(
+                f,
+                "scheduling did no better than Linux: the SPE is still behind, {backlog:.0} tuples waiting (on the \
+                 course it kept under Linux just before, {expected:.0}) and {rate:.0} tuples/s taken in scheduled \
+                 (against {rate_before:.0} under Linux); not scheduling it for {}",
+                seconds(*hold)
+            ),
+            Reason::Comparing { scheduled, linux: None, window } => write!(
+                f,
+                "the SPE stays behind while scheduled ({scheduled:.0} tuples/s taken in): handing it back to Linux \
+                 for {} to compare",
+                seconds(*window)
+            ),
+            Reason::Comparing { scheduled, linux: Some(linux), window } => write!(
+                f,
+                "under Linux the SPE took in {linux:.0} tuples/s (against {scheduled:.0} scheduled before): \
+                 scheduling it again for {} to compare",
+                seconds(*window)
             ),
             Reason::Behind { busy, lag } => {
                 write!(f, "the SPE falls behind")?;

@@ -119,7 +119,7 @@ pub struct ActivityState {
     /// Why, for people.
     pub reason: String,
     /// Why, as a code: `starting`, `cpu_room`, `keeping_up`, `rate_fell_back`, `probing`, `no_gain`,
-    /// `behind`, `losing_ground`, `holding`, `always`.
+    /// `comparing`, `behind`, `losing_ground`, `holding`, `always`.
     pub code: &'static str,
     /// Seconds since the middleware started at which this state began.
     pub since_s: f64,

@@ -23,7 +23,8 @@
 //!   upstream subtasks sent this subtask (per the edge's ship strategy) minus what it took in, and a
 //!   source's `pendingRecords`. Buffers are coarse and saturate at a channel's credit, which keeps
 //!   QS's priority spread small; measured on a pipeline with one heavy operator, QS gained more
-//!   with them (docs/schedule.md).
+//!   with them (docs/schedule.md). In either unit, a source's queue counts at most as much as the
+//!   fullest queue of the job's other operators ([`job_records`]).
 //!
 //! With a TaskManager's Prometheus reporter named (`prometheus` in the `[[spe]]` table), the
 //! counters come from one scrape of it per round instead ([`super::flink_prometheus`]); the REST
@@ -704,6 +705,18 @@ Full thread dump OpenJDK 64-Bit Server VM (17.0.15+6-Debian-1 mixed mode, sharin
         let m = job_records(&job(), &counters);
         let buffers: Vec<Vec<f64>> = m.iter().map(|v| v.iter().map(|r| r.queue_buffers).collect()).collect();
         assert_eq!(buffers, vec![vec![2.5], vec![4.0, 1.0], vec![2.0, 0.0], vec![9.0]]);
+        // A backlog of 250 000 records (2 500 buffers) counts as the fullest queue of the other
+        // operators, in both units (in records: the maps were sent 500 records each by the
+        // source and took in none, one buffer's worth of 100 in flight); with every queue
+        // downstream below 1, as itself.
+        let mut behind = counters.clone();
+        behind[0][0].pending = Some(250_000.0);
+        let m = job_records(&job(), &behind);
+        assert_eq!((m[0][0].queue_buffers, m[0][0].queue_len), (9.0, 400.0), "{m:?}");
+        let fullest = m[1..].iter().flatten().map(|r| r.queue_len).fold(0.0, f64::max);
+        assert_eq!(fullest, 400.0, "{m:?}");
+        behind[1..].iter_mut().flatten().for_each(|c| c.input_buffers = 0.5);
+        assert_eq!(job_records(&job(), &behind)[0][0].queue_buffers, 2_500.0);
         // Before its first buffer left, or without a backlog gauge, a source's queue is 0.
         let mut fresh = counters.clone();
         fresh[0][0].buffers_out = 0.0;

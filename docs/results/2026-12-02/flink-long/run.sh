@@ -8,10 +8,10 @@
 #          (--ops 5 --cost-ns 5000 --heavy-op 3 --heavy-factor 4); ~50 min for 36k,40k,44k x 3
 #   lr:    Linear Road, the Lachesis shape; ~35 min for 300k,500k x 3
 # usage: bash docs/results/2026-12-02/flink-long/run.sh OUT WORKLOAD RATES [REPS] [NAME]
-#   (results.csv, table.txt and ratios.md land here as WORKLOAD-NAME-*, NAME by default the
-#   rates, e.g. heavy-36k-44k-results.csv for 36k,40k,44k)
+#   (results.csv, table.txt and ratios.md land here, or in $RESULTS when set, as
+#   WORKLOAD-NAME-*, NAME by default the rates, e.g. heavy-36k-44k-results.csv for 36k,40k,44k)
 set -euo pipefail
-here=$(dirname "$(readlink -f "$0")")
+here=${RESULTS:-$(dirname "$(readlink -f "$0")")}
 usage="usage: run.sh OUT heavy|lr RATES [REPS] [NAME]"
 out=${1:?$usage}
 workload=${2:?$usage}

@@ -58,7 +58,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 pub use point::{Latency, Point, RunSummary};
-pub use spec::{parse_configurations, parse_rates, vary, Configuration, Scheduler, System};
+pub use spec::{parse_configurations, parse_rate, parse_rates, vary, Configuration, Scheduler, System};
 pub use summary::{Criteria, Summary};
 pub use sweep::{Prepared, SweepEnd, SweepSpec};
 

@@ -29,6 +29,7 @@ pub const MIDDLEWARE_ARGS: &[&str] = &[
     "nice-worst",
     "autogroup-nice",
     "flink-queue",
+    "source-queue",
     "period",
     "activation",
     "activation-threshold",
@@ -89,8 +90,8 @@ pub fn parse_rates(text: &str) -> Result<Vec<f64>, BenchError> {
     Ok(rates)
 }
 
-/// One positive rate with an optional k/M/G suffix.
-fn parse_rate(part: &str) -> Result<f64, String> {
+/// One positive rate in tuples/s with an optional k/M/G suffix (`250000`, `250k`, `1.5M`).
+pub fn parse_rate(part: &str) -> Result<f64, String> {
     let p = part.trim().replace('_', "");
     let (digits, scale) = match p.chars().last() {
         Some('k' | 'K') => (&p[..p.len() - 1], 1e3),

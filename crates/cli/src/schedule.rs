@@ -32,6 +32,10 @@ pub struct ScheduleArgs {
     /// queued at its inputs, Flink's inputQueueLength) or records (estimated from record counters).
     #[arg(long, default_value = "buffers", value_parser = |s: &str| s.parse::<moirai_middleware::FlinkQueue>())]
     flink_queue: moirai_middleware::FlinkQueue,
+    /// What a Flink or Storm source's queue_len (and QS's queue size) counts: capped (its backlog,
+    /// at most as much as the fullest queue of the other operators of its job) or backlog (all of it).
+    #[arg(long, default_value = "capped", value_parser = |s: &str| s.parse::<moirai_middleware::SourceQueue>())]
+    source_queue: moirai_middleware::SourceQueue,
     /// This node's TaskManager in a Flink cluster of several nodes (its resource id, host, or
     /// host:dataPort as /taskmanagers shows them): only its subtasks are scheduled.
     #[arg(long, value_name = "ID")]
@@ -221,6 +225,7 @@ fn from_flags(a: &ScheduleArgs) -> Result<Config, String> {
             exe: None,
             allow_owner_change: false,
             queue: (driver == DriverKind::Flink).then_some(a.flink_queue),
+            source_queue: (driver != DriverKind::Moirai).then_some(a.source_queue),
             taskmanager: if driver == DriverKind::Flink { a.flink_taskmanager.clone() } else { None },
             prometheus: if driver == DriverKind::Flink { a.flink_prometheus.get(i).cloned() } else { None },
             autogroup_nice: a.autogroup_nice,

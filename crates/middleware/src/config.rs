@@ -28,12 +28,15 @@
 //! # taskmanager = "tm-node1"                 # this node's TaskManager in a cluster: its id,
 //!                                            # host or host:dataPort (docs/flink-cluster.md)
 //! # queue = "buffers"                        # queue_len in network buffers (default) or "records"
+//! # source_queue = "capped"                  # a source's queue_len: its backlog capped at the
+//!                                            # fullest operator queue (default) or "backlog"
 //!
 //! [[spe]]
 //! name = "storm"
 //! driver = "storm"
 //! metrics_dir = "/var/lib/storm/metrics"     # csv.log.dir of Storm's CsvStormReporter
 //! # pid = 4343                               # the worker JVM, if several run here
+//! # source_queue = "capped"                  # as for Flink
 //!
 //! [[policy]]
 //! name = "shares"
@@ -169,6 +172,10 @@ pub struct SpeConfig {
     /// Flink only: what `queue_len` reports (see [`FlinkQueue`]); absent: the default.
     #[serde(default)]
     pub queue: Option<FlinkQueue>,
+    /// Flink and Storm: what a source's `queue_len` counts (see [`SourceQueue`]); absent: the
+    /// default.
+    #[serde(default)]
+    pub source_queue: Option<SourceQueue>,
     /// Flink only: the TaskManager of this node in a cluster of several — its resource id, its
     /// host, or `host:dataPort` as the REST API's `/taskmanagers` shows them. Only its subtasks
     /// are scheduled; absent: every subtask whose thread is found in this machine's JVM.
@@ -207,6 +214,34 @@ impl std::str::FromStr for FlinkQueue {
             "buffers" => Ok(FlinkQueue::Buffers),
             "records" => Ok(FlinkQueue::Records),
             other => Err(format!("unknown Flink queue '{other}': use buffers or records")),
+        }
+    }
+}
+
+/// What a source's `queue_len` (hence QS's `queue_size`) counts where the SPE reports the
+/// source's backlog (`pendingRecords`: Flink's and Storm's drivers).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceQueue {
+    /// The backlog, but at most as much as the fullest input queue of the other operators of the
+    /// source's query, when one holds at least 1: backpressure lets a source hand its consumers
+    /// no more than their queues take, so a deeper backlog does not make its thread more urgent
+    /// than theirs. Measured on Linear Road on Flink past saturation (docs/schedule.md).
+    #[default]
+    Capped,
+    /// The whole backlog: a source that fell behind outranks every operator by the backlog's
+    /// size.
+    Backlog,
+}
+
+impl std::str::FromStr for SourceQueue {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<SourceQueue, String> {
+        match s {
+            "capped" => Ok(SourceQueue::Capped),
+            "backlog" => Ok(SourceQueue::Backlog),
+            other => Err(format!("unknown source queue '{other}': use capped or backlog")),
         }
     }
 }
@@ -563,6 +598,13 @@ impl Config {
             if s.driver != DriverKind::Flink && s.queue.is_some() {
                 return Err(format!("SPE '{}': `queue` is for the flink driver; remove it", s.name));
             }
+            if s.driver == DriverKind::Moirai && s.source_queue.is_some() {
+                return Err(format!(
+                    "SPE '{}': `source_queue` is for the flink and storm drivers (a moirai engine's sources report \
+                     their own input queue); remove it",
+                    s.name
+                ));
+            }
             match &s.prometheus {
                 Some(_) if s.driver != DriverKind::Flink => {
                     return Err(format!("SPE '{}': `prometheus` is for the flink driver; remove it", s.name))
@@ -729,6 +771,23 @@ mod tests {
         .unwrap_err();
         assert!(e.contains("`queue` is for the flink driver"), "{e}");
         assert!("rows".parse::<FlinkQueue>().unwrap_err().contains("use buffers or records"));
+    }
+
+    #[test]
+    fn a_flink_or_storm_spe_chooses_what_its_sources_queue_counts() {
+        let flink = FULL.replace("driver = \"moirai\"", "driver = \"flink\"").replace("9464", "8081");
+        assert_eq!(Config::from_toml(&flink).unwrap().spes[0].source_queue, None, "absent: the driver's default");
+        assert_eq!(SourceQueue::default(), SourceQueue::Capped);
+        let line = |q: &str| format!("url = \"http://127.0.0.1:8081\"\nsource_queue = \"{q}\"");
+        let backlog = flink.replace("url = \"http://127.0.0.1:8081\"", &line("backlog"));
+        assert_eq!(Config::from_toml(&backlog).unwrap().spes[0].source_queue, Some(SourceQueue::Backlog));
+        let e = Config::from_toml(&flink.replace("url = \"http://127.0.0.1:8081\"", &line("all"))).unwrap_err();
+        assert!(e.contains("all"), "{e}");
+        let moirai = FULL
+            .replace("url = \"http://127.0.0.1:9464\"", "url = \"http://127.0.0.1:9464\"\nsource_queue = \"capped\"");
+        let e = Config::from_toml(&moirai).unwrap_err();
+        assert!(e.contains("`source_queue` is for the flink and storm drivers"), "{e}");
+        assert!("all".parse::<SourceQueue>().unwrap_err().contains("use capped or backlog"));
     }
 
     #[test]

@@ -31,11 +31,18 @@ pub fn open(spes: &[SpeConfig], state_file: &Path) -> Result<Vec<Box<dyn Driver>
                 let driver = crate::driver::flink::FlinkDriver::new(&spe.name, &spe.url, spe.pid)
                     .and_then(|d| d.prometheus(spe.prometheus.as_deref()))
                     .map_err(bad)?;
-                Box::new(driver.queue(spe.queue.unwrap_or_default()).taskmanager(spe.taskmanager.clone()))
+                let source_queue = spe.source_queue.unwrap_or_default();
+                Box::new(
+                    driver
+                        .queue(spe.queue.unwrap_or_default())
+                        .source_queue(source_queue)
+                        .taskmanager(spe.taskmanager.clone()),
+                )
             }
             DriverKind::Storm => {
                 let dir = spe.metrics_dir.as_deref().unwrap_or(Path::new(""));
-                Box::new(crate::driver::storm::StormDriver::new(&spe.name, dir, spe.pid).map_err(bad)?)
+                let driver = crate::driver::storm::StormDriver::new(&spe.name, dir, spe.pid).map_err(bad)?;
+                Box::new(driver.source_queue(spe.source_queue.unwrap_or_default()))
             }
         });
     }

@@ -29,5 +29,5 @@ pub mod session;
 pub mod translate;
 pub mod watchdog;
 
-pub use config::{Config, DriverKind, FlinkQueue, PolicyConfig, SpeConfig, TranslatorKind};
+pub use config::{Config, DriverKind, FlinkQueue, PolicyConfig, SourceQueue, SpeConfig, TranslatorKind};
 pub use daemon::{Daemon, DaemonError};

@@ -2,13 +2,15 @@
 
 use std::time::Duration;
 
-use super::{Activation, Reason, Transition, COMPARE_AFTER, PROBE_DOUBLINGS};
+use super::{Activation, Reason, Transition, COMPARE_AFTER, COMPARE_FALL, PROBE_DOUBLINGS};
 
 impl Activation {
     /// While active and behind, after the verdict: begins a comparison when it is due and the
     /// SPE loses ground scheduled, its backlog grown by at least a `lag` of input over the last
     /// `release` window (one that holds its backlog, or catches up, keeps pace with its input:
-    /// it is left to the scheduling), handing the SPE to Linux.
+    /// it is left to the scheduling), and its intake fell [`COMPARE_FALL`] below what it was
+    /// when the scheduling last showed a gain (a gain that holds is not paid for again),
+    /// handing the SPE to Linux.
     pub(super) fn compare_if_due(&mut self, now: Duration) -> Option<Transition> {
         if now < self.compare_due {
             return None;
@@ -17,6 +19,11 @@ impl Activation {
         let w = self.window(now, window)?;
         let lag = self.config.lag.as_secs_f64();
         let scheduled = w.rate.filter(|&r| r > 0.0 && w.growth.is_some_and(|g| g >= lag * r))?;
+        let worn_off =
+            |gained: (f64, Duration)| self.config.rate_below((scheduled, w.span), gained, 1.0 - COMPARE_FALL);
+        if !self.gained_at.is_none_or(worn_off) {
+            return None;
+        }
         self.comparing = Some(scheduled);
         self.change(now, false, Reason::Comparing { scheduled, linux: None, window })
     }
@@ -43,9 +50,11 @@ impl Activation {
         }
     }
 
-    /// A comparison the scheduling won: the next waits twice as long as the last (up to
-    /// 2^[`PROBE_DOUBLINGS`] times the first).
-    pub(super) fn compared_with_gain(&mut self, now: Duration) {
+    /// A comparison the scheduling won, with `intake` over its scheduled window: the next waits
+    /// twice as long as the last (up to 2^[`PROBE_DOUBLINGS`] times the first), and for the
+    /// intake to fall below this one.
+    pub(super) fn compared_with_gain(&mut self, now: Duration, intake: Option<(f64, Duration)>) {
+        self.gained_at = intake;
         self.compare_wins = self.compare_wins.saturating_add(1);
         let wait = COMPARE_AFTER << self.compare_wins.min(PROBE_DOUBLINGS);
         self.compare_due = now + self.config.release * wait;

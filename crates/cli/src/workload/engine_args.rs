@@ -11,12 +11,12 @@ use moirai_engine::{EngineConfig, Threading};
 #[derive(Args, Clone, Debug)]
 pub struct EngineArgs {
     /// Offered rate in tuples/s, in total over all queries and source instances (0 = as fast as
-    /// possible; at most 1e9, one tuple per ns).
-    #[arg(long, default_value_t = 0.0)]
+    /// possible; at most 1e9, one tuple per ns); k, M and G multiply (250k, 1.5M).
+    #[arg(long, default_value_t = 0.0, value_parser = parse_offered_rate)]
     pub(crate) rate: f64,
     /// Ramp the offered rate linearly from --rate to this many tuples/s over the whole
     /// --duration (the papers' increasing-rate runs).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_offered_rate)]
     pub(crate) ramp_to: Option<f64>,
     /// With --ramp-to: reach it after this long (e.g. 10s) and hold it for the rest of the run,
     /// instead of ramping over the whole --duration.
@@ -138,6 +138,15 @@ pub fn parse_group(s: &str) -> Result<GroupFlag, String> {
 
 /// `--warmup`: a number (its range is checked with the rest of the settings); a duration given
 /// instead is named as such.
+/// An offered rate: tuples/s with an optional k/M/G suffix, as `moirai bench --rates` reads them,
+/// or 0.
+fn parse_offered_rate(s: &str) -> Result<f64, String> {
+    if s.trim().parse::<f64>() == Ok(0.0) {
+        return Ok(0.0);
+    }
+    moirai_bench::parse_rate(s).map_err(|e| format!("{e}, or 0 for as fast as the sources can"))
+}
+
 fn parse_share(s: &str) -> Result<f64, String> {
     s.trim().parse().map_err(|_| {
         format!("'{s}' is not a share of the run: give a number in [0, 0.9), e.g. 0.2 to discard the first 20 % of --duration")
@@ -250,4 +259,21 @@ fn check_engine_args(args: &EngineArgs, duration: Option<Duration>) -> Result<()
         return Err(format!("--warmup {} must be a share of the run in [0, 0.9)", args.warmup));
     }
     check::channel("--channel-capacity", args.channel_capacity, "--batch-size", args.batch_size)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_offered_rate;
+
+    #[test]
+    fn an_offered_rate_takes_the_suffixes_the_lab_takes_or_zero() {
+        assert_eq!(parse_offered_rate("1.5M"), Ok(1.5e6));
+        assert_eq!(parse_offered_rate("250k"), Ok(250e3));
+        assert_eq!(parse_offered_rate("42000"), Ok(42e3));
+        assert_eq!(parse_offered_rate("0"), Ok(0.0));
+        let e = parse_offered_rate("-3").unwrap_err();
+        assert!(e.contains("positive") && e.contains("or 0"), "{e}");
+        let e = parse_offered_rate("fast").unwrap_err();
+        assert!(e.contains("'fast' is not a number of tuples/s"), "{e}");
+    }
 }

@@ -24,7 +24,8 @@
 //!   source's `pendingRecords`. Buffers are coarse and saturate at a channel's credit, which keeps
 //!   QS's priority spread small; measured on a pipeline with one heavy operator, QS gained more
 //!   with them (docs/schedule.md). In either unit, a source's queue counts at most as much as the
-//!   fullest queue of the job's other operators ([`job_records`]).
+//!   fullest queue of the job's other operators ([`cap_source_queues`]) unless
+//!   [`SourceQueue::Backlog`].
 //!
 //! With a TaskManager's Prometheus reporter named (`prometheus` in the `[[spe]]` table), the
 //! counters come from one scrape of it per round instead ([`super::flink_prometheus`]); the REST
@@ -59,8 +60,8 @@ use super::flink_node::{Node, NodeState};
 use super::flink_prometheus::{FlinkScrape, Scrape};
 use super::jvm::{any_gone, comm_matches, java_processes, parse_thread_dump, pick_jvm, stamp, thread_dump};
 use super::threads::ThreadCensus;
-use super::{Driver, DriverError, Observation, SourceLoad};
-use crate::config::FlinkQueue;
+use super::{cap_source_queues, Driver, DriverError, Observation, SourceLoad};
+use crate::config::{FlinkQueue, SourceQueue};
 
 /// The gauge a source reports its backlog in (FLIP-33).
 pub const PENDING_RECORDS: &str = "pendingRecords";
@@ -148,6 +149,8 @@ pub struct FlinkDriver {
     warnings: BTreeSet<String>,
     /// What `queue_len` reports.
     queue: FlinkQueue,
+    /// What a source's `queue_len` reports.
+    source_queue: SourceQueue,
     /// The JobManager's metric fetcher interval, once read (how old the REST API's counters
     /// can be; not read where a Prometheus reporter is).
     fetcher_interval: Option<Duration>,
@@ -186,6 +189,7 @@ impl FlinkDriver {
             pending: HashMap::new(),
             warnings: BTreeSet::new(),
             queue: FlinkQueue::default(),
+            source_queue: SourceQueue::default(),
             fetcher_interval: None,
             sources: None,
             jobs: HashMap::new(),
@@ -258,6 +262,11 @@ impl FlinkDriver {
     /// Reports `queue` as `queue_len` (network buffers by default).
     pub fn queue(self, queue: FlinkQueue) -> Self {
         FlinkDriver { queue, ..self }
+    }
+
+    /// Reports a source's backlog as its `queue_len` as `source_queue` says (capped by default).
+    pub fn source_queue(self, source_queue: SourceQueue) -> Self {
+        FlinkDriver { source_queue, ..self }
     }
 
     fn warn_once(&mut self, text: String) {
@@ -548,7 +557,11 @@ impl Driver for FlinkDriver {
             self.sources = Some(sources);
         }
         self.clocks.sweep();
-        Ok(Observation { topology, samples })
+        let mut observation = Observation { topology, samples };
+        if self.source_queue == SourceQueue::Capped {
+            cap_source_queues(&mut observation);
+        }
+        Ok(observation)
     }
 
     fn thread_dumps(&self) -> u64 {
@@ -705,18 +718,12 @@ Full thread dump OpenJDK 64-Bit Server VM (17.0.15+6-Debian-1 mixed mode, sharin
         let m = job_records(&job(), &counters);
         let buffers: Vec<Vec<f64>> = m.iter().map(|v| v.iter().map(|r| r.queue_buffers).collect()).collect();
         assert_eq!(buffers, vec![vec![2.5], vec![4.0, 1.0], vec![2.0, 0.0], vec![9.0]]);
-        // A backlog of 250 000 records (2 500 buffers) counts as the fullest queue of the other
-        // operators, in both units (in records: the maps were sent 500 records each by the
-        // source and took in none, one buffer's worth of 100 in flight); with every queue
-        // downstream below 1, as itself.
+        // A backlog of 250 000 records is 2 500 buffers, whatever the queues downstream (the
+        // driver caps it afterwards: `cap_source_queues`).
         let mut behind = counters.clone();
         behind[0][0].pending = Some(250_000.0);
         let m = job_records(&job(), &behind);
-        assert_eq!((m[0][0].queue_buffers, m[0][0].queue_len), (9.0, 400.0), "{m:?}");
-        let fullest = m[1..].iter().flatten().map(|r| r.queue_len).fold(0.0, f64::max);
-        assert_eq!(fullest, 400.0, "{m:?}");
-        behind[1..].iter_mut().flatten().for_each(|c| c.input_buffers = 0.5);
-        assert_eq!(job_records(&job(), &behind)[0][0].queue_buffers, 2_500.0);
+        assert_eq!((m[0][0].queue_buffers, m[0][0].queue_len), (2_500.0, 250_000.0), "{m:?}");
         // Before its first buffer left, or without a backlog gauge, a source's queue is 0.
         let mut fresh = counters.clone();
         fresh[0][0].buffers_out = 0.0;

@@ -198,41 +198,9 @@ pub struct SubtaskRecords {
 ///   above a source with a real but smaller backlog. A buffer's worth is the producer's records
 ///   per buffer sent so far (`numRecordsOut` × receivers / `numBuffersOut`).
 ///
-/// A source's queue, in either unit, counts at most as much as the fullest input queue of the
-/// job's other operators (when one holds at least 1): backpressure lets a source hand its
-/// consumers no more than their queues hold, so past that its backlog says how far behind the
-/// job is, not how much CPU its thread can use. Ranked by its whole backlog, a source that fell
-/// behind took the top priority by a factor of hundreds and QS put every other operator at the
-/// bottom (Linear Road on Flink past saturation: 6 250 buffers against 1–9, nice 0 against 19),
-/// and in each 10 s of acting its sources took in 25–35 % less than in the seconds before,
-/// under Linux (docs/schedule.md).
+/// A source's queue is its whole backlog here; the driver caps it at the fullest queue of the
+/// job's other operators unless told not to ([`crate::config::SourceQueue`]).
 pub fn job_records(job: &Job, counters: &[Vec<SubtaskCounters>]) -> Vec<Vec<SubtaskRecords>> {
-    let mut records = uncapped_job_records(job, counters);
-    let is_source = |v: usize| job.vertices[v].inputs.is_empty();
-    let fullest = |records: &[Vec<SubtaskRecords>], unit: fn(&SubtaskRecords) -> f64| {
-        let others = records.iter().enumerate().filter(|&(v, _)| !is_source(v));
-        others.flat_map(|(_, subtasks)| subtasks.iter().map(unit)).fold(0.0, f64::max)
-    };
-    let most_records = fullest(&records, |r| r.queue_len);
-    let most_buffers = fullest(&records, |r| r.queue_buffers);
-    for (v, subtasks) in records.iter_mut().enumerate() {
-        if !is_source(v) {
-            continue;
-        }
-        for r in subtasks {
-            if most_records >= 1.0 {
-                r.queue_len = r.queue_len.min(most_records);
-            }
-            if most_buffers >= 1.0 {
-                r.queue_buffers = r.queue_buffers.min(most_buffers);
-            }
-        }
-    }
-    records
-}
-
-/// [`job_records`] before the sources' queues are capped.
-fn uncapped_job_records(job: &Job, counters: &[Vec<SubtaskCounters>]) -> Vec<Vec<SubtaskRecords>> {
     let fanouts: Vec<f64> = (0..job.vertices.len())
         .map(|v| {
             job.consumers(v).map(|(c, s)| if s == ShipStrategy::Broadcast { c.parallelism as f64 } else { 1.0 }).sum()

@@ -34,7 +34,8 @@
 //! - **Metrics per executor.** `tuples_in`: Σ execute counts (a spout: Σ emit counts); `tuples_out`:
 //!   Σ transfer counts, once per receiving task as [`Metric::TuplesOut`] asks (a sink: its tuples
 //!   in); `queue_len`: the receive queue's population (a spout: Σ `pendingRecords` where it
-//!   reports them); `cpu_ns` from `/proc`.
+//!   reports them, capped at the fullest receive queue of its topology unless
+//!   [`SourceQueue::Backlog`]); `cpu_ns` from `/proc`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -52,7 +53,8 @@ pub use super::storm_files::{
     last_value, parse_metric_file, LiveFiles, MetricFile, StormMetric, LIVE, PENDING_RECORDS,
 };
 use super::threads::ThreadCensus;
-use super::{Driver, DriverError, IdleWait, Observation, SourceLoad};
+use super::{cap_source_queues, Driver, DriverError, IdleWait, Observation, SourceLoad};
+use crate::config::SourceQueue;
 
 /// The least time between two dumps while a live component has no executor thread yet.
 const DUMP_RETRY: Duration = Duration::from_secs(5);
@@ -160,6 +162,8 @@ pub struct StormDriver {
     stop: Arc<AtomicBool>,
     /// Whether the user was told that the reporter writes too seldom ([`slow_reporter`]).
     warned_period: bool,
+    /// What a spout's `queue_len` reports.
+    source_queue: SourceQueue,
 }
 
 /// An [`SpeTopology`] built from the executor map taken at `taken` and the listing `files`, and
@@ -196,7 +200,13 @@ impl StormDriver {
             dumps: 0,
             stop: Arc::default(),
             warned_period: false,
+            source_queue: SourceQueue::default(),
         })
+    }
+
+    /// Reports a spout's backlog as its `queue_len` as `source_queue` says (capped by default).
+    pub fn source_queue(self, source_queue: SourceQueue) -> Self {
+        StormDriver { source_queue, ..self }
     }
 
     fn warn_once(&mut self, text: String) {
@@ -567,7 +577,11 @@ impl Driver for StormDriver {
         }
         self.sources = Some(sources);
         self.clocks.sweep();
-        Ok(Observation { topology, samples })
+        let mut observation = Observation { topology, samples };
+        if self.source_queue == SourceQueue::Capped {
+            cap_source_queues(&mut observation);
+        }
+        Ok(observation)
     }
 
     fn thread_dumps(&self) -> u64 {

@@ -89,10 +89,13 @@ fn numbers_a_run_cannot_honour_are_usage_errors() {
     // 1e25` used to be accepted and overflow the source's schedule (a panic, or 1 tuple in).
     for (args, expect) in [
         (&["syn", "--rate", "1e25"][..], &["--rate 1e25", "at most 1000000000 tuples/s"][..]),
-        (&["syn", "--rate", "NaN"][..], &["--rate NaN", ">= 0"][..]),
-        (&["syn", "--rate", "inf"][..], &["--rate inf", ">= 0"][..]),
+        (&["syn", "--rate", "NaN"][..], &["'NaN' for '--rate", "positive number of tuples/s, or 0"][..]),
+        (&["syn", "--rate", "inf"][..], &["'inf' for '--rate", "positive number of tuples/s, or 0"][..]),
         (&["syn", "--rate", "1000", "--ramp-to", "1e12"][..], &["--ramp-to", "at most 1000000000"][..]),
-        (&["syn", "--rate", "1000", "--ramp-to", "NaN"][..], &["--ramp-to NaN", "positive target"][..]),
+        (
+            &["syn", "--rate", "1000", "--ramp-to", "NaN"][..],
+            &["'NaN' for '--ramp-to", "positive number of tuples/s"][..],
+        ),
         (&["syn", "--duration", "31days"][..], &["--duration", "30 days", "use at most 30days"][..]),
         (&["syn", "--cost-ns", "2000000000"][..], &["--cost-ns 2000000000", "1 s per tuple", "at most"][..]),
         (&["syn", "--batch-size", "100000000"][..], &["--batch-size 100000000", "1..=65536"][..]),

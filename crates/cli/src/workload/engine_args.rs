@@ -16,7 +16,7 @@ pub struct EngineArgs {
     pub(crate) rate: f64,
     /// Ramp the offered rate linearly from --rate to this many tuples/s over the whole
     /// --duration (the papers' increasing-rate runs).
-    #[arg(long, value_parser = parse_offered_rate)]
+    #[arg(long, value_parser = moirai_bench::parse_rate)]
     pub(crate) ramp_to: Option<f64>,
     /// With --ramp-to: reach it after this long (e.g. 10s) and hold it for the rest of the run,
     /// instead of ramping over the whole --duration.

@@ -466,6 +466,11 @@ impl Activation {
         if self.samples.back().is_some_and(|last| sample.at <= last.at) {
             return None;
         }
+        // An intake counter below the last: reset (a restart, or subtasks that finished leaving
+        // the sum). Across it nothing would seem taken in; the windows start again here instead.
+        if self.samples.back().and_then(|l| l.ingested).zip(sample.ingested).is_some_and(|(a, b)| b < a) {
+            self.samples.clear();
+        }
         self.samples.push_back(sample);
         let keep = self.config.confirm.max(self.config.release).max(self.config.losing_ground);
         // Keep one sample at or before `now - keep`: the start of the longest window.

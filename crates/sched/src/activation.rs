@@ -87,7 +87,9 @@
 //!   windows after it became active, the SPE is still behind and loses ground (its backlog grew
 //!   by at least another `lag` of input over the last `release` window) and takes in
 //!   [`COMPARE_FALL`] less than when the scheduling last showed a gain (its first window of
-//!   acting, or the last comparison it won). A gain found once may not last: a load whose cost
+//!   acting, or the last comparison it won; a first window judged against a baseline from the
+//!   SPE's [start-up](ActivationConfig::startup) shows none, so the first comparison does not
+//!   wait for a fall). A gain found once may not last: a load whose cost
 //!   per tuple grows as a run goes on (measured on Flink with Linear Road: 3.2 µs of CPU per
 //!   tuple in the first minute, 6.4 µs later) ends up behind whatever runs it, and the verdict
 //!   above compared the first window of acting with a baseline of the past; a gain that holds
@@ -179,6 +181,11 @@ pub struct ActivationConfig {
     /// How often the SPE refreshes the counters of its sources' intake (zero: they are read
     /// live): a rate taken over a window `W` is then off by up to `counter_period / W` of it.
     pub counter_period: Duration,
+    /// How long after the SPE's sources first report their intake (or after a counter of theirs
+    /// went backwards: a restart) it counts as starting: a gain found against a window that began
+    /// then does not hold the comparison with Linux back (see the [module docs](self), "to
+    /// compare"). Zero: an SPE that takes in at full speed from its first round.
+    pub startup: Duration,
 }
 
 /// The accepted range of [`ActivationConfig::cpu_threshold`]: below half the machine, an SPE is
@@ -246,6 +253,7 @@ impl Default for ActivationConfig {
             // Longer than `confirm`: a growing backlog is the only sign then.
             losing_ground: Duration::from_secs(3),
             counter_period: Duration::ZERO,
+            startup: Duration::ZERO,
         }
     }
 }
@@ -376,8 +384,12 @@ pub struct Activation {
     /// During a comparison: the intake over the window of acting before it, tuples/s.
     comparing: Option<f64>,
     /// While active: the intake (tuples/s, and the time it was taken over) when the scheduling
-    /// last showed a gain — its first window of acting, or the last comparison it won.
+    /// last showed a gain — its first window of acting (unless the window that activated the rule
+    /// began while the SPE was [starting](ActivationConfig::startup)), or the last comparison it
+    /// won.
     gained_at: Option<(f64, Duration)>,
+    /// When the SPE's sources first reported their intake, or last reset their counters.
+    started: Option<Duration>,
 }
 
 /// How an SPE fell behind: measured over the window that activated the rule.
@@ -391,6 +403,8 @@ struct Pace {
     backlog: Option<f64>,
     /// How fast the backlog grew, tuples/s.
     growth: f64,
+    /// Whether the window began while the SPE was [starting](ActivationConfig::startup).
+    in_startup: bool,
 }
 
 impl Activation {
@@ -415,6 +429,7 @@ impl Activation {
             compare_wins: 0,
             comparing: None,
             gained_at: None,
+            started: None,
         }
     }
 
@@ -470,6 +485,10 @@ impl Activation {
         // the sum). Across it nothing would seem taken in; the windows start again here instead.
         if self.samples.back().and_then(|l| l.ingested).zip(sample.ingested).is_some_and(|(a, b)| b < a) {
             self.samples.clear();
+            self.started = Some(sample.at);
+        }
+        if sample.ingested.is_some() {
+            self.started.get_or_insert(sample.at);
         }
         self.samples.push_back(sample);
         let keep = self.config.confirm.max(self.config.release).max(self.config.losing_ground);
@@ -567,7 +586,10 @@ impl Activation {
                 self.reason = why.clone();
                 return None;
             }
-            self.before = pace;
+            let opened = now.saturating_sub(pace.rate_span);
+            let startup = self.config.startup;
+            let in_startup = !startup.is_zero() && self.started.is_some_and(|at| opened < at + startup);
+            self.before = Pace { in_startup, ..pace };
             return self.change(now, true, reason);
         }
         // Not both: say what is missing — room on the machine first (then priorities cannot
@@ -632,8 +654,9 @@ impl Activation {
                             Reason::Holding { why: "the SPE is behind, and does better scheduled than under Linux" };
                         return None;
                     }
-                    // What a comparison waits for the intake to fall below.
-                    Verdict::Gain => self.gained_at = w.rate.map(|r| (r, w.span)),
+                    // What a comparison waits for the intake to fall below; nothing, where the
+                    // gain was found against the SPE's start-up.
+                    Verdict::Gain => self.gained_at = w.rate.filter(|_| !self.before.in_startup).map(|r| (r, w.span)),
                 }
             } else if let Some(transition) = self.compare_if_due(now) {
                 return Some(transition);
@@ -679,55 +702,6 @@ impl Activation {
         };
         None
     }
-
-    /// The no-gain verdict on the window `w` that began when it became active:
-    /// [`Verdict::NoGain`] (and the hold set) when the SPE's backlog is not [`BACKLOG_GAIN`]
-    /// below its extrapolation and its intake not [`INTAKE_GAIN`] above the rate at which it fell
-    /// behind; [`Verdict::LoadChanged`] when the intake fell (below [`RATE_MARGIN`] of that rate,
-    /// beyond what the counters can tell) while the sources' backlog did not rise by a `lag` of
-    /// input above its lowest in the window. Without a backlog at both ends nothing can be told,
-    /// and it stays. After a comparison (`compared`: the intake over the window of acting before
-    /// Linux's), the baseline is Linux's course and the intake the mean of the two windows.
-    fn no_gain(&mut self, now: Duration, w: &Window, compared: Option<f64>) -> Verdict {
-        let (Some(at_start), Some(backlog), Some(rate)) = (self.before.backlog, w.backlog, w.rate) else {
-            return Verdict::Gain;
-        };
-        let rate = compared.map_or(rate, |before| (before + rate) / 2.0);
-        let acted = now.saturating_sub(self.since);
-        let expected = at_start + self.before.growth.max(0.0) * acted.as_secs_f64();
-        let rate_before = self.before.rate;
-        let drained = backlog <= (1.0 - BACKLOG_GAIN) * expected;
-        let took_in_more = rate_before > 0.0 && rate >= (1.0 + INTAKE_GAIN) * rate_before;
-        if drained || took_in_more {
-            self.no_gains = 0;
-            return Verdict::Gain;
-        }
-        // Sources that take in less because the scheduling holds them back fall behind by what
-        // they do not take in; sources that take in less and stay up to date had less to take
-        // (the window that activated the rule held a catch-up, or the input fell): the baseline
-        // is another load's, and an input that falls counts as a gain, as everywhere else.
-        let fell = self.config.rate_fell((rate, w.span), (rate_before, self.before.rate_span));
-        let kept_pace = w.source_rise.is_some_and(|g| g < self.config.lag.as_secs_f64() * rate);
-        if fell && kept_pace {
-            return Verdict::LoadChanged;
-        }
-        self.no_gains = self.no_gains.saturating_add(1);
-        let hold = self.config.release * (1u32 << self.no_gains.min(PROBE_DOUBLINGS));
-        let against_linux = compared.is_some();
-        let reason = Reason::NoGain { acted, backlog, expected, rate, rate_before, against_linux, hold };
-        self.held = Some((now + hold, reason.clone()));
-        Verdict::NoGain(reason)
-    }
-}
-
-/// The outcome of the no-gain verdict.
-enum Verdict {
-    /// The scheduling changed the SPE's course, or nothing can be told: it stays.
-    Gain,
-    /// The load changed under it: no baseline to judge against; it stays.
-    LoadChanged,
-    /// No gain: hand the SPE back, for the hold in the reason.
-    NoGain(Reason),
 }
 
 fn duration(seconds: f64) -> Duration {
@@ -739,6 +713,10 @@ mod reason;
 
 #[path = "activation_compare.rs"]
 mod compare;
+
+#[path = "activation_verdict.rs"]
+mod verdict;
+use verdict::Verdict;
 
 #[path = "activation_window.rs"]
 mod window;

@@ -110,3 +110,28 @@ fn a_scheduler_that_keeps_taking_in_more_than_linux_is_kept_and_compared_less_an
     let Reason::Comparing { scheduled, linux: Some(linux), .. } = changes[2].2 else { panic!("{changes:?}") };
     assert!(scheduled > linux * 1.05, "{changes:?}");
 }
+
+/// Storm with Linear Road past saturation: the worker takes in 30k tuples/s while it warms up
+/// (its first 6 s), 55k from then on, scheduled or not; 90k arrive. The rule with `startup`.
+fn warming_up(startup: Duration) -> Vec<(f64, bool, Reason)> {
+    let mut r = Activation::new(ActivationConfig { startup, ..ActivationConfig::default() });
+    past_saturation(&mut r, 80.0, 90_000.0, |t, _| if t < 6.0 { 30_000.0 } else { 55_000.0 })
+}
+
+#[test]
+fn a_gain_found_against_the_spes_start_up_does_not_hold_the_comparison_back() {
+    // The first window of acting shows a "gain" against the warm-up; the first comparison, due
+    // 20 s after acting began, finds none, and the SPE is left to Linux.
+    let changes = warming_up(Duration::from_secs(20));
+    let codes: Vec<(bool, &str)> = changes.iter().map(|c| (c.1, c.2.code())).collect();
+    assert_eq!(
+        codes[..4],
+        [(true, "behind"), (false, "comparing"), (true, "comparing"), (false, "no_gain")],
+        "{changes:?}"
+    );
+    assert!((changes[1].0 - changes[0].0 - 20.0).abs() < 0.5, "{changes:?}");
+    assert!(matches!(changes[3].2, Reason::NoGain { against_linux: true, .. }), "{changes:?}");
+    // Without a start-up, the same "gain" holds, and the intake never falls below it.
+    let changes = warming_up(Duration::ZERO);
+    assert_eq!(changes.iter().map(|c| c.2.code()).collect::<Vec<_>>(), ["behind"], "{changes:?}");
+}

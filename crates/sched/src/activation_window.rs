@@ -40,6 +40,7 @@ impl Window {
             rate_span: self.span,
             backlog: self.backlog,
             growth: self.trend.unwrap_or(0.0),
+            in_startup: false,
         }
     }
 }

@@ -24,6 +24,7 @@
 //! - [`summary`] — medians over repetitions, sustainable rate and saturation point, the
 //!   side-by-side table.
 //! - [`output`], [`report`], [`plots`] — `results.csv`, `results.json`, `report.html`.
+//! - [`speed`] — how fast the machine was at the sweep's start and end.
 //! - [`progress`] — the progress line on stderr.
 //! - [`requires`] — the tools some tests need (a JDK and Maven, a browser), and how they skip.
 //! - [`timeline`] — charts of micro-batch runs over time (`moirai micro-batch-timeline`).
@@ -48,6 +49,7 @@ pub mod progress;
 pub mod report;
 pub mod requires;
 pub mod spec;
+pub mod speed;
 pub mod storm;
 pub mod summary;
 pub mod sweep;
@@ -152,6 +154,8 @@ pub struct Finished {
     pub summary: Summary,
     /// The files written: results.csv, results.json, report.html.
     pub files: Vec<PathBuf>,
+    /// How fast the machine was at the sweep's start and end.
+    pub speed: speed::SpeedProbes,
 }
 
 /// Runs a sweep: start-up checks, the points, then `results.csv`, `results.json` and
@@ -159,8 +163,11 @@ pub struct Finished {
 /// measured by then.
 pub fn run(spec: &SweepSpec, stop: &AtomicBool) -> Result<Finished, BenchError> {
     let prepared = sweep::preflight(spec)?;
-    let machine = output::Machine::now();
+    let mut machine = output::Machine::now();
+    let before = speed::probe();
     let (points, end) = sweep::run_sweep(spec, &prepared, stop);
+    let speed = speed::SpeedProbes { before, after: speed::probe() };
+    machine.speed = Some(speed);
     let labels: Vec<String> = spec.configurations.iter().map(|c| c.label.clone()).collect();
     let summary = summary::summarise(&points, &labels, &spec.rates, &spec.criteria);
     let results = output::Results {
@@ -176,7 +183,7 @@ pub fn run(spec: &SweepSpec, stop: &AtomicBool) -> Result<Finished, BenchError> 
     output::write_csv(&files[0], &points)?;
     output::write_json(&files[1], &results)?;
     report::write_report(&files[2], &results)?;
-    Ok(Finished { points, end, summary, files })
+    Ok(Finished { points, end, summary, files, speed })
 }
 
 /// A flag raised by SIGINT or SIGTERM (Ctrl-C, `kill`). Installs a process-wide handler, so

@@ -7,6 +7,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::point::{Latency, Point};
+use crate::speed::SpeedProbes;
 use crate::summary::Summary;
 use crate::sweep::{SweepEnd, SweepSpec};
 use crate::BenchError;
@@ -28,6 +29,9 @@ pub struct Machine {
     pub date: String,
     /// The moirai version that ran it.
     pub moirai_version: String,
+    /// How fast the machine was when the sweep started and when it ended ([`crate::speed`]);
+    /// `None` where not probed (a simulated machine).
+    pub speed: Option<SpeedProbes>,
 }
 
 impl Machine {
@@ -48,6 +52,7 @@ impl Machine {
             loadavg: read("/proc/loadavg").split_whitespace().take(3).collect::<Vec<_>>().join(" "),
             date: utc_iso8601(std::time::SystemTime::now()),
             moirai_version: env!("CARGO_PKG_VERSION").to_string(),
+            speed: None,
         }
     }
 }

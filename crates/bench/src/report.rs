@@ -107,6 +107,9 @@ pub fn render(r: &Results<'_>) -> String {
         }
         h.push_str("</ul>\n");
     }
+    for l in r.machine.speed.iter().flat_map(|s| s.lines()) {
+        let _ = writeln!(h, "<p>{}</p>", escape(&l));
+    }
 
     let mut charts = vec![
         ("Throughput vs offered rate".to_string(), plots::throughput(r.summary, &labels, r.points)),

@@ -118,6 +118,9 @@ pub fn execute(spec: &SweepSpec) -> i32 {
     for l in done.summary.cpu_bound_lines(cores) {
         println!("{l}");
     }
+    for l in done.speed.lines() {
+        println!("{l}");
+    }
     let failed = done.points.iter().filter(|p| p.failure.is_some()).count();
     if failed > 0 {
         println!("{failed} of {} points failed; see report.html or results.csv for why", done.points.len());

@@ -53,6 +53,13 @@ fn a_short_sweep_writes_results_and_a_report() {
     assert_eq!(json["end"], "completed");
     assert_eq!(json["command_line"][1], "bench");
     assert!(num(&json["machine"]["nproc"], "nproc") >= 1.0);
+    // The machine's speed, probed at the start and the end, printed and recorded.
+    assert!(stdout.contains("machine speed (probed at the sweep's start and end)"), "{stdout}");
+    for when in ["before", "after"] {
+        for probe in ["compute_ns", "memory_ns"] {
+            assert!(num(&json["machine"]["speed"][when][probe], probe) > 0.0, "{}", json["machine"]);
+        }
+    }
     let points = json["points"].as_array().unwrap();
     assert_eq!(points.len(), 6);
     let order: Vec<(f64, &str)> =

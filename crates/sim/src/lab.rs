@@ -182,6 +182,7 @@ pub fn simulated_machine(cores: usize, date: String) -> Machine {
         loadavg: String::new(),
         date,
         moirai_version: env!("CARGO_PKG_VERSION").to_string(),
+        speed: None,
     }
 }
 

@@ -131,6 +131,9 @@ struct Row<'a> {
     middleware_releases: String,
     threads: Option<u64>,
     wall_s: f64,
+    /// The machine's speed probed right before the point ([`crate::speed`]).
+    speed_compute_ns: Option<f64>,
+    speed_memory_ns: Option<f64>,
     failure: &'a str,
 }
 
@@ -180,6 +183,8 @@ pub fn write_csv(path: &Path, points: &[Point]) -> Result<(), BenchError> {
             middleware_releases: crate::progress::releases_text(&p.middleware_releases),
             threads: r.map(|r| r.threads),
             wall_s: p.wall_s,
+            speed_compute_ns: p.speed.map(|s| s.compute_ns),
+            speed_memory_ns: p.speed.map(|s| s.memory_ns),
             failure: p.failure.as_deref().unwrap_or(""),
         };
         w.serialize(row).map_err(err)?;

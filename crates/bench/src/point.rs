@@ -46,6 +46,10 @@ pub struct Point {
     /// middleware CPU, in the order of the TaskManagers; `middleware_cpu` is their sum.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub middleware_cpu_nodes: Vec<f64>,
+    /// How fast the machine was right before the point started ([`crate::speed`]); `None` where
+    /// not probed (a simulated point).
+    #[serde(default)]
+    pub speed: Option<crate::speed::Speed>,
 }
 
 impl Point {

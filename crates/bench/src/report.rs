@@ -107,7 +107,8 @@ pub fn render(r: &Results<'_>) -> String {
         }
         h.push_str("</ul>\n");
     }
-    for l in r.machine.speed.iter().flat_map(|s| s.lines()) {
+    let speeds: Vec<_> = r.points.iter().filter_map(|p| p.speed).collect();
+    for l in r.machine.speed.iter().flat_map(|s| s.lines(&speeds)) {
         let _ = writeln!(h, "<p>{}</p>", escape(&l));
     }
 

@@ -1,13 +1,16 @@
-//! How fast the machine is, probed before and after a sweep.
+//! How fast the machine is, probed at a sweep's start, before each of its points and at its end.
 //!
 //! A virtual machine does not run at one speed: its host, its neighbours there, and the host it is
 //! started on next time all differ. On this project's 2-core VM one build of the raw 5-operator
 //! pipeline (`moirai run syn --ops 5 --cost-ns 0 --rate 0 --chaining`, built from `c261269`)
 //! took in 76–81 M tuples/s on 2026-12-01 and 30–31 M on 2026-12-04 (another start of the VM),
 //! and Storm's and Flink's CPU per tuple moved by 2× between sweeps. Interleaved configurations
-//! still compare within a sweep; figures of sweeps run hours apart may not. So the lab probes the machine when a sweep starts and when it ends,
-//! records both in `results.json` (`machine.speed`) and `report.html` and prints them, and says
-//! so when the two differ by more than [`DRIFT`].
+//! still compare within a sweep; figures of sweeps run hours apart may not. So the lab probes the
+//! machine when a sweep starts, before each point and when it ends; records them in
+//! `results.json` (`machine.speed`, each point's `speed`) and `results.csv` (`speed_compute_ns`,
+//! `speed_memory_ns`: a point that ran on a slower machine than its neighbours shows there);
+//! prints them and shows them in `report.html`; and says so when they differ by more than
+//! [`DRIFT`].
 //!
 //! Two probes, each the best of a few runs in thread CPU time (so that being preempted does not
 //! count), about half a second in all:
@@ -18,10 +21,10 @@
 //!   operators' memory is out of the caches pays a miss, and what neighbours on the host's memory
 //!   and last-level cache change).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The probes' figures at one moment.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Speed {
     /// Nanoseconds of CPU a step of a dependent multiply-add chain takes.
     pub compute_ns: f64,
@@ -108,26 +111,41 @@ fn memory_ns() -> f64 {
 }
 
 impl SpeedProbes {
-    /// The largest relative change of a probe between the start and the end (0.2 = 20 %).
-    pub fn drift(&self) -> f64 {
+    /// The largest relative change of a probe between the sweep's start and any later probe
+    /// (its points', `points`, and its end): 0.2 = 20 %.
+    pub fn drift(&self, points: &[Speed]) -> f64 {
         let change = |a: f64, b: f64| if a > 0.0 { (b - a).abs() / a } else { 0.0 };
-        change(self.before.compute_ns, self.after.compute_ns).max(change(self.before.memory_ns, self.after.memory_ns))
+        points.iter().chain([&self.after]).fold(0.0, |most: f64, s| {
+            most.max(change(self.before.compute_ns, s.compute_ns)).max(change(self.before.memory_ns, s.memory_ns))
+        })
     }
 
-    /// The lines the lab prints after its table: the probes, and a warning past [`DRIFT`].
-    pub fn lines(&self) -> Vec<String> {
+    /// The lines the lab prints after its table: the probes (those before each point, `points`,
+    /// as a range), and a warning past [`DRIFT`].
+    pub fn lines(&self, points: &[Speed]) -> Vec<String> {
+        let range = |f: fn(&Speed) -> f64, digits: usize| {
+            let (lo, hi) = points.iter().map(f).fold((f64::MAX, f64::MIN), |(lo, hi), x| (lo.min(x), hi.max(x)));
+            if points.is_empty() {
+                String::new()
+            } else {
+                format!(" (before the points {lo:.digits$}–{hi:.digits$})")
+            }
+        };
         let mut lines = vec![format!(
-            "machine speed (probed at the sweep's start and end): compute {:.2} → {:.2} ns a step, memory {:.1} → {:.1} ns a load (random walk over {} MiB)",
+            "machine speed (probed at the sweep's start and end): compute {:.2} → {:.2} ns a step{}, memory {:.1} → {:.1} ns a load{} (random walk over {} MiB)",
             self.before.compute_ns,
             self.after.compute_ns,
+            range(|s| s.compute_ns, 2),
             self.before.memory_ns,
             self.after.memory_ns,
+            range(|s| s.memory_ns, 1),
             WALK_BYTES >> 20,
         )];
-        if self.drift() > DRIFT {
+        let drift = self.drift(points);
+        if drift > DRIFT {
             lines.push(format!(
-                "warning: the machine's speed changed by {:.0} % during the sweep (others on its host?): compare configurations within a repetition (interleaved pairs), not figures from far apart",
-                100.0 * self.drift()
+                "warning: the machine's speed changed by up to {:.0} % during the sweep (others on its host?): compare configurations within a repetition (interleaved pairs), not figures from far apart; results.csv has each point's probe",
+                100.0 * drift
             ));
         }
         lines
@@ -166,14 +184,21 @@ mod tests {
     fn a_change_past_the_drift_is_warned_about() {
         let at = |c, m| Speed { compute_ns: c, memory_ns: m };
         let steady = SpeedProbes { before: at(1.6, 100.0), after: at(1.65, 110.0) };
-        assert!((steady.drift() - 0.10).abs() < 1e-9);
-        assert_eq!(steady.lines().len(), 1, "{:?}", steady.lines());
+        assert!((steady.drift(&[]) - 0.10).abs() < 1e-9);
+        assert_eq!(steady.lines(&[]).len(), 1, "{:?}", steady.lines(&[]));
         let slower = SpeedProbes { before: at(1.6, 100.0), after: at(1.6, 140.0) };
-        let lines = slower.lines();
+        let lines = slower.lines(&[]);
         assert_eq!(lines.len(), 2);
         assert!(lines[1].contains("40 %"), "{lines:?}");
         let faster = SpeedProbes { before: at(2.0, 100.0), after: at(1.4, 100.0) };
-        assert!((faster.drift() - 0.3).abs() < 1e-9);
-        assert_eq!(faster.lines().len(), 2);
+        assert!((faster.drift(&[]) - 0.3).abs() < 1e-9);
+        assert_eq!(faster.lines(&[]).len(), 2);
+        // A slow spell in the middle of a sweep counts too, and the points' range is shown.
+        let spell = [at(1.6, 105.0), at(1.6, 150.0), at(1.6, 98.0)];
+        assert!((steady.drift(&spell) - 0.5).abs() < 1e-9);
+        let lines = steady.lines(&spell);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(lines[0].contains("(before the points 98.0–150.0)"), "{lines:?}");
+        assert!(lines[1].contains("50 %"), "{lines:?}");
     }
 }

@@ -531,6 +531,7 @@ pub(crate) mod tests {
             middleware_activations: None,
             middleware_releases: Default::default(),
             middleware_cpu_nodes: Vec::new(),
+            speed: None,
         }
     }
 

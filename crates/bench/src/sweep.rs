@@ -366,6 +366,8 @@ fn run_point(
     rep: u32,
     stop: &AtomicBool,
 ) -> PointRun {
+    // Before the clock starts: the previous point's processes are gone, this one's not started.
+    let speed = crate::speed::probe();
     let started = Instant::now();
     let mut attempt = 1;
     loop {
@@ -382,6 +384,7 @@ fn run_point(
             middleware_activations: None,
             middleware_releases: Default::default(),
             middleware_cpu_nodes: Vec::new(),
+            speed: Some(speed),
         };
         match attempt_point(spec, prepared, config, stop, &mut point) {
             Attempt::Measured => crate::mw_state::policy_activity(&mut point),

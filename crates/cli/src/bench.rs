@@ -118,7 +118,8 @@ pub fn execute(spec: &SweepSpec) -> i32 {
     for l in done.summary.cpu_bound_lines(cores) {
         println!("{l}");
     }
-    for l in done.speed.lines() {
+    let speeds: Vec<_> = done.points.iter().filter_map(|p| p.speed).collect();
+    for l in done.speed.lines(&speeds) {
         println!("{l}");
     }
     let failed = done.points.iter().filter(|p| p.failure.is_some()).count();

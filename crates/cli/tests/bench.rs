@@ -67,6 +67,7 @@ fn a_short_sweep_writes_results_and_a_report() {
     assert_eq!(order[..2], [(2000.0, "os"), (2000.0, "os#2")], "interleaved A B at each rate");
     for p in points {
         assert!(p["failure"].is_null(), "a point failed: {p}");
+        assert!(num(&p["speed"]["memory_ns"], "a point's memory probe") > 0.0, "{p}");
         let run = &p["run"];
         let offered = num(&run["offered_rate"], "offered_rate");
         assert_eq!(offered, num(&p["rate"], "rate"));

@@ -162,6 +162,7 @@ pub fn run_points(
                         .middleware_activity
                         .map(|a| a.releases.into_iter().map(|(r, n)| (r.to_string(), n)).collect())
                         .unwrap_or_default(),
+                    speed: None,
                 };
                 progress(&point);
                 points.push(point);

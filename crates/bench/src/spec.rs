@@ -34,6 +34,7 @@ pub const MIDDLEWARE_ARGS: &[&str] = &[
     "activation",
     "activation-threshold",
     "activation-lag",
+    "activation-startup",
     "smoothing",
     // `qs/verbose`: every decision in the point's middleware log (`<out>/middleware-logs/`).
     "verbose",
@@ -670,6 +671,8 @@ mod tests {
         let c = Configuration::parse("storm:qs/period=1s/smoothing=0.5/activation-threshold=0.9").unwrap();
         assert_eq!(c.schedule_args, ["--period", "1s", "--smoothing", "0.5", "--activation-threshold", "0.9"]);
         assert!(c.run_args.is_empty());
+        let c = Configuration::parse("flink:qs/activation-startup=45s").unwrap();
+        assert_eq!(c.schedule_args, ["--activation-startup", "45s"]);
         let msg = Configuration::parse("qs@policy:2/period=1s").unwrap_err().to_string();
         assert!(msg.contains("--period are flags of the middleware, which @policy does not run"), "{msg}");
     }

@@ -119,6 +119,11 @@ pub struct ScheduleArgs {
     /// rate (10ms to 10s) [default: per SPE kind, see docs/schedule.md].
     #[arg(long, value_name = "DURATION", value_parser = |s: &str| moirai_middleware::config::parse_activation_lag(s))]
     activation_lag: Option<Duration>,
+    /// How long an SPE counts as starting after its sources first report an intake (0s to 10min),
+    /// for --activation auto: a gain found against a window that began then does not hold back
+    /// the comparison with Linux [default: per SPE kind: 20s for Storm, none otherwise].
+    #[arg(long, value_name = "DURATION", value_parser = |s: &str| moirai_middleware::config::parse_activation_startup(s))]
+    activation_startup: Option<Duration>,
     /// Stop after this many rounds (then restore), instead of running until SIGINT/SIGTERM.
     #[arg(long)]
     rounds: Option<u64>,
@@ -242,6 +247,7 @@ fn from_flags(a: &ScheduleArgs) -> Result<Config, String> {
         activation: a.activation.unwrap_or_default(),
         activation_threshold: a.activation_threshold.unwrap_or(DEFAULT_ACTIVATION_THRESHOLD),
         activation_lag: a.activation_lag,
+        activation_startup: a.activation_startup,
     };
     config.validate()?;
     Ok(config)
@@ -331,6 +337,9 @@ pub fn run(a: ScheduleArgs) -> i32 {
                 }
                 if a.activation_lag.is_some() {
                     c.activation_lag = a.activation_lag;
+                }
+                if a.activation_startup.is_some() {
+                    c.activation_startup = a.activation_startup;
                 }
                 c
             })

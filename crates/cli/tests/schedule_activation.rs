@@ -333,7 +333,7 @@ fn overload_then_hand_back(rate: u32) -> Result<(), String> {
 }
 
 #[test]
-fn an_activation_threshold_or_lag_out_of_range_is_refused_with_the_range() {
+fn an_activation_threshold_lag_or_start_up_out_of_range_is_refused_with_the_range() {
     let dir = temp_dir("activation-bad");
     let state = dir.0.join("state.json").display().to_string();
     for bad in ["1.5", "0.2", "-1", "nan"] {
@@ -356,6 +356,17 @@ fn an_activation_threshold_or_lag_out_of_range_is_refused_with_the_range() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
         assert!(err.contains(says) && err.contains("--activation-lag"), "{bad}: {err}");
+        assert!(!dir.0.join("state.json").exists(), "nothing was created before the refusal");
+    }
+    for (bad, says) in [("11min", "from 0s to 600s"), ("later", "e.g. \"20s\"")] {
+        let out = std::process::Command::new(BIN)
+            .args(["schedule", "--engine", "http://127.0.0.1:9", "--policy", "qs", "--state-file", &state])
+            .arg(format!("--activation-startup={bad}"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
+        assert!(err.contains(says) && err.contains("--activation-startup"), "{bad}: {err}");
         assert!(!dir.0.join("state.json").exists(), "nothing was created before the refusal");
     }
     let out = std::process::Command::new(BIN)

@@ -26,7 +26,12 @@ use moirai_sched::{Cluster, Schedule};
 /// there started acting 10 s into a 20 s run). `lag`, when given, replaces the kind's (the
 /// rule's default, 100 ms, on every kind: see `docs/schedule.md`, "When it acts", for what 25 ms
 /// did on moirai's engine, and why it is not the default there).
-pub fn config_for(kind: &str, cpu_threshold: f64, lag: Option<Duration>) -> ActivationConfig {
+pub fn config_for(
+    kind: &str,
+    cpu_threshold: f64,
+    lag: Option<Duration>,
+    startup: Option<Duration>,
+) -> ActivationConfig {
     let base = ActivationConfig { cpu_threshold, ..ActivationConfig::default() };
     let kinds = match kind {
         // Their metrics refresh about once a second (Storm's reporter as moirai's jobs set it up,
@@ -46,7 +51,7 @@ pub fn config_for(kind: &str, cpu_threshold: f64, lag: Option<Duration>) -> Acti
         }
         _ => base,
     };
-    kinds.with_lag(lag.unwrap_or(kinds.lag))
+    ActivationConfig { startup: startup.unwrap_or(kinds.startup), ..kinds.with_lag(lag.unwrap_or(kinds.lag)) }
 }
 
 /// What an SPE's rule says now, for the log, the dashboard and `/metrics`.
@@ -130,11 +135,16 @@ pub struct Activity {
 
 impl Activity {
     /// Rules for SPEs of the given `(name, driver kind)`; `lag` replaces each kind's.
-    pub fn new(mode: ActivationMode, cpu_threshold: f64, lag: Option<Duration>, spes: &[(String, String)]) -> Activity {
+    pub fn new(
+        mode: ActivationMode,
+        cpu_threshold: f64,
+        (lag, startup): (Option<Duration>, Option<Duration>),
+        spes: &[(String, String)],
+    ) -> Activity {
         let rules = spes
             .iter()
             .map(|(name, kind)| {
-                let rule = Activation::new(config_for(kind, cpu_threshold, lag));
+                let rule = Activation::new(config_for(kind, cpu_threshold, lag, startup));
                 (name.clone(), SpeRule { rule, activations: 0, releases: BTreeMap::new(), time: ActiveTime::default() })
             })
             .collect();
@@ -317,10 +327,10 @@ mod tests {
         assert_eq!("auto".parse::<ActivationMode>(), Ok(ActivationMode::Auto));
         assert_eq!("always".parse::<ActivationMode>(), Ok(ActivationMode::Always));
         assert!("sometimes".parse::<ActivationMode>().unwrap_err().contains("auto or always"));
-        let always = Activity::new(ActivationMode::Always, 0.9, None, &spes());
+        let always = Activity::new(ActivationMode::Always, 0.9, (None, None), &spes());
         assert!(always.is_active("engine") && always.is_active("flink"));
         assert_eq!(always.view("engine").unwrap().code, "always");
-        let auto = Activity::new(ActivationMode::Auto, 0.9, None, &spes());
+        let auto = Activity::new(ActivationMode::Auto, 0.9, (None, None), &spes());
         assert!(!auto.is_active("engine"));
         assert_eq!(auto.view("flink").unwrap().code, "starting");
         assert_eq!(auto.views().len(), 2);
@@ -329,23 +339,39 @@ mod tests {
 
     #[test]
     fn jvm_spes_confirm_over_more_rounds_and_a_given_lag_replaces_the_kinds() {
-        assert_eq!(config_for("moirai", 0.8, None).confirm, Duration::from_secs(1));
-        assert_eq!(config_for("flink", 0.8, None).confirm, Duration::from_secs(3));
-        assert_eq!(config_for("flink", 0.8, None).losing_ground, config_for("moirai", 0.8, None).losing_ground);
-        assert_eq!(config_for("storm", 0.95, None).cpu_threshold, 0.95);
-        assert_eq!(config_for("storm", 0.9, None).counter_period, Duration::from_secs(1), "its reporter's period");
-        assert_eq!(config_for("moirai", 0.9, None).counter_period, Duration::ZERO, "read live");
-        assert_eq!(config_for("flink", 0.9, None).lag, Duration::from_millis(100));
-        let engine = config_for("moirai", 0.9, Some(Duration::from_millis(25)));
+        assert_eq!(config_for("moirai", 0.8, None, None).confirm, Duration::from_secs(1));
+        assert_eq!(config_for("flink", 0.8, None, None).confirm, Duration::from_secs(3));
+        assert_eq!(
+            config_for("flink", 0.8, None, None).losing_ground,
+            config_for("moirai", 0.8, None, None).losing_ground
+        );
+        assert_eq!(config_for("storm", 0.95, None, None).cpu_threshold, 0.95);
+        assert_eq!(
+            config_for("storm", 0.9, None, None).counter_period,
+            Duration::from_secs(1),
+            "its reporter's period"
+        );
+        assert_eq!(config_for("moirai", 0.9, None, None).counter_period, Duration::ZERO, "read live");
+        assert_eq!(config_for("flink", 0.9, None, None).lag, Duration::from_millis(100));
+        let engine = config_for("moirai", 0.9, Some(Duration::from_millis(25)), None);
         assert_eq!((engine.lag, engine.keep_up), (Duration::from_millis(25), Duration::from_millis(100)));
         let lag = Some(Duration::from_millis(40));
-        assert_eq!(config_for("storm", 0.9, lag).lag, Duration::from_millis(40), "the given lag, any kind");
-        assert_eq!(config_for("storm", 0.9, lag).confirm, Duration::from_secs(3), "the kind's other windows");
+        assert_eq!(config_for("storm", 0.9, lag, None).lag, Duration::from_millis(40), "the given lag, any kind");
+        assert_eq!(config_for("storm", 0.9, lag, None).confirm, Duration::from_secs(3), "the kind's other windows");
+        // The start-up: 20 s for Storm's warming worker, none elsewhere, unless given.
+        assert_eq!(config_for("storm", 0.9, None, None).startup, Duration::from_secs(20));
+        assert_eq!(config_for("flink", 0.9, None, None).startup, Duration::ZERO);
+        assert_eq!(config_for("moirai", 0.9, None, None).startup, Duration::ZERO);
+        let startup = Some(Duration::from_secs(45));
+        assert_eq!(config_for("flink", 0.9, lag, startup).startup, Duration::from_secs(45), "the given one, any kind");
+        assert_eq!(config_for("flink", 0.9, lag, startup).lag, Duration::from_millis(40), "with the given lag");
+        assert_eq!(config_for("storm", 0.9, None, Some(Duration::ZERO)).startup, Duration::ZERO);
     }
 
     #[test]
     fn the_counter_period_a_driver_measured_replaces_the_kinds() {
-        let mut a = Activity::new(ActivationMode::Auto, 0.9, None, &[("storm".to_string(), "storm".to_string())]);
+        let mut a =
+            Activity::new(ActivationMode::Auto, 0.9, (None, None), &[("storm".to_string(), "storm".to_string())]);
         let period = |a: &Activity| a.view("storm").unwrap().counter_period;
         assert_eq!(period(&a), Duration::from_secs(1), "the kind's, until a driver says");
         let shown = load(0.0, 1.0);
@@ -360,7 +386,7 @@ mod tests {
 
     #[test]
     fn an_active_spe_is_scheduled_and_an_idle_one_is_left_out() {
-        let mut a = Activity::new(ActivationMode::Auto, 0.9, None, &spes());
+        let mut a = Activity::new(ActivationMode::Auto, 0.9, (None, None), &spes());
         a.busy = Some(1.0);
         // The engine falls behind for a second (five rounds after the first one): active.
         for i in 0..=8u64 {
@@ -400,7 +426,7 @@ mod tests {
     fn the_time_acted_on_an_spe_runs_from_the_round_that_activates_it_to_the_one_that_releases_it() {
         let ms = Duration::from_millis;
         let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
-        let mut a = Activity::new(ActivationMode::Auto, 0.9, None, &spes());
+        let mut a = Activity::new(ActivationMode::Auto, 0.9, (None, None), &spes());
         a.busy = Some(1.0);
         // Falling behind: active at the round of 1.0 s (as above).
         for i in 0..=5u64 {
@@ -435,7 +461,7 @@ mod tests {
         assert_eq!(v.time.first, Some(ms(1000)));
 
         // Always: acted on from the first round on.
-        let mut always = Activity::new(ActivationMode::Always, 0.9, None, &spes());
+        let mut always = Activity::new(ActivationMode::Always, 0.9, (None, None), &spes());
         always.account(ms(30));
         always.account(ms(530));
         let t = always.view("engine").unwrap().time;

@@ -10,6 +10,8 @@
 //! # activation_threshold = 0.9               # the machine's CPU share that counts as fully used
 //! # activation_lag = "100ms"                 # input waiting that counts as behind (default: per
 //!                                            # SPE kind)
+//! # activation_startup = "20s"               # how long an SPE counts as starting (default: per
+//!                                            # SPE kind: 20s for Storm, none otherwise)
 //!
 //! [[spe]]
 //! name = "engine"
@@ -95,6 +97,9 @@ pub struct Config {
     /// How much input waiting counts as behind, in time at the input rate, for the activation
     /// rule; `None`: each SPE kind's default ([`crate::activity::config_for`]).
     pub activation_lag: Option<Duration>,
+    /// How long an SPE counts as starting after its sources first report an intake, for the
+    /// activation rule; `None`: each SPE kind's default ([`crate::activity::config_for`]).
+    pub activation_startup: Option<Duration>,
 }
 
 pub use moirai_contract::policies::DEFAULT_ACTIVATION_THRESHOLD;
@@ -302,6 +307,7 @@ struct FileConfig {
     activation: ActivationMode,
     activation_threshold: Option<f64>,
     activation_lag: Option<String>,
+    activation_startup: Option<String>,
 }
 
 /// The keys of a policy table that are not the policy's own.
@@ -367,6 +373,14 @@ pub fn default_period(kinds: impl IntoIterator<Item = DriverKind>) -> Duration {
 pub fn parse_activation_lag(text: &str) -> Result<Duration, String> {
     humantime::parse_duration(text)
         .map_err(|e| format!("activation lag {text:?}: {e} (write e.g. \"100ms\"; --activation-lag or activation_lag)"))
+}
+
+/// Parses how long an SPE counts as starting (`20s`); a clear error otherwise (its range is
+/// checked by [`Config::validate`]).
+pub fn parse_activation_startup(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text).map_err(|e| {
+        format!("activation start-up {text:?}: {e} (write e.g. \"20s\"; --activation-startup or activation_startup)")
+    })
 }
 
 /// Parses a duration such as `1s`, `250ms`; a clear error otherwise.
@@ -539,6 +553,7 @@ impl Config {
             activation: file.activation,
             activation_threshold: file.activation_threshold.unwrap_or(DEFAULT_ACTIVATION_THRESHOLD),
             activation_lag: file.activation_lag.as_deref().map(parse_activation_lag).transpose()?,
+            activation_startup: file.activation_startup.as_deref().map(parse_activation_startup).transpose()?,
         };
         config.validate()?;
         Ok(config)
@@ -561,6 +576,10 @@ impl Config {
         if let Some(lag) = self.activation_lag {
             let rule = ActivationConfig::default().with_lag(lag);
             rule.validate().map_err(|e| format!("{e} (--activation-lag, or activation_lag in the file)"))?;
+        }
+        if let Some(startup) = self.activation_startup {
+            let rule = ActivationConfig { startup, ..ActivationConfig::default() };
+            rule.validate().map_err(|e| format!("{e} (--activation-startup, or activation_startup in the file)"))?;
         }
         let mut names = BTreeSet::new();
         for s in &self.spes {
@@ -870,6 +889,18 @@ mod tests {
         }
         let e = Config::from_toml(&format!("activation_lag = \"soon\"\n{FULL}")).unwrap_err();
         assert!(e.contains("activation lag \"soon\"") && e.contains("100ms"), "{e}");
+        // The start-up likewise, from none to 10 minutes.
+        assert_eq!(Config::from_toml(FULL).unwrap().activation_startup, None);
+        for (given, want) in
+            [("0s", Duration::ZERO), ("45s", Duration::from_secs(45)), ("10min", Duration::from_secs(600))]
+        {
+            let c = Config::from_toml(&format!("activation_startup = \"{given}\"\n{FULL}")).unwrap();
+            assert_eq!(c.activation_startup, Some(want), "{given}");
+        }
+        let e = Config::from_toml(&format!("activation_startup = \"11min\"\n{FULL}")).unwrap_err();
+        assert!(e.contains("from 0s to 600s") && e.contains("activation_startup"), "{e}");
+        let e = Config::from_toml(&format!("activation_startup = \"later\"\n{FULL}")).unwrap_err();
+        assert!(e.contains("activation start-up \"later\"") && e.contains("20s"), "{e}");
     }
 
     #[test]

@@ -209,7 +209,12 @@ impl Daemon {
         let controller = Controller::new(policies, capabilities).map_err(|e| DaemonError::Config(e.to_string()))?;
         let kinds: Vec<(String, String)> =
             drivers.iter().map(|d| (d.spe().to_string(), d.kind().to_string())).collect();
-        let activity = Activity::new(config.activation, config.activation_threshold, config.activation_lag, &kinds);
+        let activity = Activity::new(
+            config.activation,
+            config.activation_threshold,
+            (config.activation_lag, config.activation_startup),
+            &kinds,
+        );
         let stats = SharedStats::default();
         // One server when the metrics and the dashboard share an address, else one each.
         let shared = config.metrics_addr.is_some() && config.metrics_addr == config.ui_addr;

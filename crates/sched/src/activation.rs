@@ -196,6 +196,10 @@ pub const CPU_THRESHOLD_RANGE: std::ops::RangeInclusive<f64> = 0.5..=1.0;
 /// behind; above 10 s the rule acts on backlogs that take seconds to drain.
 pub const LAG_RANGE: std::ops::RangeInclusive<Duration> = Duration::from_millis(10)..=Duration::from_secs(10);
 
+/// The accepted range of [`ActivationConfig::startup`]: none, up to 10 minutes (a JVM whose job
+/// takes longer to reach its speed is better started before the middleware).
+pub const STARTUP_RANGE: std::ops::RangeInclusive<Duration> = Duration::ZERO..=Duration::from_secs(600);
+
 /// The share of the rate at which the sources fell behind below which the input counts as
 /// fallen back (room, for an SPE whose CPU use does not follow its input).
 pub const RATE_MARGIN: f64 = 0.9;
@@ -319,6 +323,14 @@ impl ActivationConfig {
                 self.lag,
                 LAG_RANGE.start(),
                 LAG_RANGE.end()
+            ));
+        }
+        if !STARTUP_RANGE.contains(&self.startup) {
+            return Err(format!(
+                "activation start-up {:?} is out of range: give how long an SPE counts as starting after its sources \
+                 first report an intake, from 0s to {:?} (e.g. 20s)",
+                self.startup,
+                STARTUP_RANGE.end()
             ));
         }
         if self.keep_up < self.lag {

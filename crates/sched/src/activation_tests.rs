@@ -534,6 +534,12 @@ fn thresholds_out_of_range_are_refused_with_the_range() {
     }
     let e = ActivationConfig { keep_up: Duration::from_millis(50), ..ActivationConfig::default() }.validate();
     assert!(e.unwrap_err().contains("below its lag"));
+    let startup = |s| ActivationConfig { startup: Duration::from_secs(s), ..ActivationConfig::default() }.validate();
+    for good in [0, 20, 600] {
+        startup(good).unwrap();
+    }
+    let e = startup(601).unwrap_err();
+    assert!(e.contains("activation start-up") && e.contains("from 0s to 600s"), "{e}");
 }
 
 #[test]

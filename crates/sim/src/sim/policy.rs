@@ -66,7 +66,8 @@ pub struct MwActivity {
 impl Gate {
     /// A gate by `mode`, with the moirai engine's windows (`activity::config_for`).
     pub(crate) fn new(mode: ActivationMode, cpu_threshold: f64, lag: Option<std::time::Duration>) -> Gate {
-        let rule = (mode == ActivationMode::Auto).then(|| Activation::new(config_for("moirai", cpu_threshold, lag)));
+        let rule =
+            (mode == ActivationMode::Auto).then(|| Activation::new(config_for("moirai", cpu_threshold, lag, None)));
         Gate { rule, cpu_mark: None, active_ns: 0, first_active: None, activations: 0, releases: BTreeMap::new() }
     }
 

@@ -347,26 +347,20 @@ fn an_activation_threshold_lag_or_start_up_out_of_range_is_refused_with_the_rang
         assert!(err.contains("from 0.5 to 1") && err.contains("--activation-threshold"), "{bad}: {err}");
         assert!(!dir.0.join("state.json").exists(), "nothing was created before the refusal");
     }
-    for (bad, says) in [("5ms", "from 10ms to 10s"), ("soon", "e.g. \"100ms\"")] {
+    for (flag, bad, says) in [
+        ("--activation-lag", "5ms", "from 10ms to 10s"),
+        ("--activation-lag", "soon", "e.g. \"100ms\""),
+        ("--activation-startup", "11min", "from 0s to 600s"),
+        ("--activation-startup", "later", "e.g. \"20s\""),
+    ] {
         let out = std::process::Command::new(BIN)
             .args(["schedule", "--engine", "http://127.0.0.1:9", "--policy", "qs", "--state-file", &state])
-            .arg(format!("--activation-lag={bad}"))
+            .arg(format!("{flag}={bad}"))
             .output()
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
-        assert!(err.contains(says) && err.contains("--activation-lag"), "{bad}: {err}");
-        assert!(!dir.0.join("state.json").exists(), "nothing was created before the refusal");
-    }
-    for (bad, says) in [("11min", "from 0s to 600s"), ("later", "e.g. \"20s\"")] {
-        let out = std::process::Command::new(BIN)
-            .args(["schedule", "--engine", "http://127.0.0.1:9", "--policy", "qs", "--state-file", &state])
-            .arg(format!("--activation-startup={bad}"))
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
-        assert!(err.contains(says) && err.contains("--activation-startup"), "{bad}: {err}");
+        assert_eq!(out.status.code(), Some(2), "{flag}={bad}: {err}");
+        assert!(err.contains(says) && err.contains(flag), "{flag}={bad}: {err}");
         assert!(!dir.0.join("state.json").exists(), "nothing was created before the refusal");
     }
     let out = std::process::Command::new(BIN)

@@ -24,7 +24,7 @@
 //! - [`summary`] — medians over repetitions, sustainable rate and saturation point, the
 //!   side-by-side table.
 //! - [`output`], [`report`], [`plots`] — `results.csv`, `results.json`, `report.html`.
-//! - [`speed`] — how fast the machine was at the sweep's start and end.
+//! - [`speed`] — how fast the machine was at the sweep's start, before each point and at its end.
 //! - [`progress`] — the progress line on stderr.
 //! - [`requires`] — the tools some tests need (a JDK and Maven, a browser), and how they skip.
 //! - [`timeline`] — charts of micro-batch runs over time (`moirai micro-batch-timeline`).
@@ -154,7 +154,7 @@ pub struct Finished {
     pub summary: Summary,
     /// The files written: results.csv, results.json, report.html.
     pub files: Vec<PathBuf>,
-    /// How fast the machine was at the sweep's start and end.
+    /// How fast the machine was at the sweep's start and end (each point has its own probe).
     pub speed: speed::SpeedProbes,
 }
 

@@ -25,7 +25,8 @@ use moirai_sched::{Cluster, Schedule};
 /// rounds; the losing-ground window (3 s) is the same for every kind (measured on Flink: 9 s
 /// there started acting 10 s into a 20 s run). `lag`, when given, replaces the kind's (the
 /// rule's default, 100 ms, on every kind: see `docs/schedule.md`, "When it acts", for what 25 ms
-/// did on moirai's engine, and why it is not the default there).
+/// did on moirai's engine, and why it is not the default there). `startup`, when given, replaces
+/// the kind's start-up (20 s for Storm's warming worker, none elsewhere).
 pub fn config_for(
     kind: &str,
     cpu_threshold: f64,
@@ -134,7 +135,8 @@ pub struct Activity {
 }
 
 impl Activity {
-    /// Rules for SPEs of the given `(name, driver kind)`; `lag` replaces each kind's.
+    /// Rules for SPEs of the given `(name, driver kind)`; `lag` and `startup`, when given,
+    /// replace each kind's ([`config_for`]).
     pub fn new(
         mode: ActivationMode,
         cpu_threshold: f64,

@@ -6,7 +6,7 @@
 //! Only the processes the drivers report are touched. An SPE that is down is logged and retried
 //! every tick; the loop never exits because of it, and never spins.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -21,7 +21,7 @@ use crate::activity::{self, ActivationMode, Activity};
 use crate::config::{Config, PolicyConfig, TranslatorKind};
 use crate::dashboard::{PolicyInfo, Recorder, RoundRecord};
 use crate::driver::{Driver, Observation};
-use crate::observe::{Log, Routes, SharedStats, StatsServer};
+use crate::observe::{Log, Routes, SharedStats, ShownValues, StatsServer};
 use crate::realtime::RealTimeTranslator;
 use crate::session::Sessions;
 use crate::translate::{Applied, CgroupTranslator, NiceTranslator};
@@ -75,6 +75,8 @@ pub struct Daemon {
     activity: Activity,
     /// Per SPE: the reason code last shown with `-v`.
     shown: BTreeMap<String, &'static str>,
+    /// Per policy: each thread's value last shown with `-v`.
+    shown_values: ShownValues,
 }
 
 /// Takes an exclusive lock on `<state file>.lock`, so two middlewares never share a state file.
@@ -291,6 +293,7 @@ impl Daemon {
             sessions,
             activity,
             shown: BTreeMap::new(),
+            shown_values: ShownValues::default(),
         })
     }
 
@@ -604,6 +607,8 @@ impl Daemon {
                 self.stats.lock().applied.retain(|k, _| k.0 != *name);
                 continue;
             };
+            // Real-time classes by thread (the real-time translator), for the log.
+            let mut classes = HashMap::new();
             let applied: Applied = match &mut self.translators[decision.policy] {
                 Translator::Nice(t) => t.apply(&schedule, cluster, &mut self.log),
                 Translator::Cgroup(t) => t.apply(&schedule, cluster, &mut self.log),
@@ -611,6 +616,9 @@ impl Daemon {
                     let idle = self.drivers.iter().map(|d| (d.spe().to_string(), d.idle_wait())).collect();
                     let rt = t.apply(&schedule, cluster, &mut self.log, &idle);
                     crate::realtime::report(&self.out, &self.stats, name, &rt);
+                    if self.out.verbose {
+                        classes.extend(rt.realtime.iter().map(|(t, class)| ((t.pid, t.tid), class.to_string())));
+                    }
                     rt.nice
                 }
             };
@@ -619,12 +627,11 @@ impl Daemon {
                 self.out.error(format!("policy '{name}': {e}"));
             }
             if self.out.verbose {
-                for (t, v) in &applied.values {
-                    self.out.debug(format!(
-                        "policy '{name}': {}/{}/{} tid {} priority {:.3} -> {v}",
-                        t.spe, t.query, t.operator, t.tid, t.priority
-                    ));
-                }
+                let values = applied.values.iter().map(|(t, v)| match classes.get(&(t.pid, t.tid)) {
+                    Some(class) => (t, format!("{v}, {class}")),
+                    None => (t, v.to_string()),
+                });
+                self.out.debug_lines(&self.shown_values.changed(name, values));
             }
             if self.recorder.is_some() {
                 for (t, v) in &applied.values {

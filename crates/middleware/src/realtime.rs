@@ -401,19 +401,11 @@ impl RealTimeTranslator {
     }
 }
 
-/// Logs what a round of policy `policy`'s real-time translator said and did (each real-time
-/// thread with `-v`), and records its real-time threads for `/metrics`.
+/// Logs what a round of policy `policy`'s real-time translator said, and records its real-time
+/// threads for `/metrics` (the daemon's `-v` lines name each thread's class beside its nice value).
 pub fn report(out: &Log, stats: &SharedStats, policy: &str, rt: &RtApplied) {
     for n in &rt.notes {
         out.info(format!("policy '{policy}': {n}"));
-    }
-    if out.verbose {
-        for (t, class) in &rt.realtime {
-            out.debug(format!(
-                "policy '{policy}': {}/{}/{} tid {} priority {:.3} -> {class}",
-                t.spe, t.query, t.operator, t.tid, t.priority
-            ));
-        }
     }
     let mut s = stats.lock();
     s.realtime.retain(|k, _| k.0 != policy);

@@ -24,7 +24,7 @@
 set -u
 MODE=${1:?one, three, flink or storm}; P=${2:?period}; S=${3:?seconds}; shift 3
 cd "$(git rev-parse --show-toplevel)"
-M=$PWD/target/release/moirai
+M=${M:-$PWD/target/release/moirai}   # M=BINARY measures another build
 D=$(mktemp -d /tmp/mwround.XXXX)
 port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 EPORT=$(port); FPORT=$(port); MPORT=$(port)

@@ -460,6 +460,44 @@ pub fn finish_all(mws: Vec<Middleware>, t0: Instant, point: &mut Point) -> Resul
     result
 }
 
+/// Per configuration with a scheduler that decides when to act (a middleware, the engine's policy
+/// executor): in how many points it first acted more than a tenth of the measured window into it.
+/// Such a window holds Linux alone and the scheduler's first rounds, so it says little of either;
+/// the rule needs its confirmation and its first verdict (several seconds each) before it settles.
+/// The window runs from `window_start_s` to `window_end_s` after the SPE's start. Empty when no
+/// point did.
+pub fn late_start_lines(points: &[Point], window_start_s: f64, window_end_s: f64) -> Vec<String> {
+    let late_after = window_start_s + 0.1 * (window_end_s - window_start_s);
+    let mut configurations: Vec<&str> = Vec::new();
+    for p in points.iter().filter(|p| p.middleware_active_share.is_some()) {
+        if !configurations.contains(&p.configuration.as_str()) {
+            configurations.push(&p.configuration);
+        }
+    }
+    let mut lines = Vec::new();
+    for c in configurations {
+        let watched: Vec<&Point> = points
+            .iter()
+            .filter(|p| p.configuration == c && p.failure.is_none() && p.middleware_active_share.is_some())
+            .collect();
+        let late: Vec<f64> =
+            watched.iter().filter_map(|p| p.middleware_first_active_s).filter(|&s| s > late_after).collect();
+        if late.is_empty() {
+            continue;
+        }
+        let (lo, hi) = late.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &s| (lo.min(s), hi.max(s)));
+        let when = if hi - lo < 0.05 { format!("{lo:.1} s") } else { format!("{lo:.1}–{hi:.1} s") };
+        lines.push(format!(
+            "note: {c}: in {} of {} points its scheduler first acted inside the measured window (at {when} after the \
+             SPE's start; the window is {window_start_s:.1}–{window_end_s:.1} s), so those windows mix Linux alone \
+             with its first rounds: for its steady state, run longer points (e.g. --duration 150s --warmup 0.4)",
+            late.len(),
+            watched.len()
+        ));
+    }
+    lines
+}
+
 /// The middleware's CPU so far, with that of the children it waited for (`jcmd` for a JVM's
 /// thread dump).
 fn cpu_sample(pid: u32) -> Option<(Instant, u64)> {
@@ -470,6 +508,37 @@ fn cpu_sample(pid: u32) -> Option<(Instant, u64)> {
 mod tests {
     use super::*;
     use crate::progress::releases_text;
+
+    #[test]
+    fn a_scheduler_that_first_acted_inside_the_window_is_named_with_when() {
+        let at = |config: &str, rep: u32, first: Option<f64>| {
+            let mut p = crate::summary::tests::point(config, 40_000.0, rep, 40_000.0, 10.0);
+            p.middleware_active_share = Some(if first.is_some() { 0.5 } else { 0.0 });
+            p.middleware_first_active_s = first;
+            p
+        };
+        // A window from 4 s to 10 s: acting from 4.5 s is within its first tenth.
+        let mut points = vec![
+            at("qs", 1, Some(2.0)),
+            at("qs", 2, Some(7.3)),
+            at("qs", 3, Some(4.5)),
+            at("qs", 4, None),
+            at("os", 1, None),
+            at("qs/activation=always", 1, Some(0.2)),
+        ];
+        points[4].middleware_active_share = None;
+        let lines = late_start_lines(&points, 4.0, 10.0);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].starts_with("note: qs: in 1 of 4 points its scheduler first acted inside"), "{}", lines[0]);
+        assert!(lines[0].contains("at 7.3 s after") && lines[0].contains("the window is 4.0–10.0 s"), "{}", lines[0]);
+        points.push(at("qs", 5, Some(9.0)));
+        assert!(late_start_lines(&points, 4.0, 10.0)[0].contains("in 2 of 5 points"), "a range");
+        assert!(late_start_lines(&points, 4.0, 10.0)[0].contains("at 7.3–9.0 s after"));
+        // A failed point is not counted.
+        points.last_mut().unwrap().failure = Some("it crashed".into());
+        assert!(late_start_lines(&points, 4.0, 10.0)[0].contains("in 1 of 4 points"));
+        assert!(late_start_lines(&points, 8.0, 10.0).is_empty(), "every first act before the window");
+    }
 
     const METRICS: &str = "# HELP moirai_schedule_uptime_seconds Seconds since the middleware started.\n\
         # TYPE moirai_schedule_uptime_seconds gauge\n\

@@ -111,6 +111,10 @@ pub fn render(r: &Results<'_>) -> String {
     for l in r.machine.speed.iter().flat_map(|s| s.lines(&speeds)) {
         let _ = writeln!(h, "<p>{}</p>", escape(&l));
     }
+    let window = (spec.duration.as_secs_f64() * spec.warmup, spec.duration.as_secs_f64());
+    for l in crate::mw_state::late_start_lines(r.points, window.0, window.1) {
+        let _ = writeln!(h, "<p>{}</p>", escape(&l));
+    }
 
     let mut charts = vec![
         ("Throughput vs offered rate".to_string(), plots::throughput(r.summary, &labels, r.points)),

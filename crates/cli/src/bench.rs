@@ -122,6 +122,10 @@ pub fn execute(spec: &SweepSpec) -> i32 {
     for l in done.speed.lines(&speeds) {
         println!("{l}");
     }
+    let window = (spec.duration.as_secs_f64() * spec.warmup, spec.duration.as_secs_f64());
+    for l in moirai_bench::mw_state::late_start_lines(&done.points, window.0, window.1) {
+        println!("{l}");
+    }
     let failed = done.points.iter().filter(|p| p.failure.is_some()).count();
     if failed > 0 {
         println!("{failed} of {} points failed; see report.html or results.csv for why", done.points.len());

@@ -46,7 +46,7 @@ use super::turn_cpu::{CpuSlot, TurnCpu, SETTLE_NS};
 use super::{panic_message, Executor, ExecutorTask, Observed, OnPanic, Started, ThreadLevel};
 use crate::metrics::OperatorMetrics;
 use crate::ready::{ReadyDiscipline, Turn};
-use crate::sync::{lock, AbortFlag, Signal, TaskState};
+use crate::sync::{lock, AbortFlag, Signal, TaskState, Wake};
 use crate::task::{Step, Task};
 use crate::threading::Threading;
 use crate::tuple::{now_ns, set_step_clock};
@@ -71,8 +71,8 @@ struct Slot {
     /// instruction, one of a dozen in a hop at a low rate).
     task: SpinMutex<Box<dyn Task>>,
     metrics: Arc<OperatorMetrics>,
+    /// Its task's signal, which also holds its state word ([`Signal::task_state`]).
     signal: Arc<Signal>,
-    state: Arc<TaskState>,
     /// Operators of this pool it sends to (read when the operator ends a turn blocked).
     downstream: Vec<usize>,
     name: String,
@@ -84,6 +84,11 @@ const _: () = assert!(Slot::TURN_BYTES <= 64);
 impl Slot {
     /// The bytes from the start of a slot that a turn reads (within its first cache line).
     const TURN_BYTES: usize = std::mem::offset_of!(Slot, downstream);
+
+    /// The operator's state word.
+    fn state(&self) -> &TaskState {
+        self.signal.task_state()
+    }
 }
 
 /// One pool: its operators, ready queue, timers and thread level.
@@ -149,7 +154,7 @@ impl Pool {
             }
             timers.pop();
             let slot = &self.slots[id];
-            self.ready.schedule(&slot.state, id, &slot.metrics);
+            self.ready.schedule(slot.state(), id, &slot.metrics);
         }
         self.ready.in_turn(false);
         let next = timers.peek().map_or(u64::MAX, |Reverse((at, _))| *at);
@@ -164,7 +169,7 @@ impl Pool {
 
     /// Lets go of a running operator: idle, or queued again if it was notified meanwhile.
     fn release(&self, id: usize) {
-        if self.slots[id].state.release() {
+        if self.slots[id].state().release() {
             // Notified while it ran: it has something to do.
             self.queue(id);
         }
@@ -213,7 +218,7 @@ impl Pool {
         drop(task);
         match outcome {
             Step::Finished => {
-                slot.state.finish();
+                slot.state().finish();
                 if self.live.fetch_sub(1, Ordering::SeqCst) == 1 {
                     self.wake_all();
                 }
@@ -221,7 +226,7 @@ impl Pool {
             }
             Step::Worked => {
                 // Still has work: to the back of its level, behind those that waited longer.
-                slot.state.requeue();
+                slot.state().requeue();
                 self.queue(id);
                 false
             }
@@ -285,11 +290,11 @@ impl Pool {
                 if let Some(ahead) = ahead.filter(|_| HINTS) {
                     ahead.prefetch(id);
                 }
-                if self.slots[id].state.claim() && self.run(id, tid, &mut cpu) {
+                if self.slots[id].state().claim() && self.run(id, tid, &mut cpu) {
                     // Blocked on a full output: drain a queued consumer now (IBM's producer
                     // that executes its consumer instead of waiting).
                     for &d in &self.slots[id].downstream {
-                        if self.slots[d].state.claim() {
+                        if self.slots[d].state().claim() {
                             self.run(d, tid, &mut cpu);
                         }
                     }
@@ -335,21 +340,21 @@ impl Pool {
 /// today's server CPUs').
 const L2_GUESS: usize = 1 << 20;
 
-/// The least memory one operator's turn touches (16 cache lines: slot, state word, hook, signal,
-/// counters, task, channel): a pool whose operators fit a core's L2 by this count gets no hints,
-/// and spends nothing on working them out.
-const MIN_TOUCHED: usize = 16 * 64;
+/// The least memory one operator's turn touches (14 cache lines: slot, signal with the state
+/// word, counters, task, channel): a pool whose operators fit a core's L2 by this count gets no
+/// hints, and spends nothing on working them out.
+const MIN_TOUCHED: usize = 14 * 64;
 
-/// The memory a turn of a slot's operator touches: its slot, state word, wake hook, signal,
-/// counters, task (and what the task names: ports, chain, router) and input channels; of the
-/// slot, signal and counters, only the line a turn reads.
-fn touched(slot: &Slot) -> Vec<usize> {
+/// The memory a turn of a slot's operator touches: its slot, signal (with its state word), its
+/// entry in the pool's list of counters (which the wake hook reads), counters, task (and what the
+/// task names: ports, chain, router) and input channels; of the slot, signal and counters, only
+/// the line a turn reads.
+fn touched(slot: &Slot, hook_entry: &Arc<OperatorMetrics>) -> Vec<usize> {
     let mut at = Vec::new();
     lines(&mut at, moirai_os::cache::address_of(slot), Slot::TURN_BYTES);
-    boxed_lines(&mut at, &*slot.state);
     lines(&mut at, moirai_os::cache::address_of(&*slot.metrics), OperatorMetrics::TURN_BYTES);
     lines(&mut at, moirai_os::cache::address_of(&*slot.signal), Signal::TURN_BYTES);
-    at.extend(slot.signal.hook_address());
+    lines(&mut at, moirai_os::cache::address_of(hook_entry), size_of::<Arc<OperatorMetrics>>());
     // No worker runs yet: the lock is free.
     if let Some(task) = slot.task.try_lock() {
         boxed_lines(&mut at, &**task);
@@ -470,30 +475,24 @@ impl Executor for Pools {
             let placement: Vec<(Option<usize>, bool)> = tasks.iter().map(|t| (t.affinity, t.source)).collect();
             let ready = Arc::new(Ready::new(&self.discipline, self.workers, self.affinity, &placement));
             let live = tasks.len();
+            // One wake hook for the pool's operators: it queues operator `i` at the priority level
+            // of its counters, found through this list (eight operators to a cache line).
+            let levels: Arc<[Arc<OperatorMetrics>]> = tasks.iter().map(|t| t.metrics.clone()).collect();
+            let (q, m) = (ready.clone(), levels.clone());
+            let hook: Wake = Arc::new(move |signal: &Signal, i| q.schedule(signal.task_state(), i, &m[i]));
             let slots = tasks
                 .into_iter()
                 .enumerate()
                 .map(|(i, t)| {
-                    let state = Arc::new(TaskState::queued());
-                    let (s, q, m) = (state.clone(), ready.clone(), t.metrics.clone());
-                    t.signal.set_hook(Arc::new(move || q.schedule(&s, i, &m)));
+                    t.signal.set_hook(hook.clone(), i);
                     t.metrics.pooled.store(true, Ordering::SeqCst);
                     let downstream = t.downstream.iter().filter(|&&d| pool_of[d] == p).map(|&d| local[d]).collect();
-                    Slot {
-                        name: t.name,
-                        task: SpinMutex::new(t.task),
-                        metrics: t.metrics,
-                        signal: t.signal,
-                        state,
-                        downstream,
-                    }
+                    Slot { name: t.name, task: SpinMutex::new(t.task), metrics: t.metrics, signal: t.signal, downstream }
                 })
                 .collect::<Vec<_>>();
             let cache = moirai_os::cache::l2_bytes().unwrap_or(L2_GUESS);
             let ahead = (slots.len() * MIN_TOUCHED > cache).then(|| {
-                // Collected once every task is in place: nothing is allocated between the tasks'
-                // state words and hooks, whose places in memory decide which share a cache line.
-                let touched: Vec<Vec<usize>> = slots.iter().map(touched).collect();
+                let touched: Vec<Vec<usize>> = slots.iter().zip(levels.iter()).map(|(s, m)| touched(s, m)).collect();
                 // Their pages spread over more than the TLB covers: huge pages where the kernel
                 // gives them ([`moirai_os::memory`]).
                 let huge = moirai_os::memory::back_with_huge_pages(touched.iter().flatten().copied());
@@ -539,10 +538,13 @@ impl Executor for Pools {
             // Workers above the level and the pool's ready queue must see an abort.
             let (ready, parked) = (pool.ready.clone(), pool.clone());
             let wake = Arc::new(Signal::default());
-            wake.set_hook(Arc::new(move || {
-                ready.idle.notify();
-                parked.parked.notify();
-            }));
+            wake.set_hook(
+                Arc::new(move |_: &Signal, _| {
+                    ready.idle.notify();
+                    parked.parked.notify();
+                }),
+                0,
+            );
             wake_on_abort.push(wake);
             for index in 0..self.workers {
                 let name = worker_name(&pool.name, index, npools);

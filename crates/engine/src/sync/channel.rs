@@ -402,9 +402,12 @@ mod tests {
         let (b, rb) = channel::<u64>(2, Arc::new(Signal::default()), producer.clone());
         let woken = Arc::new(AtomicUsize::new(0));
         let w = woken.clone();
-        producer.set_hook(Arc::new(move || {
-            w.fetch_add(1, Ordering::SeqCst);
-        }));
+        producer.set_hook(
+            Arc::new(move |_: &Signal, _| {
+                w.fetch_add(1, Ordering::SeqCst);
+            }),
+            0,
+        );
         a.send(batch(0..2)).unwrap();
         b.send(batch(0..2)).unwrap();
         assert!(producer.is_blocked());
@@ -473,9 +476,12 @@ mod tests {
         let consumer = Arc::new(Signal::default());
         let notified = Arc::new(AtomicUsize::new(0));
         let n = notified.clone();
-        consumer.set_hook(Arc::new(move || {
-            n.fetch_add(1, Ordering::SeqCst);
-        }));
+        consumer.set_hook(
+            Arc::new(move |_: &Signal, _| {
+                n.fetch_add(1, Ordering::SeqCst);
+            }),
+            0,
+        );
         let (tx, rx) = channel::<u64>(1 << 10, consumer, Arc::new(Signal::default()));
         let mut buffer = vec![Tuple::at(0, 1)];
         tx.send_batch_then(&mut buffer, Some(7)).unwrap();

@@ -5,10 +5,13 @@ use std::time::{Duration, Instant};
 
 use super::primitive::atomic::{fence, AtomicUsize, Ordering};
 use super::primitive::{lock, Condvar, Mutex};
+use super::TaskState;
 
 /// Makes a task runnable on a worker pool: set by pool threading models, called on every
-/// [`Signal::notify`] instead of waking a thread of the task's own.
-pub type Wake = Arc<dyn Fn() + Send + Sync>;
+/// [`Signal::notify`] instead of waking a thread of the task's own, with the task's signal (which
+/// holds its state word on a pool) and the index the hook was set with. One hook serves
+/// every task of a pool, so that a task has no allocation of its own for it.
+pub type Wake = Arc<dyn Fn(&Signal, usize) + Send + Sync>;
 
 /// Wakes one task when any of its input channels gets a message, when one of its full output
 /// channels has drained, or when its source is asked to stop (an event count).
@@ -19,13 +22,18 @@ pub type Wake = Arc<dyn Fn() + Send + Sync>;
 /// sees the other, so a wake-up is never lost, and producers pay only an atomic load when nobody
 /// sleeps. A task on a worker pool has a [`Wake`] hook instead, which queues it.
 ///
-/// What a pool's turn and a hop touch (the hook, the full outputs) comes first and the signal
-/// starts a cache line, so that they are one line (`TURN_BYTES`); what only a sleeping
-/// thread uses comes after.
+/// What a pool's turn and a hop touch (the hook, the task's state word, the full outputs) comes
+/// first and the signal starts a cache line, so that they are one line (`TURN_BYTES`): at a low
+/// rate on a long pipeline every line a hop touches comes from memory, and the state word and a
+/// hook of each task's own were two lines more (no difference in CPU measurable at the spread of
+/// `docs/results/2026-12-04/hook-in-signal/`); what only a sleeping thread uses comes after.
 #[repr(C, align(64))]
 pub struct Signal {
-    /// Set once, before any thread runs the task (not part of the protocol loom explores).
-    hook: OnceLock<Wake>,
+    /// Set once, before any thread runs the task (not part of the protocol loom explores): the
+    /// pool's hook and the task's index in its pool.
+    hook: OnceLock<(Wake, usize)>,
+    /// The state word of a task on a worker pool (unused by a task on a thread of its own).
+    task_state: TaskState,
     /// Output channels of this task at or above capacity.
     full_outputs: AtomicUsize,
     sleepers: AtomicUsize,
@@ -37,6 +45,7 @@ impl Default for Signal {
     fn default() -> Self {
         Signal {
             hook: OnceLock::new(),
+            task_state: TaskState::queued(),
             full_outputs: AtomicUsize::new(0),
             sleepers: AtomicUsize::new(0),
             epoch: Mutex::new(0),
@@ -55,8 +64,8 @@ impl Signal {
 
     /// Wakes the task: its thread if it sleeps here, or through its pool's hook.
     pub fn notify(&self) {
-        if let Some(hook) = self.hook.get() {
-            hook();
+        if let Some((hook, id)) = self.hook.get() {
+            hook(self, *id);
             return;
         }
         fence(Ordering::SeqCst);
@@ -76,14 +85,15 @@ impl Signal {
         }
     }
 
-    /// Routes every later [`Signal::notify`] to `hook` (once; a pool sets it before it starts).
-    pub fn set_hook(&self, hook: Wake) {
-        let _ = self.hook.set(hook);
+    /// Routes every later [`Signal::notify`] to `hook`, called with this signal and `id` (once;
+    /// a pool sets it before it starts).
+    pub fn set_hook(&self, hook: Wake, id: usize) {
+        let _ = self.hook.set((hook, id));
     }
 
-    /// Where the wake hook lives, once set (for a pool's prefetch hints).
-    pub(crate) fn hook_address(&self) -> Option<usize> {
-        self.hook.get().map(|hook| moirai_os::cache::address_of(&**hook))
+    /// The state word of the task on a worker pool: queued until a worker claims it.
+    pub(crate) fn task_state(&self) -> &TaskState {
+        &self.task_state
     }
 
     /// True while some output channel of the task is full: it must not be stepped until then.

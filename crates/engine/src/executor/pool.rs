@@ -487,7 +487,13 @@ impl Executor for Pools {
                     t.signal.set_hook(hook.clone(), i);
                     t.metrics.pooled.store(true, Ordering::SeqCst);
                     let downstream = t.downstream.iter().filter(|&&d| pool_of[d] == p).map(|&d| local[d]).collect();
-                    Slot { name: t.name, task: SpinMutex::new(t.task), metrics: t.metrics, signal: t.signal, downstream }
+                    Slot {
+                        name: t.name,
+                        task: SpinMutex::new(t.task),
+                        metrics: t.metrics,
+                        signal: t.signal,
+                        downstream,
+                    }
                 })
                 .collect::<Vec<_>>();
             let cache = moirai_os::cache::l2_bytes().unwrap_or(L2_GUESS);

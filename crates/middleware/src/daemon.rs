@@ -605,6 +605,7 @@ impl Daemon {
             // Only the SPEs on which scheduling can help now.
             let Some(schedule) = self.activity.filter(schedule, cluster) else {
                 self.stats.lock().applied.retain(|k, _| k.0 != *name);
+                self.shown_values.forget(name);
                 continue;
             };
             // Real-time classes by thread (the real-time translator), for the log.

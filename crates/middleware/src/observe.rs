@@ -435,6 +435,12 @@ impl ShownValues {
         self.0.insert(policy.to_string(), now);
         lines
     }
+
+    /// Forgets what was shown for `policy` (none of its SPEs is scheduled now): its next round
+    /// names every thread again.
+    pub fn forget(&mut self, policy: &str) {
+        self.0.remove(policy);
+    }
 }
 
 #[cfg(test)]
@@ -475,6 +481,9 @@ mod tests {
         // it is set again, even to the value it had.
         assert!(round(&mut shown, "qs", &[(&a, "0")]).is_empty());
         assert_eq!(round(&mut shown, "qs", &[(&a, "0"), (&b, "7")]).len(), 1);
+        // A policy with no SPE scheduled runs no round: forgotten, all its threads are named again.
+        shown.forget("qs");
+        assert_eq!(round(&mut shown, "qs", &[(&a, "0"), (&b, "7")]).len(), 2);
     }
 
     #[test]

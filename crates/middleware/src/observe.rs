@@ -451,17 +451,7 @@ mod tests {
 
     #[test]
     fn verbose_names_a_threads_value_when_it_changes_not_every_round() {
-        let t = |tid: Tid| Target {
-            pid: 1,
-            tid,
-            start_ticks: 7,
-            spe: "e".into(),
-            query: "q".into(),
-            operator: format!("op{tid}"),
-            group: String::new(),
-            priority: 2.5,
-        };
-        let (a, b) = (t(10), t(11));
+        let (a, b) = (crate::translate::tests::target(10, 2.5), crate::translate::tests::target(11, 2.5));
         let mut shown = ShownValues::default();
         let round = |shown: &mut ShownValues, policy: &str, values: &[(&Target, &str)]| {
             shown.changed(policy, values.iter().map(|(t, v)| (*t, v.to_string())))

@@ -430,10 +430,11 @@ impl CgroupTranslator {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn target(tid: Tid, priority: f64) -> Target {
+    /// A thread `tid` of SPE `e`, query `q`, operator `op<tid>`, at `priority`.
+    pub(crate) fn target(tid: Tid, priority: f64) -> Target {
         Target {
             pid: 1,
             tid,

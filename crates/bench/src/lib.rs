@@ -154,8 +154,9 @@ pub struct Finished {
     pub summary: Summary,
     /// The files written: results.csv, results.json, report.html.
     pub files: Vec<PathBuf>,
-    /// How fast the machine was at the sweep's start and end (each point has its own probe).
-    pub speed: speed::SpeedProbes,
+    /// How fast the machine was at the sweep's start and end (each point has its own probe);
+    /// `None` with [`speed::Probing::Off`].
+    pub speed: Option<speed::SpeedProbes>,
 }
 
 /// Runs a sweep: start-up checks, the points, then `results.csv`, `results.json` and
@@ -164,10 +165,10 @@ pub struct Finished {
 pub fn run(spec: &SweepSpec, stop: &AtomicBool) -> Result<Finished, BenchError> {
     let prepared = sweep::preflight(spec)?;
     let mut machine = output::Machine::now();
-    let before = speed::probe();
+    let before = spec.speed_probes.at_ends().then(speed::probe);
     let (points, end) = sweep::run_sweep(spec, &prepared, stop);
-    let speed = speed::SpeedProbes { before, after: speed::probe() };
-    machine.speed = Some(speed);
+    let speed = before.map(|before| speed::SpeedProbes { before, after: speed::probe() });
+    machine.speed = speed;
     let labels: Vec<String> = spec.configurations.iter().map(|c| c.label.clone()).collect();
     let summary = summary::summarise(&points, &labels, &spec.rates, &spec.criteria);
     let results = output::Results {

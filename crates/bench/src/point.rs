@@ -47,7 +47,7 @@ pub struct Point {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub middleware_cpu_nodes: Vec<f64>,
     /// How fast the machine was right before the point started ([`crate::speed`]); `None` where
-    /// not probed (a simulated point).
+    /// not probed (a simulated point, or `--speed-probes` other than `every-point`).
     #[serde(default)]
     pub speed: Option<crate::speed::Speed>,
 }

@@ -59,7 +59,8 @@ pub fn render(r: &Results<'_>) -> String {
          <style>{STYLE}</style></head><body>\n<h1>moirai bench: {w}</h1>\n",
         w = escape(&spec.workload)
     );
-    let measured = spec.duration.as_secs_f64() * (1.0 - spec.warmup);
+    let (window_start, window_end) = spec.measured_window();
+    let measured = window_end - window_start;
     let end = match r.end {
         SweepEnd::Completed => "completed".to_string(),
         SweepEnd::Interrupted => "<span class=\"err\">interrupted (Ctrl-C): partial results</span>".to_string(),
@@ -111,8 +112,7 @@ pub fn render(r: &Results<'_>) -> String {
     for l in r.machine.speed.iter().flat_map(|s| s.lines(&speeds)) {
         let _ = writeln!(h, "<p>{}</p>", escape(&l));
     }
-    let window = (spec.duration.as_secs_f64() * spec.warmup, spec.duration.as_secs_f64());
-    for l in crate::mw_state::late_start_lines(r.points, window.0, window.1) {
+    for l in crate::mw_state::late_start_lines(r.points, window_start, window_end) {
         let _ = writeln!(h, "<p>{}</p>", escape(&l));
     }
 

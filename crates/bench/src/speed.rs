@@ -10,7 +10,8 @@
 //! `results.json` (`machine.speed`, each point's `speed`) and `results.csv` (`speed_compute_ns`,
 //! `speed_memory_ns`: a point that ran on a slower machine than its neighbours shows there);
 //! prints them and shows them in `report.html`; and says so when they differ by more than
-//! [`DRIFT`].
+//! [`DRIFT`]. [`Probing`] (`--speed-probes`) probes the ends only, or never, for sweeps of many
+//! short points.
 //!
 //! Two probes, each the best of a few runs in thread CPU time (so that being preempted does not
 //! count), about half a second in all:
@@ -30,6 +31,51 @@ pub struct Speed {
     pub compute_ns: f64,
     /// Nanoseconds of CPU a load of a random walk over [`WALK_BYTES`] takes.
     pub memory_ns: f64,
+}
+
+/// When the lab probes the machine (`moirai bench --speed-probes`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Probing {
+    /// At the sweep's start and end and before each point (about half a second a point).
+    #[default]
+    EveryPoint,
+    /// At the sweep's start and end only: a point that ran on a slower machine than its
+    /// neighbours does not show.
+    Ends,
+    /// Never: nothing says whether the machine's speed changed during the sweep.
+    Off,
+}
+
+impl Probing {
+    /// The values `moirai bench --speed-probes` takes.
+    pub const NAMES: &'static str = "every-point, ends, off";
+
+    /// Whether the sweep's start and end are probed.
+    pub fn at_ends(self) -> bool {
+        self != Probing::Off
+    }
+
+    /// Whether each point is probed before it starts.
+    pub fn before_points(self) -> bool {
+        self == Probing::EveryPoint
+    }
+}
+
+impl std::str::FromStr for Probing {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "every-point" => Ok(Probing::EveryPoint),
+            "ends" => Ok(Probing::Ends),
+            "off" => Ok(Probing::Off),
+            _ => Err(format!(
+                "'{s}' is not a choice of when to probe the machine's speed; use one of {}",
+                Probing::NAMES
+            )),
+        }
+    }
 }
 
 /// The probes before and after a sweep.
@@ -155,6 +201,20 @@ impl SpeedProbes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn probing_is_read_from_its_names_and_says_what_it_takes() {
+        for (name, p) in [("every-point", Probing::EveryPoint), ("ends", Probing::Ends), ("off", Probing::Off)] {
+            assert_eq!(name.parse::<Probing>(), Ok(p));
+            assert!(Probing::NAMES.contains(name), "{name}");
+        }
+        let e = "sometimes".parse::<Probing>().unwrap_err();
+        assert!(e.contains("'sometimes'") && e.contains(Probing::NAMES), "{e}");
+        assert_eq!(Probing::default(), Probing::EveryPoint);
+        assert!(Probing::EveryPoint.before_points() && Probing::EveryPoint.at_ends());
+        assert!(!Probing::Ends.before_points() && Probing::Ends.at_ends());
+        assert!(!Probing::Off.before_points() && !Probing::Off.at_ends());
+    }
 
     #[test]
     fn the_walk_is_one_cycle_through_every_index() {

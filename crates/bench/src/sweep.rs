@@ -96,6 +96,8 @@ pub struct SweepSpec {
     /// [`SweepSpec::default_grace`].
     #[serde(serialize_with = "seconds")]
     pub grace: Duration,
+    /// When the machine's speed is probed ([`crate::speed`]).
+    pub speed_probes: crate::speed::Probing,
     /// Where results and the report go.
     pub out_dir: PathBuf,
     /// The lab's own command line, recorded with the results.
@@ -186,6 +188,13 @@ impl SweepSpec {
     /// Longest a point may run before it is killed: the run plus the grace.
     pub fn deadline(&self) -> Duration {
         self.duration + self.grace
+    }
+
+    /// The part of every point's run that is measured, in seconds from its start: after the
+    /// warm-up, to its end.
+    pub fn measured_window(&self) -> (f64, f64) {
+        let d = self.duration.as_secs_f64();
+        (d * self.warmup, d)
     }
 }
 
@@ -367,7 +376,7 @@ fn run_point(
     stop: &AtomicBool,
 ) -> PointRun {
     // Before the clock starts: the previous point's processes are gone, this one's not started.
-    let speed = crate::speed::probe();
+    let speed = spec.speed_probes.before_points().then(crate::speed::probe);
     let started = Instant::now();
     let mut attempt = 1;
     loop {
@@ -384,7 +393,7 @@ fn run_point(
             middleware_activations: None,
             middleware_releases: Default::default(),
             middleware_cpu_nodes: Vec::new(),
-            speed: Some(speed),
+            speed,
         };
         match attempt_point(spec, prepared, config, stop, &mut point) {
             Attempt::Measured => crate::mw_state::policy_activity(&mut point),

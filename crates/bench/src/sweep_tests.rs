@@ -164,6 +164,9 @@ pub(crate) fn spec(dir: &std::path::Path) -> SweepSpec {
         policy_period: Some(Duration::from_secs(1)),
         criteria: Criteria::default(),
         grace: Duration::from_secs(10),
+        // The probes are the CLI's tests' (crates/cli/tests/bench.rs); here they would only add
+        // seconds to every fake point.
+        speed_probes: crate::speed::Probing::Off,
         out_dir: dir.join("out"),
         command_line: vec!["moirai".into(), "bench".into()],
     }

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
+use moirai_bench::speed::Probing;
 use moirai_bench::{parse_configurations, parse_rates, vary, BenchError, Criteria, SweepEnd, SweepSpec};
 
 /// Options of `moirai bench`.
@@ -59,6 +60,10 @@ pub struct BenchArgs {
     /// Storm].
     #[arg(long, value_parser = humantime::parse_duration)]
     policy_period: Option<Duration>,
+    /// When to probe the machine's speed (about half a second a probe): every-point (at the
+    /// sweep's start and end and before each point), ends (start and end only), or off.
+    #[arg(long, default_value = "every-point", value_name = "WHEN")]
+    speed_probes: Probing,
     /// Arguments after `--` are passed to `moirai run <WORKLOAD>` and to the Flink job (e.g. -- --ops 3
     /// --cost-ns 500).
     #[arg(last = true, value_name = "RUN ARGS")]
@@ -119,11 +124,11 @@ pub fn execute(spec: &SweepSpec) -> i32 {
         println!("{l}");
     }
     let speeds: Vec<_> = done.points.iter().filter_map(|p| p.speed).collect();
-    for l in done.speed.lines(&speeds) {
+    for l in done.speed.iter().flat_map(|s| s.lines(&speeds)) {
         println!("{l}");
     }
-    let window = (spec.duration.as_secs_f64() * spec.warmup, spec.duration.as_secs_f64());
-    for l in moirai_bench::mw_state::late_start_lines(&done.points, window.0, window.1) {
+    let (window_start, window_end) = spec.measured_window();
+    for l in moirai_bench::mw_state::late_start_lines(&done.points, window_start, window_end) {
         println!("{l}");
     }
     let failed = done.points.iter().filter(|p| p.failure.is_some()).count();
@@ -160,6 +165,7 @@ fn spec(args: BenchArgs) -> Result<SweepSpec, BenchError> {
         reps: args.reps,
         extra_args: args.extra,
         criteria: Criteria { p99_bound_ms: args.p99_bound.as_secs_f64() * 1e3, ..Criteria::default() },
+        speed_probes: args.speed_probes,
         out_dir: args.out,
         workload: args.workload,
         command_line: std::env::args().collect(),

@@ -89,6 +89,7 @@ pub fn run(a: DemoArgs) -> i32 {
         policy_period: None,
         criteria: Criteria { p99_bound_ms: 1000.0, ..Criteria::default() },
         grace: SweepSpec::default_grace(a.duration),
+        speed_probes: Default::default(),
         out_dir: a.out,
         command_line: std::env::args().collect(),
     };

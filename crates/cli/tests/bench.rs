@@ -181,6 +181,46 @@ fn ctrl_c_stops_the_sweep_kills_the_engine_and_keeps_what_was_measured() {
 }
 
 #[test]
+fn the_speed_probes_can_be_limited_to_the_sweeps_ends_or_turned_off() {
+    let out = OutDir::new("bench-probes");
+    for (when, at_ends) in [("ends", true), ("off", false)] {
+        let dir = out.0.join(when);
+        let o = moirai(&[
+            "bench",
+            "syn",
+            "--rates",
+            "2000",
+            "--duration",
+            "1s",
+            "--reps",
+            "1",
+            "--speed-probes",
+            when,
+            "--out",
+            dir.to_str().unwrap(),
+            "--",
+            "--ops",
+            "2",
+        ]);
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(o.status.code(), Some(0), "{when}: {stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(stdout.contains("machine speed (probed at the sweep's start and end)"), at_ends, "{when}: {stdout}");
+        let json = read_json(&dir.join("results.json"));
+        assert_eq!(json["spec"]["speed_probes"], when, "{}", json["spec"]);
+        assert_eq!(json["machine"]["speed"].is_object(), at_ends, "{when}: {}", json["machine"]);
+        let points = json["points"].as_array().unwrap();
+        assert_eq!(points.len(), 1);
+        assert!(points[0]["failure"].is_null(), "{when}: {}", points[0]);
+        assert!(points[0]["speed"].is_null(), "{when}: a point was probed: {}", points[0]);
+        let csv = std::fs::read_to_string(dir.join("results.csv")).unwrap();
+        let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+        let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+        let column = header.iter().position(|c| *c == "speed_memory_ns").expect("speed_memory_ns column");
+        assert_eq!(row[column], "", "{when}: {csv}");
+    }
+}
+
+#[test]
 fn bad_command_lines_are_explained() {
     let out = OutDir::new("bench-errors");
     let dir = out.0.to_str().unwrap();
@@ -199,6 +239,7 @@ fn bad_command_lines_are_explained() {
         (&["--rates", "1000", "--compare", "os@nosuchmodel"], "unknown threading model 'nosuchmodel'"),
         (&["--rates", "1000", "--duration", "100ms"], "--duration"),
         (&["--rates", "1000", "--", "--rate", "5"], "--rate cannot be passed"),
+        (&["--rates", "1000", "--speed-probes", "sometimes"], "use one of every-point, ends, off"),
     ];
     for (args, expected) in cases {
         let mut all = vec!["bench", "syn", "--out", dir];

@@ -233,6 +233,8 @@ fn spec(sweep: &Sweep) -> SweepSpec {
         policy_period: Some(secs(sweep.base.policy_period_ns)),
         criteria: sweep.criteria.clone(),
         grace: secs(sweep.base.drain_limit_ns),
+        // The simulator's sweeps probe nothing: their points do not run on this machine.
+        speed_probes: moirai_bench::speed::Probing::Off,
         out_dir: sweep.out_dir.clone(),
         command_line: sweep.command_line.clone(),
     }

@@ -206,11 +206,13 @@ pub fn active_share(start: &MwState, end: &MwState) -> Option<f64> {
     }
     // Each SPE's part is at most the window: both counters run on the middleware's clock, so more
     // is the rounding of their decimal text.
-    let active: f64 = end
+    // A fold from +0.0, not `sum()`, whose empty sum is -0.0: a middleware that has not yet seen
+    // an SPE acted 0 % of the window, not "-0".
+    let active = end
         .active_s
         .iter()
         .map(|(spe, s)| (s - start.active_s.get(spe).copied().unwrap_or(0.0)).clamp(0.0, wall))
-        .sum();
+        .fold(0.0, |all, one| all + one);
     Some(active / wall)
 }
 
@@ -591,6 +593,10 @@ mod tests {
         assert_eq!(active_share(&MwState { active_s: BTreeMap::new(), ..a.clone() }, &b), Some(0.8));
         assert_eq!(active_share(&b, &b), None, "no time between the scrapes");
         assert_eq!(active_share(&a, &state(13.0, 0.0, None)), Some(0.0));
+        // No SPE seen yet at either scrape: 0, printed as such (not -0).
+        let none = |uptime: f64| MwState { uptime_s: uptime, ..MwState::default() };
+        let share = active_share(&none(1.0), &none(2.0)).unwrap();
+        assert!(share == 0.0 && share.is_sign_positive(), "{share:?}");
         // Acting the whole window, whatever the rounding of the text: 0.2 / 0.2 is 1.0000000000000002 here.
         let whole = (state(0.1, 0.06, None), state(0.3, 0.26, Some(0.04)));
         assert_eq!(active_share(&whole.0, &whole.1), Some(1.0));

@@ -19,6 +19,9 @@ pub struct DemoArgs {
     /// How long each point runs (warm-up included).
     #[arg(long, default_value = "8s", value_parser = humantime::parse_duration)]
     duration: Duration,
+    /// Share of each point's run discarded as warm-up (as `moirai bench --warmup`).
+    #[arg(long, default_value_t = 0.25)]
+    warmup: f64,
     /// Repetitions per point (figures are medians).
     #[arg(long, default_value_t = 1)]
     reps: u32,
@@ -82,7 +85,7 @@ pub fn run(a: DemoArgs) -> i32 {
         workload: "syn".into(),
         rates,
         duration: a.duration,
-        warmup: 0.25,
+        warmup: a.warmup,
         reps: a.reps,
         configurations,
         extra_args: vec!["--lachesis".into()],

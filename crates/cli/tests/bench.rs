@@ -1,23 +1,15 @@
 //! `moirai bench` through the real binary: a short sweep of the real engine, Ctrl-C in the
 //! middle of a sweep, and the command-line errors.
 
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
+#[path = "common/results.rs"]
+mod results;
 
 use common::{moirai, OutDir, MOIRAI};
-
-fn read_json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).expect("results.json exists")).expect("results.json is JSON")
-}
-
-fn num(v: &serde_json::Value, what: &str) -> f64 {
-    let x = v.as_f64().unwrap_or_else(|| panic!("{what} is not a number: {v}"));
-    assert!(x.is_finite(), "{what} = {x}");
-    x
-}
+use results::{num, read_json};
 
 #[test]
 fn a_short_sweep_writes_results_and_a_report() {

@@ -48,6 +48,7 @@ pub mod process;
 pub mod progress;
 pub mod report;
 pub mod requires;
+mod seconds;
 pub mod spec;
 pub mod speed;
 pub mod storm;

@@ -76,7 +76,7 @@ pub struct SweepSpec {
     /// Offered rates, tuples/s, ascending.
     pub rates: Vec<f64>,
     /// Length of every point's run (warm-up included).
-    #[serde(serialize_with = "seconds")]
+    #[serde(serialize_with = "crate::seconds::seconds")]
     pub duration: Duration,
     /// Share of each run discarded as warm-up.
     pub warmup: f64,
@@ -88,13 +88,13 @@ pub struct SweepSpec {
     pub extra_args: Vec<String>,
     /// How often the middleware's policy runs, for configurations with a policy; `None`: the
     /// middleware's own default for the SPE's kind.
-    #[serde(serialize_with = "optional_seconds")]
+    #[serde(serialize_with = "crate::seconds::optional_seconds")]
     pub policy_period: Option<Duration>,
     /// What "sustainable" means.
     pub criteria: Criteria,
     /// Time a point may take beyond `duration` (start-up, drain) before it is killed; see
     /// [`SweepSpec::default_grace`].
-    #[serde(serialize_with = "seconds")]
+    #[serde(serialize_with = "crate::seconds::seconds")]
     pub grace: Duration,
     /// When the machine's speed is probed ([`crate::speed`]).
     pub speed_probes: crate::speed::Probing,
@@ -102,17 +102,6 @@ pub struct SweepSpec {
     pub out_dir: PathBuf,
     /// The lab's own command line, recorded with the results.
     pub command_line: Vec<String>,
-}
-
-fn seconds<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_f64(d.as_secs_f64())
-}
-
-fn optional_seconds<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
-    match d {
-        Some(d) => s.serialize_f64(d.as_secs_f64()),
-        None => s.serialize_none(),
-    }
 }
 
 impl SweepSpec {

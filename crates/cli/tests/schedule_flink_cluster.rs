@@ -306,7 +306,20 @@ fn cluster_test(system: &'static JvmSystem, test: &str) {
     let mut reported = Vec::new();
     for tm in cluster.taskmanagers() {
         let url = tm.metrics_url.as_deref().expect("the cluster has reporters");
-        let text = ureq::get(url).call().unwrap_or_else(|e| panic!("{url}: {e}")).into_string().unwrap();
+        // A reporter busy with the job may drop one connection mid-answer (seen once in CI:
+        // "Unexpected EOF"): ask again for up to 10 s before calling it broken.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let text = loop {
+            match ureq::get(url)
+                .call()
+                .map_err(|e| e.to_string())
+                .and_then(|r| r.into_string().map_err(|e| e.to_string()))
+            {
+                Ok(text) => break text,
+                Err(e) if std::time::Instant::now() >= deadline => panic!("{url}: {e}"),
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(500)),
+            }
+        };
         let subtasks: BTreeSet<(String, String)> = text
             .lines()
             .filter(|l| {

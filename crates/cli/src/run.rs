@@ -375,10 +375,10 @@ impl QueueSampler {
     }
 }
 
-/// Prints the run's summary: as text, followed by one JSON line with `json`.
 /// The run's sampling period: queue lengths every tick (or every `queue_every` ticks on a large
-/// plan) once the warm-up is over, a timeline point every [`TIMELINE_TICKS`].
+/// plan) once the warm-up is over.
 const SAMPLE_TICK: Duration = Duration::from_millis(100);
+/// Ticks between two points of the run's timeline: one a second.
 const TIMELINE_TICKS: u64 = 10;
 
 /// Ticks from tick `samples` to the next one at which the run samples something: a timeline
@@ -392,6 +392,7 @@ fn ticks_to_next(samples: u64, queue_every: u64, measuring: bool) -> u64 {
         .unwrap_or(TIMELINE_TICKS)
 }
 
+/// Prints the run's summary: as text, followed by one JSON line with `json`.
 fn print_summary(r: &RunSummary, mode: &ContinuousFields, json: bool) {
     let l = |s: &Latency| {
         format!("mean {:.3}  p50 {:.3}  p99 {:.3}  p99.9 {:.3}  max {:.3}", s.mean, s.p50, s.p99, s.p999, s.max)

@@ -211,14 +211,16 @@ fn qs_sets_nice_values_and_restores_them_on_sigint() {
         let a = applied(mw_port);
         threads.iter().all(|&(_, tid)| a.iter().any(|&(t, _)| t == tid))
     });
-    wait_until("/proc to show the applied nice values", || {
+    // The first rounds may find every queue empty (the engine just started; a slow CI host), and
+    // QS then ranks every thread alike: wait for a round in which the queues differ.
+    wait_until("/proc to show the applied nice values, some of them changed", || {
         let a = applied(mw_port);
         threads
             .iter()
             .all(|&(pid, tid)| a.iter().find(|&&(t, _)| t == tid).is_some_and(|&(_, v)| v == nice(pid, tid) as i64))
+            && nices(&threads) != before
     });
     let during = nices(&threads);
-    assert_ne!(during, before, "QS on a loaded pipeline changes some nice value");
     assert!(during.iter().all(|n| (-20..=19).contains(n)));
     assert!(state.exists(), "the state file records the originals while running");
 

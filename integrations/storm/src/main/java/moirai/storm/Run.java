@@ -241,8 +241,8 @@ public final class Run {
 
         long jvmStartMs = ManagementFactory.getRuntimeMXBean().getStartTime();
         // Not closed: the JVM halts after the summary (closing waits seconds for the worker slots).
-        LocalCluster cluster = new LocalCluster.Builder().withSupervisors(1)
-                .withPortsPerSupervisor(Math.max(4, o.workers)).build();
+        LocalCluster cluster = new LocalCluster.Builder().withSupervisors(0).build();
+        LocalSupervisor.start(cluster, Math.max(4, o.workers));
         cluster.submitTopology(name, stormConfig(o, metrics), topology);
         String id = topologyId(cluster, name);
         System.err.printf("moirai-storm: topology %s (%s) submitted, idle executors wait: %s%n", id, name,

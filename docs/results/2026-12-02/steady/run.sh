@@ -7,6 +7,8 @@
 #             storm (`storm:os`, `storm:qs/verbose`, executors parking: --wait-strategy park:1000)
 #   WORKLOAD: syn (the Lachesis SYN), lr (Linear Road, the Lachesis shape)
 #   $EXTRA:   more configurations after the pair, e.g. EXTRA=qs/translator=realtime (RT vs nice)
+#   $OTHER:   the pair's second configuration instead of QS at its defaults, e.g.
+#             OTHER=flink:qs/verbose/translator=realtime (Linux alone against the real-time translator)
 # usage: bash docs/results/2026-12-02/steady/run.sh OUT SPE WORKLOAD RATES [REPS] [NAME]
 #   (results.csv, table.txt and ratios.md land here, or in $RESULTS when set, as
 #   SPE-WORKLOAD-NAME-*, NAME by default the rates, e.g. moirai-lr-1.8M-2.1M-results.csv)
@@ -32,6 +34,7 @@ case "$spe" in
   storm) base=storm:os; other=storm:qs/verbose; args+=(--wait-strategy park:1000) ;;
   *) echo "unknown SPE '$spe'; $usage" >&2; exit 2 ;;
 esac
+other=${OTHER:-$other}
 configs=$base,$other${EXTRA:+,$EXTRA}
 cargo build --release -p moirai-cli
 target/release/moirai bench "${bench[@]}" --rates "$rates" --duration 150s --warmup 0.4 --reps "$reps" \

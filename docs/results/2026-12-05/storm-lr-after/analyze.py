@@ -37,9 +37,12 @@ def emitted(s):
 
 
 def queues(s, part):
-    src = sum(v or 0 for k, v in s["gauges"].items() if k.endswith(part) and "-source." in k)
-    bolts = sum(v or 0 for k, v in s["gauges"].items() if k.endswith(part) and "-source." not in k)
-    return src, bolts
+    """The gauges ending in `part`, summed over the sources and over the bolts."""
+    sums = [0.0, 0.0]
+    for k, v in s["gauges"].items():
+        if k.endswith(part):
+            sums["-source." not in k] += v or 0
+    return sums
 
 
 def summarise(run, skip):
@@ -80,27 +83,30 @@ def transitions(logs):
 
 
 def strays(run, logs):
-    """Samples of `run` at which the rule had been idle for 2 s or more but an executor was not at 0."""
+    """The samples of `run` taken when the rule had been idle for 2 s or more: how many, and those
+    that found an executor away from nice 0."""
     t0, t1 = run[0]["t"], run[-1]["t"]
     mine = [x for x in logs if t0 - 30 <= x[0] <= t1]
     if not mine:
         return None
     changes = mine[0][2]
-    found = []
+    checked, found = 0, []
     for s in run:
         before = [c for c in changes if c[0] <= s["t"] - 2]
         if before and not before[-1][1] and not any(c[0] > s["t"] - 2 and c[0] <= s["t"] for c in changes):
+            checked += 1
             off = {v[0]: v[1] for v in s["threads"].values() if v[1] != 0}
             if off:
                 found.append((round(s["t"] - t0), off))
-    return os.path.basename(mine[0][1]), sum(1 for c in changes if c[1]), found
+    return os.path.basename(mine[0][1]), sum(1 for c in changes if c[1]), checked, found
 
 
 def main(path, skip, logs=None):
     logs = transitions(logs) if logs else None
+    all_runs = runs(path)
     print("| run | phase | seconds | emitted/s | executors' cores | µs a tuple | queued (sources / bolts) | overflow (sources / bolts) |")
     print("|---|---|---|---|---|---|---|---|")
-    for i, run in enumerate(runs(path), 1):
+    for i, run in enumerate(all_runs, 1):
         for name, p in summarise(run, skip).items():
             rate = p["tuples"] / p["s"] if p["s"] else 0
             us = p["cpu"] / p["tuples"] * 1e6 if p["tuples"] else float("nan")
@@ -109,12 +115,12 @@ def main(path, skip, logs=None):
                   f"| {p['pop'][0] / n:.0f} / {p['pop'][1] / n:.0f} | {p['ovf'][0] / n:.0f} / {p['ovf'][1] / n:.0f} |")
     if logs:
         print()
-        for i, run in enumerate(runs(path), 1):
+        for i, run in enumerate(all_runs, 1):
             r = strays(run, logs)
             if r:
-                name, acting, found = r
-                print(f"run {i}: {name}: {acting} 'active' line(s); samples with the rule idle >= 2 s "
-                      f"and an executor away from nice 0: {len(found)} {found[:3]}")
+                name, acting, checked, found = r
+                print(f"run {i}: {name}: {acting} 'active' line(s); of {checked} samples with the rule idle >= 2 s, "
+                      f"{len(found)} found an executor away from nice 0 {found[:3]}")
 
 
 if __name__ == "__main__":

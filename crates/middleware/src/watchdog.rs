@@ -10,7 +10,9 @@
 //! real-time, the watchdog puts each of them back into its original class itself (checking its
 //! start time first, so a reused tid is never touched), says so on stderr, and leaves the count
 //! for the translator, which then keeps real time off for a while. Because it runs above the
-//! operators, they cannot starve it; because it sleeps, it costs nothing.
+//! operators, they cannot starve it; because it sleeps, it costs nothing: it looks at the clock
+//! every quarter of [`Watchdog::stale`] (at most every second) only while some thread is
+//! real-time, and otherwise blocks until the translator promotes one.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -47,6 +49,8 @@ pub struct Watchdog {
     shared: Arc<Shared>,
     epoch: Instant,
     stale: Duration,
+    /// The watchdog thread's id.
+    tid: Tid,
     handle: Option<JoinHandle<()>>,
 }
 
@@ -67,15 +71,15 @@ impl Watchdog {
                     // Plain SCHED_FIFO, no reset-on-fork needed: this thread creates none.
                     let top = set_sched_class(me, SchedClass::Fifo(WATCHDOG_PRIORITY));
                     let ok = top.is_ok();
-                    let _ = ready_tx.send(top.map_err(|e| e.to_string()));
+                    let _ = ready_tx.send(top.map(|()| me).map_err(|e| e.to_string()));
                     if ok {
                         watch(rx, &shared, epoch, stale);
                     }
                 }
             })
             .map_err(|e| format!("cannot start the real-time watchdog: {e}"))?;
-        match ready_rx.recv() {
-            Ok(Ok(())) => {}
+        let tid = match ready_rx.recv() {
+            Ok(Ok(tid)) => tid,
             Ok(Err(e)) => {
                 let _ = handle.join();
                 return Err(format!(
@@ -84,8 +88,13 @@ impl Watchdog {
                 ));
             }
             Err(_) => return Err("the real-time watchdog ended before it started".into()),
-        }
-        Ok(Watchdog { tx, shared, epoch, stale, handle: Some(handle) })
+        };
+        Ok(Watchdog { tx, shared, epoch, stale, tid, handle: Some(handle) })
+    }
+
+    /// The watchdog thread's id.
+    pub fn tid(&self) -> Tid {
+        self.tid
     }
 
     /// How long without a round before it trips.
@@ -130,10 +139,20 @@ fn watch(rx: mpsc::Receiver<Msg>, shared: &Shared, epoch: Instant, stale: Durati
     let every = (stale / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
     let stale_ms = stale.as_millis() as u64;
     loop {
-        let first = match rx.recv_timeout(every) {
-            Ok(m) => Some(m),
-            Err(mpsc::RecvTimeoutError::Timeout) => None,
-            Err(mpsc::RecvTimeoutError::Disconnected) => return,
+        // With no thread real-time there is nothing to watch: block until the translator sends
+        // something, so that an idle middleware's watchdog never wakes (a wake-up at FIFO 99
+        // preempts whatever runs on its core).
+        let first = if known.is_empty() {
+            match rx.recv() {
+                Ok(m) => Some(m),
+                Err(mpsc::RecvError) => return,
+            }
+        } else {
+            match rx.recv_timeout(every) {
+                Ok(m) => Some(m),
+                Err(mpsc::RecvTimeoutError::Timeout) => None,
+                Err(mpsc::RecvTimeoutError::Disconnected) => return,
+            }
         };
         for msg in first.into_iter().chain(std::iter::from_fn(|| rx.try_recv().ok())) {
             match msg {
@@ -254,18 +273,61 @@ mod tests {
         drop(w);
     }
 
+    /// How many times thread `tid` of this process went to sleep and woke up.
+    fn wake_ups(tid: Tid) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).unwrap();
+        let line = status.lines().find(|l| l.starts_with("voluntary_ctxt_switches:")).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    }
+
+    #[test]
+    fn a_watchdog_with_nothing_real_time_never_wakes() {
+        if !may_go_real_time("a_watchdog_with_nothing_real_time_never_wakes") {
+            return;
+        }
+        let pid = std::process::id();
+        let thread = Blocked::spawn();
+        let start_ticks = moirai_os::proc::thread_stat(pid, thread.tid).unwrap().start_ticks;
+        // Looks every 50 ms while something is real-time.
+        let w = Watchdog::start(Duration::from_millis(200)).unwrap();
+        let tid = w.tid();
+        let before = wake_ups(tid);
+        for _ in 0..12 {
+            w.beat();
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let idle = wake_ups(tid) - before;
+        assert!(idle <= 1, "{idle} wake-ups in 600 ms with no thread real-time");
+        // Told of a real-time thread, it looks at the clock (the rounds still beat: no trip).
+        w.promoted(pid, thread.tid, start_ticks, SchedClass::Other);
+        let before = wake_ups(tid);
+        for _ in 0..12 {
+            w.beat();
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let watching = wake_ups(tid) - before;
+        assert!(watching >= 5, "only {watching} wake-ups in 600 ms while a thread is real-time");
+        assert_eq!(w.take_trip(), None);
+        // Demoted by the translator: it blocks again.
+        w.demoted(pid, thread.tid);
+        std::thread::sleep(Duration::from_millis(100));
+        let before = wake_ups(tid);
+        std::thread::sleep(Duration::from_millis(600));
+        let idle = wake_ups(tid) - before;
+        assert!(idle <= 1, "{idle} wake-ups in 600 ms after the last demotion");
+        drop(w);
+    }
+
     #[test]
     fn the_watchdog_runs_above_every_operator() {
         if !may_go_real_time("the_watchdog_runs_above_every_operator") {
             return;
         }
         let w = Watchdog::start(Duration::from_secs(5)).unwrap();
-        let tid = moirai_os::proc::threads(std::process::id())
-            .unwrap()
-            .into_iter()
-            .find(|t| t.name == "rt-watchdog")
-            .expect("the watchdog thread")
-            .tid;
+        let tid = w.tid();
+        let name =
+            moirai_os::proc::threads(std::process::id()).unwrap().into_iter().find(|t| t.tid == tid).unwrap().name;
+        assert_eq!(name, "rt-watchdog");
         assert_eq!(get_sched_class(tid).unwrap(), SchedClass::Fifo(WATCHDOG_PRIORITY));
         drop(w);
     }

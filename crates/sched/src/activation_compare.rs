@@ -24,14 +24,16 @@ impl Activation {
         if !self.gained_at.is_none_or(worn_off) {
             return None;
         }
-        self.comparing = Some(scheduled);
-        self.change(now, false, Reason::Comparing { scheduled, linux: None, window })
+        let through = w.through.unwrap_or(scheduled);
+        self.comparing = Some((scheduled, through));
+        self.change(now, false, Reason::Comparing { scheduled: through, linux: None, window })
     }
 
     /// During a comparison's window under Linux: at its end, schedules the SPE again for the
-    /// second window (its verdict taken against Linux's course: its intake, its backlog at the
-    /// end and the pace the backlog grew at) when the SPE was behind under Linux too; otherwise
-    /// the comparison ends there, with the usual rule.
+    /// second window (its verdict taken against Linux's course: its throughput, its backlog at
+    /// the end and the pace the backlog grew at) when the SPE was behind under Linux too;
+    /// otherwise the comparison ends there, with the usual rule. `scheduled`: the throughput of
+    /// the window of acting before.
     pub(super) fn follow_linux(&mut self, now: Duration, scheduled: f64) -> Option<Transition> {
         let window = self.config.release;
         if now < self.since + window {
@@ -41,7 +43,7 @@ impl Activation {
         match self.window(now, window) {
             Some(w) if w.lag_mean.is_some_and(|m| m >= keep_up) && w.rate.is_some() => {
                 self.before = w.pace();
-                self.change(now, true, Reason::Comparing { scheduled, linux: w.rate, window })
+                self.change(now, true, Reason::Comparing { scheduled, linux: w.through, window })
             }
             _ => {
                 self.comparing = None;

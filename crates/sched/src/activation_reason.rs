@@ -60,7 +60,7 @@ pub enum Reason {
         next: Duration,
     },
     /// Idle again: after the first `release` window of acting the SPE was still behind, and the
-    /// scheduling had neither lowered its backlog nor raised its intake; left to Linux for
+    /// scheduling had neither lowered its backlog nor raised its throughput; left to Linux for
     /// `hold` (and while that lasts, even when it falls behind).
     NoGain {
         /// How long it acted.
@@ -70,11 +70,12 @@ pub enum Reason {
         /// Tuples that would be waiting at the pace at which it fell behind (or, after a
         /// comparison, at the pace it kept under Linux).
         expected: f64,
-        /// The sources' intake while it acted, tuples/s (after a comparison, the mean of the
-        /// windows before and after the one under Linux).
-        rate: f64,
-        /// Their intake when the SPE fell behind (or under Linux), tuples/s.
-        rate_before: f64,
+        /// The SPE's throughput while it acted, tuples/s: its sources' intake less what its
+        /// operators' queues grew by (after a comparison, the mean of the windows before and
+        /// after the one under Linux).
+        through: f64,
+        /// Its throughput when it fell behind (or under Linux), tuples/s.
+        through_before: f64,
         /// Whether the baseline was a window under Linux on the same load (a comparison), not
         /// the window that activated the rule.
         against_linux: bool,
@@ -85,9 +86,10 @@ pub enum Reason {
     /// Linux for a window (idle, `linux` unknown yet) and then scheduled again for another
     /// (active, `linux` known), and the two are judged against Linux's course.
     Comparing {
-        /// The sources' intake over the window of acting before, tuples/s.
+        /// The SPE's throughput over the window of acting before, tuples/s (as in
+        /// [`Reason::NoGain`]).
         scheduled: f64,
-        /// Their intake under Linux, tuples/s (`None`: the window under Linux is under way).
+        /// Its throughput under Linux, tuples/s (`None`: the window under Linux is under way).
         linux: Option<f64>,
         /// The length of each window.
         window: Duration,
@@ -153,30 +155,30 @@ impl fmt::Display for Reason {
                 seconds(*kept_up),
                 seconds(*next)
             ),
-            Reason::NoGain { acted, backlog, expected, rate, rate_before, against_linux: false, hold } => write!(
+            Reason::NoGain { acted, backlog, expected, through, through_before, against_linux: false, hold } => write!(
                 f,
                 "scheduling did not help: after {} of it the SPE is still behind, {backlog:.0} tuples waiting \
-                 (at the pace at which it fell behind, {expected:.0}) and {rate:.0} tuples/s taken in (against \
-                 {rate_before:.0}); not scheduling it for {}",
+                 (at the pace at which it fell behind, {expected:.0}) and {through:.0} tuples/s through it \
+                 (against {through_before:.0}); not scheduling it for {}",
                 seconds(*acted),
                 seconds(*hold)
             ),
-            Reason::NoGain { backlog, expected, rate, rate_before, against_linux: true, hold, .. } => write!(
+            Reason::NoGain { backlog, expected, through, through_before, against_linux: true, hold, .. } => write!(
                 f,
                 "scheduling did no better than Linux: the SPE is still behind, {backlog:.0} tuples waiting (on the \
-                 course it kept under Linux just before, {expected:.0}) and {rate:.0} tuples/s taken in scheduled \
-                 (against {rate_before:.0} under Linux); not scheduling it for {}",
+                 course it kept under Linux just before, {expected:.0}) and {through:.0} tuples/s through it \
+                 scheduled (against {through_before:.0} under Linux); not scheduling it for {}",
                 seconds(*hold)
             ),
             Reason::Comparing { scheduled, linux: None, window } => write!(
                 f,
-                "the SPE stays behind while scheduled ({scheduled:.0} tuples/s taken in): handing it back to Linux \
-                 for {} to compare",
+                "the SPE stays behind while scheduled ({scheduled:.0} tuples/s through it): handing it back to \
+                 Linux for {} to compare",
                 seconds(*window)
             ),
             Reason::Comparing { scheduled, linux: Some(linux), window } => write!(
                 f,
-                "under Linux the SPE took in {linux:.0} tuples/s (against {scheduled:.0} scheduled before): \
+                "under Linux {linux:.0} tuples/s went through the SPE (against {scheduled:.0} scheduled before): \
                  scheduling it again for {} to compare",
                 seconds(*window)
             ),

@@ -124,6 +124,11 @@ pub struct ScheduleArgs {
     /// the comparison with Linux [default: per SPE kind: 20s for Storm, none otherwise].
     #[arg(long, value_name = "DURATION", value_parser = |s: &str| moirai_middleware::config::parse_activation_startup(s))]
     activation_startup: Option<Duration>,
+    /// How often to look at the SPEs while the rule finds every one idle and keeping up (0s to
+    /// 10s), for --activation auto: an SPE that falls behind is seen up to this much later, and
+    /// from then on every period [default: 1s; 0s: every period].
+    #[arg(long, value_name = "DURATION", value_parser = |s: &str| moirai_middleware::config::parse_quiet_period(s))]
+    activation_quiet_period: Option<Duration>,
     /// Stop after this many rounds (then restore), instead of running until SIGINT/SIGTERM.
     #[arg(long)]
     rounds: Option<u64>,
@@ -248,6 +253,7 @@ fn from_flags(a: &ScheduleArgs) -> Result<Config, String> {
         activation_threshold: a.activation_threshold.unwrap_or(DEFAULT_ACTIVATION_THRESHOLD),
         activation_lag: a.activation_lag,
         activation_startup: a.activation_startup,
+        activation_quiet_period: a.activation_quiet_period.unwrap_or(moirai_middleware::config::DEFAULT_QUIET_PERIOD),
     };
     config.validate()?;
     Ok(config)
@@ -340,6 +346,9 @@ pub fn run(a: ScheduleArgs) -> i32 {
                 }
                 if a.activation_startup.is_some() {
                     c.activation_startup = a.activation_startup;
+                }
+                if let Some(p) = a.activation_quiet_period {
+                    c.activation_quiet_period = p;
                 }
                 c
             })

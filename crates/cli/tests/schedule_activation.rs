@@ -133,12 +133,19 @@ fn well_below_saturation_every_thread_keeps_its_nice_and_the_middleware_says_idl
     let dir = temp_dir("activation-idle");
     let (mw, mw_port) = schedule(port, &dir.0.join("state.json"), true);
     wait_until("the first round", || activity(mw_port).is_some());
-    // Over 8 s (eight confirm windows, 40 rounds): not one thread is touched.
+    // Quiet once its first window spans a second (the engine keeps up): a round a second then,
+    // not every 200 ms.
+    std::thread::sleep(Duration::from_secs(2));
+    let rounds = || value(mw_port, "moirai_schedule_rounds_total").expect("its rounds on /metrics");
+    let rounds_before = rounds();
+    // Over 8 s (eight confirm windows): not one thread is touched.
     let end = Instant::now() + Duration::from_secs(8);
     while Instant::now() < end {
         assert_eq!(nices(&threads), before, "a thread of an engine far below saturation was reniced");
         std::thread::sleep(Duration::from_millis(100));
     }
+    let quiet_rounds = rounds() - rounds_before;
+    assert!((6.0..=12.0).contains(&quiet_rounds), "{quiet_rounds} rounds in 8 s while quiet (40 every 200 ms)");
     let (active, reason) = activity(mw_port).expect("its state on /metrics");
     assert!(!active, "the middleware says it acts: {reason}");
     assert!(reason == "cpu_room" || reason == "keeping_up", "idle, and why: {reason}");
@@ -150,8 +157,9 @@ fn well_below_saturation_every_thread_keeps_its_nice_and_the_middleware_says_idl
     mw.signal(libc::SIGINT);
     let (code, err) = mw.wait();
     assert_eq!(code, Some(0), "{err}");
-    // -v says it was idle, and why.
+    // -v says it was idle, and why, and that it looked less often.
     assert!(err.contains("SPE 'engine': idle — "), "{err}");
+    assert!(err.contains("quiet: every SPE keeps up and is left to Linux; a round every 1s"), "{err}");
     assert!(!err.contains("SPE 'engine': active"), "{err}");
     assert_eq!(nices(&threads), before);
 }

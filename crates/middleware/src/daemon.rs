@@ -73,10 +73,14 @@ pub struct Daemon {
     sessions: Sessions,
     /// Whether the schedules are enforced on each SPE now.
     activity: Activity,
-    /// Per SPE: the reason code last shown with `-v`.
-    shown: BTreeMap<String, &'static str>,
+    /// Per SPE: the reason last shown with `-v`, as [`shown_as`] gives it.
+    shown: BTreeMap<String, String>,
     /// Per policy: each thread's value last shown with `-v`.
     shown_values: ShownValues,
+    /// How often to run a round while every SPE's rule is quiet.
+    quiet_period: Duration,
+    /// Whether every SPE's rule was quiet after the last round.
+    quiet: bool,
 }
 
 /// Takes an exclusive lock on `<state file>.lock`, so two middlewares never share a state file.
@@ -294,6 +298,8 @@ impl Daemon {
             activity,
             shown: BTreeMap::new(),
             shown_values: ShownValues::default(),
+            quiet_period: config.activation_quiet_period,
+            quiet: false,
         })
     }
 
@@ -338,20 +344,25 @@ impl Daemon {
                 self.out.info(format!(
                     "acting on an SPE only while scheduling can help: the machine's CPU at least {:.0} % busy and the \
                      SPE falling behind (tuples waiting at its sources or in its queues), or at least {:.0} % busy \
-                     and the SPE losing ground (its backlog growing) (--activation always acts from the start)",
+                     and the SPE losing ground (its backlog growing) (--activation always acts from the start); a \
+                     round at most every {:?} while every SPE keeps up (--activation-quiet-period)",
                     rule.cpu_threshold * 100.0,
-                    rule.losing_ground_level() * 100.0
+                    rule.losing_ground_level() * 100.0,
+                    self.quiet_period
                 ))
             }
             ActivationMode::Always => self.out.info("acting on every SPE from the first round (--activation always)"),
         }
         let mut done = 0u64;
+        let mut last_round = None;
         while !stop.load(Ordering::SeqCst) && rounds.is_none_or(|r| done < r) {
             let now = self.start.elapsed();
             let due = self.controller.due(now);
             if !due.is_empty() {
+                last_round = Some(now);
                 self.round(&due);
                 done += 1;
+                self.note_quiet();
             }
             if rounds.is_some_and(|r| done >= r) {
                 break;
@@ -360,7 +371,13 @@ impl Daemon {
             // (the CLI's signal handler does), so the stop is prompt without waking up in slices
             // (which cost ~1 ms of CPU a second); a caller that does not unpark waits at most
             // STOP_SLICE.
-            let wake = self.start + self.controller.next_due(now);
+            let mut wake = self.start + self.controller.next_due(now);
+            // While every SPE keeps up and is left to Linux, a round every quiet period: each
+            // costs the middleware and the SPE CPU, and the rule cannot act before a round sees
+            // an SPE behind anyway.
+            if let Some(at) = last_round.filter(|_| self.quiet) {
+                wake = wake.max(self.start + at + self.quiet_period);
+            }
             while !stop.load(Ordering::SeqCst) {
                 let left = wake.saturating_duration_since(Instant::now());
                 if left.is_zero() {
@@ -432,7 +449,7 @@ impl Daemon {
                     if let Some(t) = self.activity.update(d.spe(), at, d.sources()) {
                         self.out.info(activity::describe(d.spe(), &t));
                         // Said once: `-v` says the reason again only when it changes after this.
-                        self.shown.insert(d.spe().to_string(), t.reason.code());
+                        self.shown.insert(d.spe().to_string(), shown_as(t.reason.code(), &t.reason.to_string()));
                         if !t.active {
                             released.push((d.spe().to_string(), o.topology.pid));
                         }
@@ -471,6 +488,22 @@ impl Daemon {
         observations
     }
 
+    /// Follows whether every SPE's rule is quiet after a round; with `-v`, says when that changes.
+    fn note_quiet(&mut self) {
+        let quiet = self.activity.is_quiet();
+        if quiet != self.quiet && self.out.verbose {
+            self.out.debug(if quiet {
+                format!(
+                    "quiet: every SPE keeps up and is left to Linux; a round every {:?} until one falls behind",
+                    self.quiet_period
+                )
+            } else {
+                "no longer quiet: a round every period".to_string()
+            });
+        }
+        self.quiet = quiet;
+    }
+
     /// Hands every thread of SPE `spe` (process `pid`) back its original value, now that the
     /// middleware leaves it to Linux.
     fn release(&mut self, spe: &str, pid: u32) {
@@ -496,7 +529,9 @@ impl Daemon {
         let views = self.activity.views();
         if self.out.verbose {
             for (spe, v) in &views {
-                if self.shown.insert(spe.clone(), v.code) != Some(v.code) {
+                let shown = shown_as(v.code, &v.reason);
+                if self.shown.get(spe) != Some(&shown) {
+                    self.shown.insert(spe.clone(), shown);
                     let state = if v.active { "active" } else { "idle" };
                     self.out.debug(format!("SPE '{spe}': {state} — {}", v.reason));
                 }
@@ -656,6 +691,17 @@ pub const STOP_SLICE: Duration = Duration::from_secs(1);
 /// What the activation rule needs sampled, when the policies do not need it anyway: the
 /// sources' backlog (their `queue_len`) and input (`tuples_in`).
 const ACTIVATION_METRICS: [Metric; 2] = [Metric::QueueLen, Metric::TuplesIn];
+
+/// What `-v` compares to say an SPE's reason again: its code, and for "still needed" its words
+/// too (fixed texts that tell why, e.g. after a verdict found a gain), where other reasons'
+/// words change with their figures every round.
+fn shown_as(code: &'static str, reason: &str) -> String {
+    if code == "holding" {
+        reason.to_string()
+    } else {
+        code.to_string()
+    }
+}
 
 /// Notes the priority `policy`'s `schedule` gave each operator, for the dashboard.
 fn record_priorities(record: &mut RoundRecord, policy: &str, schedule: &Schedule, cluster: &Cluster) {

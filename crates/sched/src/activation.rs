@@ -12,10 +12,10 @@
 //!
 //! - **Idle → active** when, over the last [`confirm`](ActivationConfig::confirm) window, the
 //!   machine was busy at or above [`cpu_threshold`](ActivationConfig::cpu_threshold) in every
-//!   round *and* the SPE was behind in every round — the tuples waiting in it (its sources'
-//!   backlog, the external queue, and its operators' input queues) were at least
-//!   [`lag`](ActivationConfig::lag) of input, at the rate the sources took tuples in over the
-//!   window — and the backlog did not shrink over the window. Both together mean
+//!   round *and* the SPE was behind in every round, the one that opens the window too — the
+//!   tuples waiting in it (its sources' backlog, the external queue, its operators' queues)
+//!   were at least [`lag`](ActivationConfig::lag) of input, at the rate the sources took tuples
+//!   in over the window — and the backlog did not shrink over the window. Both together mean
 //!   that the SPE uses all the CPU it can get and still falls behind: what it gets must be
 //!   shared better. A burst that the SPE drains within the window does not count.
 //! - **Idle → active** also when the SPE **loses ground** with some CPU left idle: over the last

@@ -20,7 +20,11 @@ pub(super) struct Window {
     pub(super) through: Option<f64>,
     /// The time `rate` was measured over (from the opening sample to the last).
     pub(super) span: Duration,
-    /// Smallest and largest lag of the window, s (`None`: no backlog).
+    /// Smallest and largest lag of the window, s, the opening sample's included (`None`: no
+    /// backlog): "behind in every round of the window" then needs the SPE behind from the
+    /// window's start on, also where the samples are further apart than usual (a caller that
+    /// looks less often while the rule is [quiet](Activation::is_quiet)); rounds one period
+    /// apart need one round more.
     pub(super) lag: Option<(f64, f64)>,
     /// The mean lag of the samples with a backlog.
     pub(super) lag_mean: Option<f64>,
@@ -78,18 +82,19 @@ impl Activation {
             (Some(r), Some(a), Some(b)) => Some((r - (b - a) / (last.at - opening.at).as_secs_f64()).max(0.0)),
             (r, ..) => r,
         };
-        let lags: Vec<f64> = inside
-            .iter()
-            .filter_map(|s| s.backlog)
-            .map(|b| match rate {
+        let lag_of = |s: &LoadSample| {
+            s.backlog.map(|b| match rate {
                 _ if b <= 0.0 => 0.0,
                 Some(r) if r > 0.0 => b / r,
                 // Tuples wait and none come in: as far behind as can be.
                 _ => f64::INFINITY,
             })
-            .collect();
-        let lag = (!lags.is_empty())
-            .then(|| (lags.iter().copied().fold(f64::INFINITY, f64::min), lags.iter().copied().fold(0.0, f64::max)));
+        };
+        let lags: Vec<f64> = inside.iter().filter_map(|s| lag_of(s)).collect();
+        let lag = (!lags.is_empty()).then(|| {
+            let all = lags.iter().copied().chain(lag_of(&opening));
+            (all.clone().fold(f64::INFINITY, f64::min), all.fold(0.0, f64::max))
+        });
         let growth = match (opening.backlog, last.backlog) {
             (Some(a), Some(b)) => Some(b - a),
             _ => None,
@@ -127,5 +132,28 @@ impl Activation {
             trend,
             source_rise,
         })
+    }
+}
+
+impl Activation {
+    /// Whether the rule is **quiet**: idle, not comparing with Linux, and the SPE's last sample
+    /// not behind (its backlog below [`lag`](super::ActivationConfig::lag) of input, at the rate of
+    /// the last [`confirm`](super::ActivationConfig::confirm) window). Every way in needs the SPE
+    /// behind from the start of its window on, so a quiet rule acts no sooner than a `confirm`
+    /// window after a round first finds the SPE behind: a caller may take samples less often
+    /// while it is quiet (the middleware's quiet period) and reacts later by at most that
+    /// interval. Not quiet before the samples span a `confirm` window, nor for an SPE that
+    /// reports no backlog (the rule then follows the CPU, which any round may change).
+    pub fn is_quiet(&self) -> bool {
+        if self.active || self.comparing.is_some() {
+            return false;
+        }
+        let Some(last) = self.samples.back() else { return false };
+        let Some(w) = self.window(last.at, self.config.confirm) else { return false };
+        match (last.backlog, w.rate) {
+            (Some(b), _) if b <= 0.0 => true,
+            (Some(b), Some(r)) => r > 0.0 && b / r < self.config.lag.as_secs_f64(),
+            _ => false,
+        }
     }
 }

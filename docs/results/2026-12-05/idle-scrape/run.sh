@@ -30,7 +30,8 @@ for rep in $(seq 1 "$reps"); do
                   --state-file "$out/state-$rep.json" > "$out/schedule-$rep.log" 2>&1 & side=$! ;;
     esac
     wait "$engine"
-    if [ -n "$side" ]; then kill -INT "$side"; wait "$side" || true; fi
+    # SIGTERM: a background job of a script starts with SIGINT ignored (python would not stop).
+    if [ -n "$side" ]; then kill -TERM "$side"; wait "$side" || true; fi
     python3 - "$out/$config-$rep.json" "$config" "$rep" >> "$out/results.csv" <<'PY'
 import json, sys
 doc = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])  # --json: the summary's last line

@@ -21,14 +21,7 @@ fn sample_as_the_middleware(
     while t <= to + 1e-9 {
         let l = load(t);
         *ingested += l.rate * (t - last.unwrap_or(t - PERIOD.as_secs_f64()));
-        let sample = LoadSample {
-            at: Duration::from_secs_f64(t),
-            cpu_busy: l.cpu,
-            backlog: l.backlog,
-            source_backlog: l.sources,
-            ingested: Some(*ingested),
-        };
-        if let Some(tr) = rule.update(sample) {
+        if let Some(tr) = rule.update(l.sample(t, *ingested)) {
             changes.push((t, tr.active, tr.reason));
         }
         times.push(t);

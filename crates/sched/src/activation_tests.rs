@@ -11,6 +11,19 @@ struct Load {
     rate: f64,
 }
 
+impl Load {
+    /// This load as the sample of time `t` (seconds), the sources having taken in `ingested`.
+    fn sample(&self, t: f64, ingested: f64) -> LoadSample {
+        LoadSample {
+            at: Duration::from_secs_f64(t),
+            cpu_busy: self.cpu,
+            backlog: self.backlog,
+            source_backlog: self.sources,
+            ingested: Some(ingested),
+        }
+    }
+}
+
 /// A load whose sources report no backlog of their own.
 fn load(cpu: f64, backlog: f64, rate: f64) -> Load {
     Load { cpu: Some(cpu), backlog: Some(backlog), sources: None, rate }
@@ -31,14 +44,7 @@ fn feed(
     while t <= to + 1e-9 {
         let l = load(t);
         *ingested += l.rate * PERIOD.as_secs_f64();
-        let sample = LoadSample {
-            at: Duration::from_secs_f64(t),
-            cpu_busy: l.cpu,
-            backlog: l.backlog,
-            source_backlog: l.sources,
-            ingested: Some(*ingested),
-        };
-        if let Some(tr) = rule.update(sample) {
+        if let Some(tr) = rule.update(l.sample(t, *ingested)) {
             changes.push((t, tr.active, tr.reason));
         }
         t += PERIOD.as_secs_f64();

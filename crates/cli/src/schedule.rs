@@ -265,12 +265,13 @@ pub const STOP_GRACE: Duration = Duration::from_secs(5);
 /// After a stop request, gives the loop [`STOP_GRACE`] to finish; then restores every original
 /// value from the state file itself and ends the process (exit code 1).
 fn watchdog(stop: &AtomicBool, finished: &AtomicBool, state: &std::path::Path, log: &Log) {
-    // Parked until the signal handler unparks it (a spurious wake-up only looks again).
+    // Parked until the signal handler unparks it (a spurious wake-up only looks again): it never
+    // wakes by itself, and when the loop ends on its own the process exits with it parked.
     while !stop.load(Ordering::SeqCst) {
         if finished.load(Ordering::SeqCst) {
             return;
         }
-        std::thread::park_timeout(Duration::from_secs(1));
+        std::thread::park();
     }
     let deadline = std::time::Instant::now() + STOP_GRACE;
     while std::time::Instant::now() < deadline {

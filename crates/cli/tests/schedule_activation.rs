@@ -117,6 +117,20 @@ fn schedule(engine_port: u16, state: &std::path::Path, verbose: bool) -> (Proc, 
     (mw, port)
 }
 
+/// How many times the thread named `comm` of process `pid` went to sleep (its voluntary context
+/// switches since it started).
+fn sleeps(pid: u32, comm: &str) -> u64 {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("the middleware's threads");
+    for task in tasks.flatten().map(|t| t.path()) {
+        if std::fs::read_to_string(task.join("comm")).is_ok_and(|c| c.trim() == comm) {
+            let status = std::fs::read_to_string(task.join("status")).expect("its status");
+            let line = status.lines().find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"));
+            return line.and_then(|v| v.trim().parse().ok()).expect("voluntary_ctxt_switches in its status");
+        }
+    }
+    panic!("process {pid} has no thread named {comm}");
+}
+
 #[test]
 fn well_below_saturation_every_thread_keeps_its_nice_and_the_middleware_says_idle() {
     let _one = serial();
@@ -146,6 +160,10 @@ fn well_below_saturation_every_thread_keeps_its_nice_and_the_middleware_says_idl
     }
     let quiet_rounds = rounds() - rounds_before;
     assert!((6.0..=12.0).contains(&quiet_rounds), "{quiet_rounds} rounds in 8 s while quiet (40 every 200 ms)");
+    // Its stop watchdog sleeps until a signal comes: over the 10 s it has run it went to sleep
+    // once (it woke every second before, ~10 times).
+    let watchdog_sleeps = sleeps(mw.pid(), "stop-watchdog");
+    assert!(watchdog_sleeps <= 2, "the stop watchdog slept {watchdog_sleeps} times while nothing was stopping");
     let (active, reason) = activity(mw_port).expect("its state on /metrics");
     assert!(!active, "the middleware says it acts: {reason}");
     assert!(reason == "cpu_room" || reason == "keeping_up", "idle, and why: {reason}");

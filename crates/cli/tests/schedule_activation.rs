@@ -123,9 +123,8 @@ fn sleeps(pid: u32, comm: &str) -> u64 {
     let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("the middleware's threads");
     for task in tasks.flatten().map(|t| t.path()) {
         if std::fs::read_to_string(task.join("comm")).is_ok_and(|c| c.trim() == comm) {
-            let status = std::fs::read_to_string(task.join("status")).expect("its status");
-            let line = status.lines().find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"));
-            return line.and_then(|v| v.trim().parse().ok()).expect("voluntary_ctxt_switches in its status");
+            let tid = task.file_name().and_then(|t| t.to_str()?.parse().ok()).expect("a numeric task id");
+            return moirai_os::proc::thread_voluntary_switches(pid, tid).expect("its voluntary_ctxt_switches");
         }
     }
     panic!("process {pid} has no thread named {comm}");

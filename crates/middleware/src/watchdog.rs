@@ -275,9 +275,7 @@ mod tests {
 
     /// How many times thread `tid` of this process went to sleep and woke up.
     fn wake_ups(tid: Tid) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).unwrap();
-        let line = status.lines().find(|l| l.starts_with("voluntary_ctxt_switches:")).unwrap();
-        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+        moirai_os::proc::thread_voluntary_switches(std::process::id(), tid).unwrap()
     }
 
     #[test]

@@ -295,6 +295,19 @@ pub fn process_and_children_cpu_ns(pid: u32) -> io::Result<u64> {
     Ok(own + tick_ns(ticks[2] + ticks[3]))
 }
 
+/// How many times thread `tid` of process `pid` went to sleep so far (`voluntary_ctxt_switches`
+/// of `/proc/<pid>/task/<tid>/status`): its wake-ups, for a thread that should not wake.
+pub fn thread_voluntary_switches(pid: u32, tid: Tid) -> io::Result<u64> {
+    let status = fs::read_to_string(format!("/proc/{pid}/task/{tid}/status"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidData, "no voluntary_ctxt_switches in /proc/<pid>/task/<tid>/status")
+        })
+}
+
 /// Resident set size of a process, in bytes (`VmRSS` of `/proc/<pid>/status`).
 pub fn process_rss_bytes(pid: u32) -> io::Result<u64> {
     let status = fs::read_to_string(format!("/proc/{pid}/status"))?;
@@ -517,5 +530,17 @@ mod tests {
         assert_eq!(own_thread_cpu_ns(tid).unwrap_err().kind(), io::ErrorKind::NotFound, "an ended thread");
         assert_eq!(own_thread_cpu_ns(0).unwrap_err().kind(), io::ErrorKind::InvalidInput);
         assert_eq!(own_thread_cpu_ns(1).unwrap_err().kind(), io::ErrorKind::NotFound, "not a thread of this process");
+    }
+
+    #[test]
+    fn voluntary_switches_count_the_sleeps() {
+        let (pid, tid) = (std::process::id(), current_tid());
+        let before = thread_voluntary_switches(pid, tid).unwrap();
+        for _ in 0..3 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let after = thread_voluntary_switches(pid, tid).unwrap();
+        assert!(after >= before + 3, "three sleeps: {before} -> {after}");
+        assert_eq!(thread_voluntary_switches(pid, 0).unwrap_err().kind(), io::ErrorKind::NotFound);
     }
 }

@@ -171,8 +171,7 @@ fn voluntary_switches(pid: u32, tid: i32) -> Option<f64> {
     if tid <= 0 {
         return None;
     }
-    let status = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/status")).ok()?;
-    status.lines().find_map(|l| l.strip_prefix("voluntary_ctxt_switches:")).and_then(|v| v.trim().parse().ok())
+    moirai_os::proc::thread_voluntary_switches(pid, tid).ok().map(|n| n as f64)
 }
 
 /// The chain name of a physical operator: its name without `" (i/n)"`.

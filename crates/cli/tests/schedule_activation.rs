@@ -120,14 +120,11 @@ fn schedule(engine_port: u16, state: &std::path::Path, verbose: bool) -> (Proc, 
 /// How many times the thread named `comm` of process `pid` went to sleep (its voluntary context
 /// switches since it started).
 fn sleeps(pid: u32, comm: &str) -> u64 {
-    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("the middleware's threads");
-    for task in tasks.flatten().map(|t| t.path()) {
-        if std::fs::read_to_string(task.join("comm")).is_ok_and(|c| c.trim() == comm) {
-            let tid = task.file_name().and_then(|t| t.to_str()?.parse().ok()).expect("a numeric task id");
-            return moirai_os::proc::thread_voluntary_switches(pid, tid).expect("its voluntary_ctxt_switches");
-        }
-    }
-    panic!("process {pid} has no thread named {comm}");
+    let threads = moirai_os::proc::threads(pid).expect("the middleware's threads");
+    let Some(thread) = threads.iter().find(|t| t.name == comm) else {
+        panic!("process {pid} has no thread named {comm}");
+    };
+    moirai_os::proc::thread_voluntary_switches(pid, thread.tid).expect("its voluntary_ctxt_switches")
 }
 
 #[test]

@@ -298,7 +298,7 @@ pub fn process_and_children_cpu_ns(pid: u32) -> io::Result<u64> {
 /// How many times thread `tid` of process `pid` went to sleep so far (`voluntary_ctxt_switches`
 /// of `/proc/<pid>/task/<tid>/status`): its wake-ups, for a thread that should not wake.
 pub fn thread_voluntary_switches(pid: u32, tid: Tid) -> io::Result<u64> {
-    let status = fs::read_to_string(format!("/proc/{pid}/task/{tid}/status"))?;
+    let status = fs::read_to_string(task_dir(pid, tid).join("status"))?;
     status
         .lines()
         .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
